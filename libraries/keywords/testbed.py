@@ -1,0 +1,130 @@
+"""Keywords to set up and tear down a testbed, reach its nodes and check their tools."""
+
+from __future__ import annotations
+
+import logging
+
+from robot.api import SkipExecution
+from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.errors import HostStackError, ToolMissing
+from libraries.testbed import Testbed
+from libraries.versions import node_versions, tool_version
+
+LOG = logging.getLogger(__name__)
+
+
+@library(scope="SUITE", auto_keywords=False)
+class TestbedKeywords:
+    """Set up the testbed a topology describes, run commands on its nodes, tear it down.
+
+    A topology is named with ``-v TOPOLOGY:<name>`` (``topologies/<name>.yaml``) or a path.
+    With ``provision: netns`` the testbed is built on this machine in network namespaces and
+    removed at teardown, failures included.
+    """
+
+    def __init__(self) -> None:
+        self._testbed: Testbed | None = None
+        self.versions: dict[str, dict[str, str]] = {}
+
+    @property
+    def testbed(self) -> Testbed:
+        """The running testbed; fails when ``Set Up Testbed`` has not run in this suite."""
+        if self._testbed is None:
+            raise HostStackError("no testbed: the suite setup must call 'Set Up Testbed'")
+        return self._testbed
+
+    @keyword("Set Up Testbed")
+    def set_up_testbed(self, topology: str = "3node") -> None:
+        """Load and validate ``topology``, build it when it says ``provision: netns``, connect
+        to every node and record each node's tool versions as suite metadata.
+
+        Fails with the file, key path and expectation for a bad topology, or with host:port and
+        the SSH error for an unreachable node; nothing built is left behind on failure.
+        """
+        if self._testbed is not None:
+            raise HostStackError("Set Up Testbed called twice in one suite")
+        self._testbed = Testbed.up(topology)
+        builtin = BuiltIn()
+        builtin.set_suite_metadata("Topology", self._testbed.topology.name)
+        for name, node in self._testbed.nodes.items():
+            spec = self._testbed.topology.nodes[name]
+            versions = node_versions(node, spec.tools)
+            self.versions[name] = versions
+            text = ", ".join(f"{tool} {version}" for tool, version in versions.items())
+            builtin.set_suite_metadata(f"Versions {name}", text)
+            LOG.info("%s versions: %s", name, text)
+
+    @keyword("Tear Down Testbed")
+    def tear_down_testbed(self) -> None:
+        """Stop every process started on any node, disconnect, and remove a built testbed."""
+        if self._testbed is None:
+            return
+        testbed, self._testbed = self._testbed, None
+        testbed.down()
+
+    @keyword("Stop Processes On All Nodes")
+    def stop_processes_on_all_nodes(self) -> None:
+        """Stop (TERM, then KILL) every process any keyword started on any node."""
+        errors = []
+        for node in self.testbed.nodes.values():
+            try:
+                node.stop_all()
+            except HostStackError as error:
+                errors.append(str(error))
+        if errors:
+            raise HostStackError("; ".join(errors))
+
+    @keyword("Run On Node")
+    def run_on_node(self, node: str, command: str, timeout: float = 60.0,
+                    sudo: bool = False) -> str:
+        """Run ``command`` on ``node`` (a node name or a role) and return its stdout.
+
+        Fails with the exit code and output when the command exits non-zero.
+        """
+        return self.testbed.node(node).run(command, timeout=timeout, sudo=sudo).stdout
+
+    @keyword("Node Should Be Reachable")
+    def node_should_be_reachable(self, node: str) -> None:
+        """Run a command on ``node`` over SSH and check it answers with the node's kernel."""
+        target = self.testbed.node(node)
+        kernel = target.run("uname -sr", timeout=10).stdout.strip()
+        if not kernel.startswith("Linux"):
+            raise HostStackError(f"{target.where}: `uname -sr` answered {kernel!r}")
+
+    @keyword("Get Nodes")
+    def get_nodes(self) -> list[str]:
+        """Names of the topology's nodes."""
+        return list(self.testbed.topology.nodes)
+
+    @keyword("Get Declared Tools")
+    def get_declared_tools(self, node: str) -> list[str]:
+        """Tools the topology declares on ``node``."""
+        name = self.testbed.topology.resolve_node(node)
+        return list(self.testbed.topology.nodes[name].tools)
+
+    @keyword("Tool Should Answer On Node")
+    def tool_should_answer_on_node(self, node: str, tool: str) -> str:
+        """Ask ``tool`` on ``node`` for its version; fail with what it printed otherwise."""
+        name = self.testbed.topology.resolve_node(node)
+        binary = self.testbed.topology.nodes[name].tools.get(tool)
+        if binary is None:
+            raise HostStackError(f"topology {self.testbed.topology.name}: node {name} "
+                                 f"declares no tool {tool!r}")
+        return tool_version(self.testbed.nodes[name], tool, binary)
+
+    @keyword("Require Tool On Node")
+    def require_tool_on_node(self, node: str, tool: str) -> str:
+        """Return the path of ``tool`` on ``node``; skip the test, with the reason, when the
+        topology declares no such tool or it does not answer there."""
+        name = self.testbed.topology.resolve_node(node)
+        binary = self.testbed.topology.nodes[name].tools.get(tool)
+        if binary is None:
+            raise SkipExecution(f"{tool} not declared on {name} in topology "
+                                f"{self.testbed.topology.name}")
+        try:
+            tool_version(self.testbed.nodes[name], tool, binary)
+        except ToolMissing as error:
+            raise SkipExecution(str(error)) from None
+        return binary
