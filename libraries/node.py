@@ -299,11 +299,12 @@ class Node:
         """Stop the process group: SIGTERM, up to ``grace`` s, then SIGKILL. Returns its log."""
         if not process.stopped:
             pid = process.pid
+            alive = f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/' | grep -q ."
             script = (
-                f"kill -TERM -- -{pid} 2>/dev/null || kill -TERM {pid} 2>/dev/null; "
-                f"i=0; while kill -0 -- -{pid} 2>/dev/null && [ $i -lt {int(grace * 10)} ]; "
+                f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null; "
+                f"i=0; while {alive} && [ $i -lt {int(grace * 10)} ]; "
                 f"do sleep 0.1; i=$((i+1)); done; "
-                f"if kill -0 -- -{pid} 2>/dev/null; then kill -KILL -- -{pid}; echo killed; fi"
+                f"if {alive}; then kill -s KILL -- -{pid}; echo killed; fi"
             )
             result = self.run(script, timeout=grace + 10, check=False, quiet=True)
             process.stopped = True

@@ -29,6 +29,8 @@ LOG = logging.getLogger(__name__)
 class Testbed:
     """Topology + nodes of one run. Build with :meth:`up`, always finish with :meth:`down`."""
 
+    __test__ = False  # not a pytest test class despite its name
+
     topology: Topology
     run_id: str
     nodes: dict[str, Node] = field(default_factory=dict)

@@ -230,7 +230,9 @@ class _PathError(ValueError):
 def _format_errors(source: str, error: ValidationError) -> str:
     lines = []
     for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        parts = [str(part) for part in item["loc"]]
+        is_key = parts[-1:] == ["[key]"]
+        path = ".".join(parts[:-1] if is_key else parts) or "(top level)"
         ctx_error = item.get("ctx", {}).get("error")
         if isinstance(ctx_error, _PathError):
             lines.append(f"{source}: {ctx_error.path}: {ctx_error.message}")
@@ -240,8 +242,11 @@ def _format_errors(source: str, error: ValidationError) -> str:
             message = "unknown key (typo?)"
         elif item["type"] == "missing":
             message = "required key is missing"
+        if is_key:
+            message = f"invalid name: {message}"
         got = item.get("input")
-        suffix = "" if item["type"] in ("missing", "extra_forbidden") else f", got {got!r}"
+        quiet = item["type"] in ("missing", "extra_forbidden") or isinstance(got, dict)
+        suffix = "" if quiet or is_key else f", got {got!r}"
         lines.append(f"{source}: {path}: {message}{suffix}")
     return "\n".join(lines)
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One-time setup of a fresh Debian 12 / Ubuntu machine (run as root):
+#   - the system tools the suites drive (nginx + stream module, iperf3, wrk, sshd, bpftrace, ...)
+#   - a Python virtual environment in .venv with the pinned requirements and this project
+#     installed editable, so plain `robot` finds `libraries.*` by module name.
+# Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(
+  nginx-light libnginx-mod-stream   # HTTPS server / reverse proxy / stream proxy
+  iperf3 wrk                        # traffic tools (wrk2 is not packaged: see README)
+  openssh-server openssh-client     # each testbed node is reached over real SSH
+  iproute2 procps psmisc util-linux # namespaces, veth, ss, taskset, kill
+  openssl ca-certificates curl      # certificates, HTTPS checks
+  bpftrace bpftool                  # eBPF tracing (sslsniff suite), sockmap evidence
+  chromium                          # headless check of the trend dashboard
+  python3 python3-venv python3-pip
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (it installs Debian packages and the suites build namespaces)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  # Debian starts services from postinst; the suites start their own instances instead.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -r requirements.txt
+.venv/bin/pip install -q --no-deps -e .
+echo "setup.sh: done. Activate with: . .venv/bin/activate"

@@ -1,0 +1,200 @@
+"""End-to-end: build the real 3node namespace testbed, drive it over SSH, leave nothing behind.
+
+Needs root, iproute2 and openssh-server (setup.sh installs them); skipped with the reason
+otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from libraries.errors import CommandTimeout, NodeError, ToolMissing
+from libraries.netns import STATE_ROOT, LocalTestbed, make_prefix, sweep_stale
+from libraries.testbed import Testbed
+from libraries.topology import load_topology, parse_topology
+from libraries.versions import tool_version
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+    pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),
+                       reason="openssh-server not installed (run setup.sh)"),
+]
+
+
+def _leftovers(prefix: str) -> list[str]:
+    found = []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [line for line in netns.splitlines() if line.startswith(prefix)]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [line for line in links.splitlines() if f" {prefix}-" in line]
+    procs = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    found += [line for line in procs.splitlines()
+              if prefix in line and not line.startswith("Z")]
+    for path in (STATE_ROOT / prefix, Path(f"/tmp/hoststack-{prefix}")):
+        if path.exists():
+            found.append(str(path))
+    found += [str(p) for p in Path("/etc/netns").glob(f"{prefix}-*")]
+    return found
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    bed = Testbed.up("3node")
+    yield bed
+    prefix = bed.run_id
+    bed.down()
+    assert _leftovers(prefix) == []
+
+
+def test_every_node_answers_over_ssh_in_its_own_namespace(testbed):
+    for name, node in testbed.nodes.items():
+        result = node.run("ip netns identify; uname -s")
+        assert result.stdout.split() == [f"{testbed.run_id}-{name}", "Linux"]
+
+
+def test_traffic_between_tg_and_server_is_routed_by_the_dut(testbed):
+    server, tg, dut = testbed.node("server"), testbed.node("tg"), testbed.node("dut")
+    before = int(dut.run("cat /sys/class/net/eth2/statistics/tx_packets").stdout)
+    process = server.start("iperf3 -s -1 -p 5201", "iperf3-server")
+    server.wait_for_listener(5201, process)
+    result = tg.run("iperf3 -c 198.18.2.2 -p 5201 -t 1 --json", timeout=20)
+    assert json.loads(result.stdout)["end"]["sum_received"]["bytes"] > 0
+    after = int(dut.run("cat /sys/class/net/eth2/statistics/tx_packets").stdout)
+    assert after - before > 100  # the bytes crossed the DUT's server-side leg
+    server.stop(process)
+
+
+def test_background_process_lifecycle(testbed):
+    node = testbed.node("dut")
+    process = node.start("sh -c 'echo started; sleep 300 & sleep 300'", "sleeper",
+                         env={"MARKER": "x y'z"}, cpus=[0])
+    time.sleep(0.2)
+    assert node.is_running(process)
+    environ = node.run(f"tr '\\0' '\\n' < /proc/{process.pid}/environ").stdout
+    assert "MARKER=x y'z" in environ.splitlines()
+    assert "list: 0" in node.run(f"taskset -c -p {process.pid}").stdout
+    log = node.stop(process, grace=2)
+    assert "started" in log
+    assert not node.is_running(process)
+    # the whole process group went, the backgrounded child included
+    members = node.run(f"ps -eo pgid=,stat= | awk '$1 == {process.pid} && $2 !~ /^Z/'").stdout
+    assert members == ""
+    assert process not in node.processes
+
+
+def test_process_ignoring_sigterm_is_killed_after_grace(testbed):
+    node = testbed.node("dut")
+    process = node.start("sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'", "stubborn")
+    time.sleep(0.2)
+    started = time.monotonic()
+    node.stop(process, grace=0.5)
+    assert time.monotonic() - started < 5
+    assert not node.is_running(process)
+
+
+def test_process_that_dies_before_listening_fails_with_its_output(testbed):
+    node = testbed.node("dut")
+    process = node.start("sh -c 'echo cannot bind: address in use >&2; exit 3'", "dies")
+    with pytest.raises(NodeError, match="(?s)dies exited before listening on port 9999.*cannot bind"):
+        node.wait_for_listener(9999, process, timeout=5)
+
+
+def test_port_in_use_is_reported_with_its_holder(testbed):
+    node = testbed.node("server")
+    holder = node.start("iperf3 -s -p 5300", "holder")
+    node.wait_for_listener(5300, holder)
+    with pytest.raises(NodeError, match=r"port 5300 is already in use by: .*iperf3 -s -p 5300"):
+        node.ensure_port_free(5300)
+    node.stop(holder)
+    node.ensure_port_free(5300)
+
+
+def test_timeout_raises_with_partial_output_and_kills_the_command(testbed):
+    node = testbed.node("tg")
+    with pytest.raises(CommandTimeout, match="(?s)timed out after 1 s.*before-timeout"):
+        node.run("echo before-timeout; sleep 30; echo never", timeout=1)
+    time.sleep(2.5)
+    assert node.run("pgrep -f 'slee[p] 30'", check=False).exit_code == 1
+
+
+def test_topology_values_cannot_inject_commands(testbed, tmp_path):
+    node = testbed.node("tg")
+    marker = f"/tmp/hoststack-injected-{os.getpid()}"
+    with pytest.raises(ToolMissing, match="does not answer"):
+        tool_version(node, "nginx", f"nginx; touch {marker}")
+    node.put("payload", f"{node.workdir}/odd name; touch {marker}")
+    assert not Path(marker).exists()
+
+
+def test_put_and_get_round_trip(testbed):
+    node = testbed.node("server")
+    text = "line one\n'quoted' $HOME `x`\n"
+    node.put(text, f"{node.workdir}/sub/dir/file.txt", mode=0o600)
+    assert node.get(f"{node.workdir}/sub/dir/file.txt") == text
+    assert node.run(f"stat -c %a {node.workdir}/sub/dir/file.txt").stdout.strip() == "600"
+
+
+def test_two_testbeds_of_one_topology_coexist():
+    first = Testbed.up("2node")
+    try:
+        second = Testbed.up("2node")
+        try:
+            assert first.run_id != second.run_id
+            assert first.node("tg").target.host != second.node("tg").target.host
+            for bed in (first, second):
+                assert "198.18.1.1" in bed.node("dut").run("ip -4 -o addr show eth1").stdout
+        finally:
+            second.down()
+    finally:
+        first.down()
+    assert _leftovers(first.run_id) == [] and _leftovers(second.run_id) == []
+
+
+def test_leftovers_of_a_killed_run_are_swept():
+    topology = load_topology("1node")
+    prefix = make_prefix(topology.name, "robot")
+    LocalTestbed(topology, prefix).up()
+    state_file = STATE_ROOT / prefix / "state.json"
+    state = json.loads(state_file.read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    state["owner_pid"] = dead.pid  # as if the robot process had been killed
+    state_file.write_text(json.dumps(state))
+    assert prefix in sweep_stale()
+    assert _leftovers(prefix) == []
+
+
+def test_unreachable_lab_node_fails_with_host_port_and_leaves_nothing():
+    topology = parse_topology(
+        {"name": "lab", "nodes": {"dut": {"roles": ["dut"], "host": "127.0.0.1", "port": 1}}},
+        "lab.yaml",
+    )
+    with pytest.raises(NodeError, match=r"dut \(127\.0\.0\.1:1\): cannot connect over SSH"):
+        Testbed.up(topology)
+
+
+def test_cli_up_status_down_leaves_nothing(tmp_path):
+    python = str(Path(os.sys.executable))
+    up = subprocess.run([python, "-m", "libraries.testbed", "up", "3node"],
+                        capture_output=True, text=True, timeout=60)
+    assert up.returncode == 0, up.stderr
+    prefix = make_prefix("3node", "cli")
+    assert f"prefix {prefix}" in up.stdout
+    status = subprocess.run([python, "-m", "libraries.testbed", "status", "3node"],
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and f'"{prefix}"' in status.stdout
+    again = subprocess.run([python, "-m", "libraries.testbed", "up", "3node"],
+                           capture_output=True, text=True, timeout=60)  # idempotent rebuild
+    assert again.returncode == 0, again.stderr
+    down = subprocess.run([python, "-m", "libraries.testbed", "down", "3node"],
+                          capture_output=True, text=True, timeout=60)
+    assert down.returncode == 0, down.stderr
+    assert _leftovers(prefix) == []

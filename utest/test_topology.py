@@ -1,0 +1,137 @@
+"""Topology loading and validation: shipped files load, bad files name file and key path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from libraries.errors import TopologyError
+from libraries.topology import TOPOLOGY_DIR, load_topology, parse_topology
+
+SHIPPED = sorted(TOPOLOGY_DIR.glob("*.yaml")) + sorted(TOPOLOGY_DIR.glob("examples/*.yaml"))
+GOOD = yaml.safe_load((TOPOLOGY_DIR / "3node.yaml").read_text())
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_topology_loads(path: Path):
+    topology = load_topology(str(path))
+    assert topology.nodes
+    assert topology.node_with_role("dut") in topology.nodes
+
+
+def test_3node_addresses_as_seen_from_each_node():
+    topology = load_topology("3node")
+    assert topology.address_of("server", seen_from="dut") == "198.18.2.2"
+    assert topology.address_of("dut", seen_from="tg") == "198.18.1.1"
+    assert topology.address_of("server", seen_from="tg") == "198.18.2.2"  # routed via the DUT
+    assert topology.address_of("dut", seen_from="dut") == "127.0.0.1"
+    assert topology.cpus_of("tg", "load") == [1]
+    assert topology.cpus_of("tg", "nothing") is None
+
+
+def test_1node_resolves_every_role_to_the_one_node():
+    topology = load_topology("1node")
+    assert {topology.resolve_node(r) for r in ("tg", "dut", "server")} == {"dut"}
+
+
+def _mutated(change) -> dict:
+    data = copy.deepcopy(GOOD)
+    change(data)
+    return data
+
+
+def _set(path: str, value):
+    def change(data):
+        keys = path.split(".")
+        target = data
+        for key in keys[:-1]:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        target[keys[-1]] = value
+    return change
+
+
+def _delete(path: str):
+    def change(data):
+        keys = path.split(".")
+        target = data
+        for key in keys[:-1]:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        del target[keys[-1]]
+    return change
+
+
+BAD = [
+    ("unknown top-level key", _set("nodez", {}), "nodez: unknown key"),
+    ("unknown node key (typo)", _set("nodes.dut.tols", {}), "nodes.dut.tols: unknown key"),
+    ("cpus not a list", _set("nodes.dut.cpus.proxy", "zero"), "nodes.dut.cpus.proxy:"),
+    ("negative cpu", _set("nodes.dut.cpus.proxy", [-1]), "nodes.dut.cpus.proxy.0:"),
+    ("unknown role", _set("nodes.tg.roles", ["client"]), "nodes.tg.roles.0:"),
+    ("no roles", _set("nodes.tg.roles", []), "nodes.tg.roles:"),
+    ("missing roles", _delete("nodes.tg.roles"), "nodes.tg.roles: required key is missing"),
+    ("missing name", _delete("name"), "name: required key is missing"),
+    ("unknown tool", _set("nodes.dut.tools.ngnix", "nginx"), "nodes.dut.tools:"),
+    ("bad port", _set("nodes.dut.port", 70000), "nodes.dut.port:"),
+    ("port wrong type", _set("nodes.dut.port", "ssh"), "nodes.dut.port:"),
+    ("link to unknown node", _set("links.0.b", "dutt:eth1"), "links.0.b: unknown node 'dutt'"),
+    ("bad address", _set("links.0.a_ip", "198.18.1.300/24"), "links.0.a_ip:"),
+    ("duplicate address",
+     lambda d: d["links"][1].update(a_ip="198.18.1.5/24", b_ip="198.18.1.1/24"),
+     "links.1.b_ip: duplicate address 198.18.1.1 (also on dut:eth1)"),
+    ("link ends in two subnets", _set("links.0.b_ip", "198.18.9.1/24"), "links.0:"),
+    ("interface used twice", _set("links.1.a", "dut:eth1"), "links.1.a: interface dut:eth1"),
+    ("bad link end syntax", _set("links.0.a", "tg-eth1"), "links.0.a:"),
+    ("host with netns", _set("nodes.tg.host", "10.0.0.1"), "nodes.tg.host: must be absent"),
+    ("bad provision", _set("provision", "docker"), "provision:"),
+    ("bad node name", _set("nodes.Bad-Name", {"roles": ["tg"]}), "nodes.Bad-Name: invalid name"),
+    ("route not a network", _set("nodes.tg.routes.0.to", "somewhere"), "nodes.tg.routes.0.to:"),
+    ("mtu too big", _set("links.0.mtu", 65000), "links.0.mtu:"),
+    ("bad pci address", _set("nodes.dut.interfaces", {"eth1": {"pci": "01:00.0"}}),
+     "nodes.dut.interfaces.eth1.pci:"),
+    ("vpp unknown key", _set("nodes.dut.vpp", {"binary": "/usr/bin/vpp"}),
+     "nodes.dut.vpp.binary: unknown key"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), [(c, e) for _, c, e in BAD],
+                         ids=[name for name, _, _ in BAD])
+def test_bad_topology_names_file_and_key_path(change, expected):
+    with pytest.raises(TopologyError) as error:
+        parse_topology(_mutated(change), "topologies/broken.yaml")
+    message = str(error.value)
+    assert message.startswith("topologies/broken.yaml: "), message
+    assert expected in message, message
+
+
+def test_lab_node_without_host_is_an_error():
+    data = _mutated(_delete("provision"))
+    with pytest.raises(TopologyError, match=r"nodes\.tg\.host: expected a host name"):
+        parse_topology(data, "lab.yaml")
+
+
+def test_key_and_password_together_are_refused():
+    data = yaml.safe_load((TOPOLOGY_DIR / "examples" / "lab-3node.yaml").read_text())
+    data["nodes"]["tg"]["password"] = "secret"
+    with pytest.raises(TopologyError, match=r"nodes\.tg\.password: give either key or password"):
+        parse_topology(data, "lab.yaml")
+
+
+def test_unreadable_and_invalid_yaml_files(tmp_path: Path):
+    with pytest.raises(TopologyError, match=r"nosuch\.yaml: cannot read topology.*known"):
+        load_topology(str(tmp_path / "nosuch.yaml"))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nnodes: [unclosed\n")
+    with pytest.raises(TopologyError, match=r"broken\.yaml: not valid YAML"):
+        load_topology(str(broken))
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("just a string\n")
+    with pytest.raises(TopologyError, match=r"scalar\.yaml: expected a mapping"):
+        load_topology(str(scalar))
+
+
+def test_unknown_role_query_names_roles_present():
+    topology = load_topology("2node")
+    with pytest.raises(TopologyError, match=r"no node or role 'client'"):
+        topology.resolve_node("client")
