@@ -1,0 +1,143 @@
+"""A Node that runs commands on this machine with subprocess, for real-tool unit tests.
+
+It follows the :class:`libraries.node.Node` contract that runners rely on (``name``,
+``workdir``, ``run`` with timeout/check, ``put``, ``start``/``stop``) without SSH, so a test
+can run the real wrk / iperf3 / nginx through the same runner code a suite uses.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from libraries.errors import CommandError, CommandTimeout
+from libraries.node import CommandResult
+
+
+@dataclass
+class LocalProcess:
+    """A background process started by :meth:`LocalNode.start`."""
+
+    name: str
+    command: str
+    popen: subprocess.Popen[bytes]
+    log_path: str
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+
+@dataclass
+class LocalNode:
+    """Runs commands locally through ``sh -c``; records every command it ran in ``history``."""
+
+    workdir: str
+    name: str = "local"
+    history: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} (localhost)"
+
+    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+            check: bool = True) -> CommandResult:
+        self.history.append(command)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            ["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise CommandTimeout(self.where, command, timeout, out.decode(errors="replace"),
+                                 err.decode(errors="replace")) from None
+        result = CommandResult(command, proc.returncode, out.decode(errors="replace"),
+                               err.decode(errors="replace"), time.monotonic() - start)
+        if check and result.exit_code != 0:
+            raise CommandError(self.where, command, result.exit_code, result.stdout,
+                               result.stderr)
+        return result
+
+    def put(self, text: str, path: str, mode: int = 0o644) -> None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+
+    def start(self, command: str, name: str, env: dict[str, str] | None = None,
+              cpus: list[int] | None = None) -> LocalProcess:
+        log_path = os.path.join(self.workdir, f"{name}.log")
+        if cpus:
+            command = f"taskset -c {','.join(map(str, cpus))} {command}"
+        self.history.append(command)
+        with open(log_path, "wb") as log:
+            popen = subprocess.Popen(
+                ["sh", "-c", f"exec {command}"], stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        return LocalProcess(name, command, popen, log_path)
+
+    def stop(self, process: LocalProcess, grace: float = 5.0) -> str:
+        if process.popen.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.popen.wait()
+            except ProcessLookupError:
+                pass
+        return Path(process.log_path).read_text(errors="replace")
+
+
+def free_port(low: int = 18000, high: int = 19999) -> int:
+    """A TCP port in [low, high] that is free on 127.0.0.1 right now (random start)."""
+    ports = list(range(low, high + 1))
+    random.shuffle(ports)
+    for port in ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port in {low}-{high}")
+
+
+def wait_for_port(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
+    """Wait until something accepts TCP connections on ``host:port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s") from None
+            time.sleep(0.05)
+
+
+def wait_for_listener(port: int, timeout: float = 10.0) -> None:
+    """Wait until a TCP socket listens on ``port`` without connecting to it (``ss``), so a
+    one-off server (``iperf3 -s -1``) is not consumed by the check."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = subprocess.run(
+            ["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ).stdout
+        if listing.strip():
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on TCP port {port} after {timeout} s")
+        time.sleep(0.05)
