@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import shlex
 
-from robot.api import SkipExecution
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
@@ -65,16 +66,47 @@ class TestbedKeywords:
         testbed.down()
 
     @keyword("Stop Processes On All Nodes")
-    def stop_processes_on_all_nodes(self) -> None:
-        """Stop (TERM, then KILL) every process any keyword started on any node."""
+    def stop_processes_on_all_nodes(self, log_output: bool = False) -> None:
+        """Stop (TERM, then KILL) every process any keyword started on any node.
+
+        With ``log_output`` (e.g. after a failure) each process's output tail is logged.
+        """
         errors = []
         for node in self.testbed.nodes.values():
-            try:
-                node.stop_all()
-            except HostStackError as error:
-                errors.append(str(error))
+            for process in reversed(node.processes):
+                try:
+                    output = node.stop(process)
+                except HostStackError as error:
+                    errors.append(str(error))
+                    continue
+                if log_output:
+                    logger.info(f"{node.name}: output of {process.name} ({process.command}):\n"
+                                f"{output[-3000:] or '(empty)'}")
         if errors:
             raise HostStackError("; ".join(errors))
+
+    @keyword("Require Stack On Node")
+    def require_stack_on_node(self, node: str, stack: str) -> None:
+        """Pass for ``kernel``; for ``vpp`` skip the test, with the reason, unless the
+        topology declares VPP on ``node`` and its binary is there."""
+        if stack == "kernel":
+            return
+        if stack != "vpp":
+            raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
+        name = self.testbed.topology.resolve_node(node)
+        vpp = self.testbed.topology.nodes[name].vpp
+        if vpp is None:
+            raise SkipExecution(f"VPP not declared on {name} in topology "
+                                f"{self.testbed.topology.name} (no 'vpp:' paths)")
+        check = self.testbed.nodes[name].run(f"test -x {shlex.quote(vpp.bin)}", timeout=10,
+                                             check=False)
+        if check.exit_code != 0:
+            raise SkipExecution(f"VPP not installed on {name}: {vpp.bin} missing")
+
+    @keyword("Get Topology Name")
+    def get_topology_name(self) -> str:
+        """Name of the running testbed's topology (e.g. for tags)."""
+        return self.testbed.topology.name
 
     @keyword("Run On Node")
     def run_on_node(self, node: str, command: str, timeout: float = 60.0,

@@ -1,0 +1,175 @@
+"""Keywords to record a measuring test's result as one JSON record and judge it by criteria."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from robot.api import logger
+from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
+from libraries.errors import HostStackError
+from libraries.keywords import TESTBED_LIBRARY
+from libraries.measurement import Measurement
+from libraries.records import append_record
+
+LOG = logging.getLogger(__name__)
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _project_revision() -> str:
+    try:
+        result = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                                capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return result.stdout.strip() if result.returncode == 0 else "unknown"
+
+
+@library(scope="GLOBAL", auto_keywords=False, listener="SELF")
+class ResultsKeywords:
+    """Write every measuring test's result to ``records.jsonl`` and check its pass criteria.
+
+    Records go to ``${OUTPUT DIR}/<run-id>/records.jsonl``; with ``-v RUN_ID:<id>`` (the
+    nightly runner passes it together with ``-d results/<id>``) to ``${OUTPUT DIR}/records.jsonl``.
+    Criteria come from ``topologies/criteria.yaml`` or ``-v CRITERIA:<path>``.
+    """
+
+    ROBOT_LISTENER_API_VERSION = 3
+
+    def __init__(self) -> None:
+        self._test_started: datetime.datetime | None = None
+        self._run_started = _now()
+        self._run_id: str | None = None
+        self._records_path: Path | None = None
+        self._revision: str | None = None
+
+    # -- listener ----------------------------------------------------------------------------
+
+    def start_test(self, data: Any, result: Any) -> None:
+        """Listener hook: remember when the test started."""
+        self._test_started = _now()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _variable(self, name: str, default: Any = None) -> Any:
+        return BuiltIn().get_variable_value("${" + name + "}", default)
+
+    def _records_file(self) -> Path:
+        if self._records_path is None:
+            output_dir = Path(self._variable("OUTPUT DIR", "results"))
+            given = self._variable("RUN_ID")
+            if given:
+                self._run_id, run_dir = str(given), output_dir
+            else:
+                self._run_id = (self._run_started.strftime("%Y%m%d-%H%M%S-")
+                                + os.urandom(2).hex())
+                run_dir = output_dir / self._run_id
+            self._records_path = run_dir / "records.jsonl"
+            self._revision = _project_revision()
+        return self._records_path
+
+    def _write_run_metadata(self, topology: str) -> None:
+        path = self._records_file().parent / "run.json"
+        metadata = {
+            "run_id": self._run_id, "start_time": self._run_started.isoformat(),
+            "end_time": _now().isoformat(), "project_revision": self._revision,
+            "topology": topology, "host": socket.gethostname(),
+        }
+        path.write_text(json.dumps(metadata, indent=2) + "\n")
+
+    def _criteria_results(self, measurement: Measurement, topology: str
+                          ) -> list[CriterionResult]:
+        path = Path(self._variable("CRITERIA", DEFAULT_CRITERIA))
+        return evaluate(load_criteria(path), measurement, topology, source=path.name)
+
+    @staticmethod
+    def _testbed_context() -> tuple[str, dict[str, dict[str, str]]]:
+        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY)
+        return testbed.testbed.topology.name, testbed.versions
+
+    # -- keywords ----------------------------------------------------------------------------
+
+    @keyword("Record Result")
+    def record_result(self, measurement: Measurement) -> str:
+        """Validate and append this test's record (metrics with every trial, parameters,
+        evidence, criteria verdict, versions) to ``records.jsonl``; return the file path.
+
+        The record is also logged as JSON, and a one-line summary per metric at INFO.
+        """
+        topology, versions = self._testbed_context()
+        criteria = self._criteria_results(measurement, topology)
+        if not criteria:
+            verdict = "no_criteria"
+        else:
+            verdict = "pass" if all(c.passed for c in criteria) else "fail"
+        started = self._test_started or _now()
+        suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
+        test_name = self._variable("TEST NAME", "unknown")
+        record: dict[str, Any] = {
+            "schema_version": 1,
+            "run_id": "",
+            "test_id": f"{topology}/{suite_source.parent.name}/{test_name}",
+            "suite": self._variable("SUITE NAME", ""),
+            "name": test_name,
+            "tags": list(self._variable("TEST TAGS", [])),
+            "topology": topology,
+            "stack": measurement.stack,
+            "case": measurement.case,
+            "parameters": measurement.parameters,
+            "start_time": started.isoformat(),
+            "duration_s": (_now() - started).total_seconds(),
+            "metrics": {name: m.as_record() for name, m in measurement.metrics.items()},
+            "criteria": [c.as_record() for c in criteria],
+            "verdict": verdict,
+            "versions": versions,
+            "evidence": measurement.evidence,
+            "host": socket.gethostname(),
+        }
+        path = self._records_file()
+        record["run_id"] = self._run_id
+        record["project_revision"] = self._revision or "unknown"
+        append_record(path, record)
+        self._write_run_metadata(topology)
+        for name, metric in measurement.metrics.items():
+            s = metric.summary
+            cv = "n/a" if s.cv is None else f"{s.cv:.1%}"
+            logger.info(f"{name}: median {s.median:.6g} {s.unit} (min {s.minimum:.6g}, max "
+                        f"{s.maximum:.6g}, cv {cv}) over {s.count} trials: "
+                        f"{', '.join(f'{v:.6g}' for v in s.values)}")
+        for note in measurement.notes:
+            logger.info(note)
+        logger.debug(json.dumps(record, indent=2, sort_keys=True))
+        logger.info(f"record appended to {path}")
+        return str(path)
+
+    @keyword("Check Criteria")
+    def check_criteria(self, measurement: Measurement) -> None:
+        """Fail with measured vs required for every criterion the result misses.
+
+        A test with no criterion for this topology passes with a warning saying its result
+        was recorded but not judged.
+        """
+        topology, _ = self._testbed_context()
+        results = self._criteria_results(measurement, topology)
+        if not results:
+            logger.warn(f"no pass criterion for case {measurement.case} on topology "
+                        f"{topology}: the result is recorded, not judged")
+            return
+        for result in results:
+            logger.info(("PASS " if result.passed else "FAIL ") + result.describe())
+        failed = [r for r in results if not r.passed]
+        if failed:
+            raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))

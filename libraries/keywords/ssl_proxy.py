@@ -1,0 +1,312 @@
+"""Keywords for the SSL reverse proxy case (seed 000, upstream mutual TLS from seed 002):
+an nginx HTTPS file server, an nginx HTTPS reverse proxy, and wrk/wrk2 load through it."""
+
+from __future__ import annotations
+
+import html
+import logging
+import shlex
+from dataclasses import dataclass
+
+from robot.api import logger
+from robot.api.deco import keyword, library
+
+from libraries.certs import RunCertificates, make_run_certificates, put_cert_key
+from libraries.content import content_file_command, parse_size, size_name
+from libraries.errors import HostStackError
+from libraries.keywords import current_testbed
+from libraries.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.nginx_config import (
+    HttpsServerParams,
+    NginxInstance,
+    SslProxyParams,
+    UpstreamTls,
+)
+from libraries.nginx_service import (
+    NginxHandle,
+    instance_prefix,
+    nginx_is_alive,
+    start_nginx,
+    stub_status_requests,
+)
+from libraries.node import Node
+from libraries.testbed import Testbed
+from libraries.wrk import Flavour, WrkOptions, WrkResult, probe_wrk, run_wrk
+
+LOG = logging.getLogger(__name__)
+SERVER_PORT = 8445
+STATUS_PORT = 8446
+PROXY_PORT = 8089
+SERVER_NAME = "server.hoststack.test"
+
+
+def log_config(title: str, text: str) -> None:
+    """Attach a rendered config to log.html, folded."""
+    logger.info(f"<details><summary>{html.escape(title)}</summary><pre>{html.escape(text)}"
+                f"</pre></details>", html=True)
+
+
+@dataclass(frozen=True)
+class _Server:
+    handle: NginxHandle
+    content_root: str
+    mtls: bool
+
+
+@library(scope="SUITE", auto_keywords=False)
+class SslProxyKeywords:
+    """Start an HTTPS file server and an HTTPS reverse proxy, and measure HTTPS load through
+    the proxy and directly to the server, interleaved in the same run."""
+
+    def __init__(self) -> None:
+        self._certs: RunCertificates | None = None
+        self._cert_dirs: dict[str, str] = {}
+        self._server: _Server | None = None
+        self._proxy: NginxHandle | None = None
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _testbed() -> Testbed:
+        return current_testbed()
+
+    def _certificates(self, node: Node) -> str:
+        """Upload the run's CA and certificates to ``node`` once; return their directory."""
+        if self._certs is None:
+            self._certs = make_run_certificates(
+                server_names=[SERVER_NAME, "localhost", "127.0.0.1"],
+                proxy_names=["proxy.hoststack.test", "localhost", "127.0.0.1"],
+            )
+        if node.name not in self._cert_dirs:
+            directory = f"{node.workdir}/certs"
+            node.run(f"mkdir -p {shlex.quote(directory)}", timeout=10)
+            node.put(self._certs.ca.cert_pem, f"{directory}/ca.crt")
+            for name in ("server", "proxy", "client"):
+                put_cert_key(node, getattr(self._certs, name), directory, name)
+            self._cert_dirs[node.name] = directory
+        return self._cert_dirs[node.name]
+
+    @staticmethod
+    def _binary(testbed: Testbed, node: str, tool: str) -> str:
+        binary = testbed.topology.nodes[node].tools.get(tool)
+        if binary is None:
+            raise HostStackError(f"topology {testbed.topology.name}: node {node} declares no "
+                                 f"{tool} (tools: {sorted(testbed.topology.nodes[node].tools)})")
+        return binary
+
+    # -- keywords ----------------------------------------------------------------------------
+
+    @keyword("Create Content File On Node")
+    def create_content_file_on_node(self, node: str, size: str = "1kb") -> str:
+        """Create a file of ``size`` random bytes (``1kb``, ``64kb``, ``1m``, bytes) in the
+        node's web root and return its URL path, e.g. ``/1kb``."""
+        target = self._testbed().node(node)
+        name = size_name(size)
+        target.run(content_file_command(f"{target.workdir}/www/{name}", size), timeout=60)
+        return f"/{name}"
+
+    @keyword("Start HTTPS Server On Node")
+    def start_https_server_on_node(self, node: str, require_client_cert: bool = False,
+                                   stack: str = "kernel") -> None:
+        """Start seed 000's nginx HTTPS file server (TLSv1.3, TLS_AES_128_GCM_SHA256) on port
+        8445 of ``node``, with a stub_status counter on 127.0.0.1:8446.
+
+        ``require_client_cert`` makes it demand a client certificate signed by the run's CA
+        (the upstream mutual-TLS variant). The rendered config is attached to the log.
+        """
+        _require_kernel(stack)
+        testbed = self._testbed()
+        target = testbed.node(node)
+        certs = self._certificates(target)
+        prefix = instance_prefix(target, "nginx-server")
+        params = HttpsServerParams(
+            instance=NginxInstance(prefix=prefix, user="root",
+                                   worker_cpus=_one_cpu(testbed, target.name, "server")),
+            cert_path=f"{certs}/server.crt", key_path=f"{certs}/server.key",
+            root_dir=f"{target.workdir}/www", listen_port=SERVER_PORT, status_port=STATUS_PORT,
+            client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
+        )
+        config = params.render()
+        log_config(f"nginx HTTPS server on {target.name}", config)
+        handle = start_nginx(target, "nginx-server", config, [SERVER_PORT, STATUS_PORT],
+                             binary=self._binary(testbed, target.name, "nginx"))
+        self._server = _Server(handle, f"{target.workdir}/www", require_client_cert)
+
+    @keyword("Start HTTPS Reverse Proxy On Node")
+    def start_https_reverse_proxy_on_node(self, node: str, upstream: str = "server",
+                                          stack: str = "kernel", mtls: bool = False) -> None:
+        """Start seed 000's nginx HTTPS reverse proxy on port 8089 of ``node`` towards the
+        HTTPS server on ``upstream`` (keepalive 1024, HTTP/1.1, TLSv1.3 upstream).
+
+        ``mtls`` presents the run's client certificate to the upstream and verifies the
+        upstream's certificate against the run's CA (seed 002 in today's nginx terms).
+        """
+        _require_kernel(stack)
+        testbed = self._testbed()
+        target = testbed.node(node)
+        upstream_node = testbed.topology.resolve_node(upstream)
+        certs = self._certificates(target)
+        upstream_tls = None
+        if mtls:
+            upstream_tls = UpstreamTls(
+                client_cert_path=f"{certs}/client.crt", client_key_path=f"{certs}/client.key",
+                trusted_ca_path=f"{certs}/ca.crt", verify=True, ssl_name=SERVER_NAME,
+            )
+        address = testbed.topology.address_of(upstream_node, seen_from=target.name)
+        params = SslProxyParams(
+            instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
+                                   worker_cpus=_one_cpu(testbed, target.name, "proxy")),
+            cert_path=f"{certs}/proxy.crt", key_path=f"{certs}/proxy.key",
+            listen_port=PROXY_PORT, upstreams=(f"{address}:{SERVER_PORT}",),
+            upstream_tls=upstream_tls,
+        )
+        config = params.render()
+        log_config(f"nginx HTTPS reverse proxy on {target.name}", config)
+        self._proxy = start_nginx(target, "nginx-proxy", config, [PROXY_PORT],
+                                  binary=self._binary(testbed, target.name, "nginx"))
+
+    @keyword("Measure HTTPS Load Through Proxy")
+    def measure_https_load_through_proxy(
+        self, client: str = "tg", path: str = "/1kb", connections: int = 10,
+        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+    ) -> Measurement:
+        """Run wrk (or wrk2 at maximum rate) from ``client`` against the proxy and, in the
+        same run, directly against the server, interleaved: warm-up, then ``trials`` rounds.
+
+        Metrics: ``rps`` (through the proxy), ``direct_rps``, ``proxy_direct_ratio`` (per
+        round), ``errors`` (non-2xx/3xx + socket errors through the proxy). Evidence: requests
+        the server counted during each proxied trial (proves the proxy forwarded them) and
+        bytes per response (proves full files were served). Latency percentiles come from a
+        second, constant-rate wrk2 pass at half the measured maximum; with plain wrk they are
+        recorded as unavailable.
+        """
+        if self._server is None or self._proxy is None:
+            raise HostStackError("start the HTTPS server and the reverse proxy first")
+        testbed = self._testbed()
+        tg = testbed.node(client)
+        server = testbed.node(self._server.handle.node)
+        proxy = testbed.node(self._proxy.node)
+        tool = "wrk2" if "wrk2" in testbed.topology.nodes[tg.name].tools else "wrk"
+        binary = self._binary(testbed, tg.name, tool)
+        flavour = probe_wrk(tg, binary)
+        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        cpus = testbed.topology.cpus_of(tg.name, "load")
+        size = parse_size(path.lstrip("/"))
+        urls = {
+            "proxy": f"https://{testbed.topology.address_of(proxy.name, tg.name)}:"
+                     f"{PROXY_PORT}{path}",
+            "direct": f"https://{testbed.topology.address_of(server.name, tg.name)}:"
+                      f"{SERVER_PORT}{path}",
+        }
+        if self._server.mtls:
+            del urls["direct"]  # the server demands the proxy's client certificate
+        forwarded: list[int] = []
+
+        def trial(variant: str, seconds: int) -> WrkResult:
+            options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
+                                 duration=seconds, rate=100000000 if flavour == "wrk2" else None,
+                                 cpus=cpus)
+            before = stub_status_requests(server, STATUS_PORT)
+            result = run_wrk(tg, binary, options, flavour=flavour)
+            counted = stub_status_requests(server, STATUS_PORT) - before - 1
+            nginx_is_alive(proxy, self._proxy)
+            nginx_is_alive(server, self._server.handle)
+            if variant == "proxy" and seconds == plan.duration:
+                forwarded.append(counted)
+            _check_responses(result, size, variant)
+            return result
+
+        variants = {name: (lambda s, n=name: trial(n, s)) for name in urls}
+        results, measured = run_interleaved(variants, plan)
+        measurement = Measurement(
+            case="ssl_proxy", stack=stack,
+            parameters={"file_size": size_name(size), "connections": int(connections),
+                        "threads": 1, "tool": flavour, "mtls": self._server.mtls,
+                        "trials": plan.trials, "duration_s": plan.duration,
+                        "warmup_s": plan.warmup},
+            trial_seconds=measured,
+        )
+        proxied = results["proxy"]
+        measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
+        measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
+                        "lower_is_better")
+        measurement.evidence["server_counted_requests"] = forwarded
+        measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
+        measurement.evidence["bytes_per_response"] = [
+            round(r.total_bytes / r.total_requests) for r in proxied
+        ]
+        _check_forwarded(forwarded, [r.total_requests for r in proxied])
+        if "direct" in results:
+            direct = results["direct"]
+            measurement.add("direct_rps", [r.requests_per_second for r in direct],
+                            "requests/s")
+            measurement.add("proxy_direct_ratio",
+                            [p.requests_per_second / d.requests_per_second
+                             for p, d in zip(proxied, direct, strict=True)], "ratio")
+        else:
+            measurement.notes.append("direct path not measured: the server requires the "
+                                     "proxy's client certificate (mTLS variant)")
+        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
+                           plan)
+        for variant, runs in results.items():
+            logger.debug(f"last {variant} wrk output:\n{runs[-1].raw}")
+        return measurement
+
+    @staticmethod
+    def _latency_pass(measurement: Measurement, tg: Node, binary: str, flavour: Flavour,
+                      url: str, connections: int, cpus: list[int] | None,
+                      plan: TrialPlan) -> None:
+        if flavour != "wrk2":
+            measurement.evidence["latency"] = None
+            measurement.notes.append(
+                "latency unavailable: wrk has no constant-rate mode, and a closed-loop or "
+                "maximum-rate run's latency is not a service latency (install wrk2 and declare "
+                "it as tools.wrk2 on the TG)")
+            return
+        rate = max(1, int(measurement.value("rps") * 0.5))
+        seconds = max(plan.duration, 30)  # wrk2 recalibrates for ~10 s, then resets
+        options = WrkOptions(url=url, threads=1, connections=int(connections), duration=seconds,
+                             rate=rate, latency=True, cpus=cpus)
+        result = run_wrk(tg, binary, options, flavour=flavour)
+        measurement.evidence["latency"] = {"rate": rate, "duration_s": seconds}
+        for percentile in (50.0, 90.0, 99.0, 99.9):
+            value = result.percentiles.get(percentile)
+            if value is None:
+                raise HostStackError(f"wrk2 --latency printed no {percentile}% percentile")
+            name = f"latency_p{percentile:g}".replace(".", "_")
+            measurement.add(name, [value * 1000.0], "ms", "lower_is_better")
+
+
+def _require_kernel(stack: str) -> None:
+    if stack != "kernel":
+        raise HostStackError(f"stack {stack!r}: this keyword runs nginx on the kernel stack; "
+                             "the VPP stack is started by 'Start ... Over VPP' keywords")
+
+
+def _one_cpu(testbed: Testbed, node: str, purpose: str) -> tuple[int, ...] | None:
+    cpus = testbed.topology.cpus_of(node, purpose)
+    return (cpus[0],) if cpus else None
+
+
+def _check_responses(result: WrkResult, size: int, variant: str) -> None:
+    if result.total_requests == 0:
+        raise HostStackError(f"{variant}: wrk completed no request: {result.raw[-500:]!r}")
+    if result.non_2xx_3xx:
+        raise HostStackError(
+            f"{variant}: {result.non_2xx_3xx} of {result.total_requests} responses were not "
+            f"2xx/3xx: the path is broken (e.g. 400 for a rejected client certificate, 502 "
+            f"for an unreachable upstream)")
+    per_response = result.total_bytes / result.total_requests
+    # wrk prints the bytes read with 2 decimals ("1.23GB"): allow 1% for that rounding.
+    if not 0.99 * size <= per_response <= 1.01 * size + 1024:
+        raise HostStackError(
+            f"{variant}: {per_response:.0f} bytes per response, expected the {size}-byte file "
+            f"plus headers: responses are not the file")
+
+
+def _check_forwarded(counted: list[int], sent: list[int]) -> None:
+    for index, (server_count, wrk_count) in enumerate(zip(counted, sent, strict=True)):
+        if server_count < 0.95 * wrk_count:
+            raise HostStackError(
+                f"proxy trial {index + 1}: the server counted {server_count} requests but wrk "
+                f"completed {wrk_count} through the proxy: the proxy did not forward them all")

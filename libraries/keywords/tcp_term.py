@@ -1,0 +1,140 @@
+"""Keywords for the TCP termination case (seed 001): an iperf3 server terminates TCP on the
+DUT, an iperf3 client on the TG sends (or, with ``-R``, receives)."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+from robot.api import SkipExecution, logger
+from robot.api.deco import keyword, library
+
+from libraries.errors import HostStackError
+from libraries.iperf3 import (
+    IperfClientOptions,
+    IperfResult,
+    IperfServerOptions,
+    run_iperf3_client,
+    start_iperf3_server,
+)
+from libraries.keywords import current_testbed
+from libraries.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.node import Node, Process
+
+LOG = logging.getLogger(__name__)
+IPERF_PORT = 5201
+
+
+@library(scope="SUITE", auto_keywords=False)
+class TcpTermKeywords:
+    """Start an iperf3 server, measure TCP throughput with iperf3 clients, change link MTUs
+    for the jumbo-frame variant (restored by ``Restore Link MTUs``)."""
+
+    def __init__(self) -> None:
+        self._server: tuple[str, Process] | None = None
+        self._mtus: list[tuple[Node, str, int]] = []
+
+    @keyword("Start Iperf3 Server On Node")
+    def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
+        """Start ``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs)
+        and wait until it listens."""
+        if stack != "kernel":
+            raise HostStackError(f"stack {stack!r}: use the VPP keywords for iperf3 over VPP")
+        testbed = current_testbed()
+        target = testbed.node(node)
+        binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
+        target.ensure_port_free(IPERF_PORT)
+        options = IperfServerOptions(port=IPERF_PORT,
+                                     cpus=testbed.topology.cpus_of(target.name, "server"))
+        process = start_iperf3_server(target, binary, options, name="iperf3-server")
+        target.wait_for_listener(IPERF_PORT, process)
+        self._server = (target.name, process)
+
+    @keyword("Measure TCP Throughput From Node")
+    def measure_tcp_throughput_from_node(
+        self, client: str = "tg", reverse: bool = False, streams: int = 1,
+        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+        mtu: int | None = None,
+    ) -> Measurement:
+        """Run ``iperf3 -c`` from ``client`` to the running server: a warm-up, then
+        ``trials`` runs of ``duration`` s; ``reverse`` adds ``-R``, ``streams`` sets ``-P``.
+
+        Metric ``throughput`` is the receiver's Gbit/s (with ``-R`` the client is the
+        receiver). Retransmits per trial are evidence (unavailable on VPP's host stack).
+        """
+        if self._server is None:
+            raise HostStackError("start the iperf3 server first")
+        testbed = current_testbed()
+        tg = testbed.node(client)
+        server_name, server_process = self._server
+        server = testbed.node(server_name)
+        binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
+        address = testbed.topology.address_of(server_name, seen_from=tg.name)
+        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        tcp_info = stack == "kernel"
+
+        def trial(seconds: int) -> IperfResult:
+            options = IperfClientOptions(server=address, port=IPERF_PORT, duration=seconds,
+                                         reverse=bool(reverse), parallel=int(streams),
+                                         cpus=testbed.topology.cpus_of(tg.name, "load"))
+            result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info)
+            if not server.is_running(server_process):
+                raise HostStackError(f"{server.where}: the iperf3 server died: "
+                                     f"{server.read_log(server_process)[-1000:]!r}")
+            return result
+
+        results, measured = run_interleaved({"iperf3": trial}, plan)
+        runs = results["iperf3"]
+        measurement = Measurement(
+            case="tcp_term", stack=stack,
+            parameters={"reverse": bool(reverse), "streams": int(streams),
+                        "mtu": int(mtu) if mtu else None, "trials": plan.trials,
+                        "duration_s": plan.duration, "warmup_s": plan.warmup,
+                        "path": "loopback" if address == "127.0.0.1" else "through links"},
+            trial_seconds=measured,
+        )
+        measurement.add("throughput", [r.gbps for r in runs], "Gbit/s")
+        measurement.evidence["sender_gbps"] = [r.sender_bps / 1e9 for r in runs]
+        measurement.evidence["retransmits"] = [r.retransmits for r in runs]
+        if not tcp_info:
+            measurement.notes.append("retransmits and cwnd unavailable: VPP's host stack "
+                                     "does not report TCP_INFO to iperf3")
+        logger.debug(f"last iperf3 JSON:\n{runs[-1].raw}")
+        return measurement
+
+    @keyword("Set Link MTU Between Nodes")
+    def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:
+        """Set ``mtu`` on both ends of the link joining ``node_a`` and ``node_b``; the old
+        MTUs come back with ``Restore Link MTUs``. Skips when the nodes share no link
+        (e.g. the 1node loopback testbed)."""
+        testbed = current_testbed()
+        a = testbed.topology.resolve_node(node_a)
+        b = testbed.topology.resolve_node(node_b)
+        for link in testbed.topology.links:
+            ends = link.ends()
+            if {ends[0][0], ends[1][0]} == {a, b}:
+                break
+        else:
+            raise SkipExecution(f"topology {testbed.topology.name}: {a} and {b} share no "
+                                "link whose MTU could be raised (loopback only)")
+        for name, ifname, _ in ends:
+            node = testbed.nodes[name]
+            current = int(node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/mtu",
+                                   timeout=10).stdout)
+            node.run(f"ip link set dev {shlex.quote(ifname)} mtu {int(mtu)}", timeout=10,
+                     sudo=True)
+            self._mtus.append((node, ifname, current))
+
+    @keyword("Restore Link MTUs")
+    def restore_link_mtus(self) -> None:
+        """Put back every MTU changed by ``Set Link MTU Between Nodes``."""
+        errors = []
+        while self._mtus:
+            node, ifname, mtu = self._mtus.pop()
+            try:
+                node.run(f"ip link set dev {shlex.quote(ifname)} mtu {mtu}", timeout=10,
+                         sudo=True)
+            except HostStackError as error:
+                errors.append(str(error))
+        if errors:
+            raise HostStackError("; ".join(errors))
