@@ -47,9 +47,13 @@ def validate_record(record: dict[str, Any], where: str = "record") -> None:
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
     """Validate ``record`` and append it as one line to the JSON-lines file ``path``."""
-    validate_record(record, where=f"record for {record.get('test_id', '?')}")
+    where = f"record for {record.get('test_id', '?')}"
+    validate_record(record, where=where)
+    try:
+        line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError as error:  # NaN or infinity somewhere: not JSON
+        raise RecordError(f"{where}: {error}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
     # One write call per record: concurrent writers (pabot) append whole lines.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:

@@ -1,0 +1,139 @@
+"""Trials, criteria evaluation and record validation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from libraries.criteria import DEFAULT_CRITERIA, CriteriaError, evaluate, load_criteria
+from libraries.errors import TopologyError
+from libraries.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.records import RecordError, append_record, iter_records, validate_record
+
+
+def _measurement(**params) -> Measurement:
+    m = Measurement(case="ssl_proxy", stack="kernel",
+                    parameters={"file_size": "1kb", "mtls": False, **params})
+    m.add("rps", [900.0, 1100.0, 1000.0], "requests/s")
+    m.add("errors", [0.0, 0.0, 0.0], "count", "lower_is_better")
+    m.add("proxy_direct_ratio", [0.4, 0.5, 0.45], "ratio")
+    return m
+
+
+def test_interleaving_runs_variants_in_turn_after_a_warm_up():
+    calls = []
+    variants = {name: (lambda d, n=name: calls.append((n, d)) or len(calls))
+                for name in ("direct", "proxy")}
+    results, _ = run_interleaved(variants, TrialPlan(trials=2, duration=5, warmup=1))
+    assert calls == [("direct", 1), ("proxy", 1), ("direct", 5), ("proxy", 5),
+                     ("direct", 5), ("proxy", 5)]
+    assert results == {"direct": [3, 5], "proxy": [4, 6]}
+
+
+@pytest.mark.parametrize("bad", [{"trials": 0}, {"duration": 0}, {"warmup": -1},
+                                 {"trials": "3"}])
+def test_trial_plan_rejects_bad_values(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        TrialPlan(**bad)
+
+
+def test_metric_summary_is_the_median_of_trials():
+    m = _measurement()
+    assert m.value("rps") == 1000.0
+    record = m.metrics["rps"].as_record()
+    assert record["trials"] == [900.0, 1100.0, 1000.0]
+    assert record["min"] == 900.0 and record["max"] == 1100.0
+    with pytest.raises(KeyError, match="no metric 'latency'"):
+        m.value("latency")
+
+
+def test_shipped_criteria_judge_an_ssl_proxy_result_on_3node():
+    criteria = load_criteria(DEFAULT_CRITERIA)
+    results = evaluate(criteria, _measurement(), "3node")
+    by_metric = {r.metric: r for r in results}
+    assert set(by_metric) == {"errors", "rps", "proxy_direct_ratio"}
+    assert all(r.passed for r in results)
+    # the 64 KiB floor does not apply to a 1 KiB test, and absolute floors not to a lab
+    assert [r.required for r in results if r.metric == "rps"] == [1000.0]
+    assert {r.metric for r in evaluate(criteria, _measurement(), "lab-3node")} == {
+        "errors", "proxy_direct_ratio"}
+
+
+def test_a_missed_criterion_says_measured_versus_required():
+    m = _measurement()
+    m.add("rps", [800.0, 812.3, 790.0], "requests/s")
+    failed = [r for r in evaluate(load_criteria(), m, "3node") if not r.passed]
+    assert len(failed) == 1
+    assert failed[0].describe().startswith("rps 800 requests/s < required 1000 (")
+
+
+def test_criterion_on_an_unmeasured_metric_is_an_error_not_a_pass():
+    m = Measurement(case="ssl_proxy", stack="kernel", parameters={"file_size": "1kb",
+                                                                  "mtls": False})
+    m.add("rps", [2000.0], "requests/s")
+    with pytest.raises(TopologyError, match="metric 'errors' was not measured"):
+        evaluate(load_criteria(), m, "3node")
+
+
+def test_bad_criteria_file_names_file_and_entry(tmp_path: Path):
+    path = tmp_path / "criteria.yaml"
+    path.write_text("version: 1\ncriteria:\n  - {case: tcp_term, metric: throughput}\n"
+                    "  - {case: tcp_term, metric: x, min: 1, typo: 2}\n")
+    with pytest.raises(CriteriaError) as error:
+        load_criteria(path)
+    text = str(error.value)
+    assert f"{path}: criteria.0: expected exactly one of 'min' or 'max'" in text
+    assert f"{path}: criteria.1.typo: Extra inputs are not permitted" in text
+
+
+def _record(**changes) -> dict:
+    m = _measurement()
+    record = {
+        "schema_version": 1, "run_id": "20261122-030000-ab12",
+        "test_id": "3node/ssl_proxy/1kb-10c-kernel-ssl-proxy", "suite": "Ssl Proxy",
+        "name": "1kb-10c-kernel-ssl-proxy", "tags": ["KERNEL"], "topology": "3node",
+        "stack": "kernel", "case": "ssl_proxy", "parameters": m.parameters,
+        "start_time": "2026-11-22T03:00:00+00:00", "duration_s": 12.5,
+        "metrics": {name: metric.as_record() for name, metric in m.metrics.items()},
+        "criteria": [], "verdict": "no_criteria", "versions": {"dut": {"nginx": "1.22.1"}},
+    }
+    record.update(changes)
+    return record
+
+
+def test_records_round_trip_and_bad_lines_name_file_and_line(tmp_path: Path):
+    path = tmp_path / "run" / "records.jsonl"
+    append_record(path, _record())
+    append_record(path, _record(name="second"))
+    assert [r["name"] for r in iter_records(path)] == ["1kb-10c-kernel-ssl-proxy", "second"]
+    with path.open("a") as handle:
+        handle.write(json.dumps(_record(stack="dpdk")) + "\n")
+    with pytest.raises(RecordError, match=r"records\.jsonl:3: stack: 'dpdk' is not one of"):
+        list(iter_records(path))
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"verdict": "ok"}, "verdict"),
+    ({"metrics": {}}, "metrics"),
+    ({"start_time": "yesterday"}, "start_time"),
+    ({"unknown": 1}, "(record)"),
+])
+def test_schema_violations_are_refused_on_write(tmp_path: Path, change, path):
+    with pytest.raises(RecordError, match=rf"record for .*: {re.escape(path)}"):
+        append_record(tmp_path / "records.jsonl", _record(**change))
+    assert not (tmp_path / "records.jsonl").exists()
+
+
+def test_nan_values_are_refused_and_nothing_is_written(tmp_path: Path):
+    record = _record()
+    record["metrics"]["rps"]["value"] = float("nan")
+    with pytest.raises(RecordError, match="Out of range float values"):
+        append_record(tmp_path / "records.jsonl", record)
+    assert not (tmp_path / "records.jsonl").exists()
+
+
+def test_a_valid_record_validates():
+    validate_record(_record())
