@@ -59,7 +59,10 @@ def start_nginx(
     """
     prefix = instance_prefix(node, name)
     config_path = f"{prefix}/nginx.conf"
-    dirs = " ".join(shlex.quote(f"{prefix}/{d}_temp") for d in TEMP_PATHS)
+    # <prefix>/logs: a source-built nginx opens its compiled-in default error log there
+    # before it reads the config.
+    dirs = " ".join(shlex.quote(f"{prefix}/{d}") for d in (*(f"{t}_temp" for t in TEMP_PATHS),
+                                                          "logs"))
     node.run(f"mkdir -p {shlex.quote(prefix)} {dirs}", timeout=10, sudo=True)
     node.put(config, config_path, sudo=True)
     command = f"{shlex.quote(binary)} -c {shlex.quote(config_path)} -p {shlex.quote(prefix)}/"

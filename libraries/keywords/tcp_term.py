@@ -18,6 +18,7 @@ from libraries.iperf3 import (
     start_iperf3_server,
 )
 from libraries.keywords import current_testbed
+from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
 from libraries.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.node import Node, Process
 
@@ -38,16 +39,18 @@ class TcpTermKeywords:
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
         """Start ``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs)
         and wait until it listens."""
-        if stack != "kernel":
-            raise HostStackError(f"stack {stack!r}: use the VPP keywords for iperf3 over VPP")
         testbed = current_testbed()
         target = testbed.node(node)
+        env = app_environment(target.name, "server", stack, event_driven=False)
         binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
         target.ensure_port_free(IPERF_PORT)
         options = IperfServerOptions(port=IPERF_PORT,
                                      cpus=testbed.topology.cpus_of(target.name, "server"))
-        process = start_iperf3_server(target, binary, options, name="iperf3-server")
-        target.wait_for_listener(IPERF_PORT, process)
+        process = start_iperf3_server(target, binary, options, name="iperf3-server", env=env)
+        if env:
+            wait_until_listed(target.name, IPERF_PORT, "iperf3 server", process)
+        else:
+            target.wait_for_listener(IPERF_PORT, process)
         self._server = (target.name, process)
 
     @keyword("Measure TCP Throughput From Node")
@@ -69,7 +72,8 @@ class TcpTermKeywords:
         server_name, server_process = self._server
         server = testbed.node(server_name)
         binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
-        address = testbed.topology.address_of(server_name, seen_from=tg.name)
+        address = app_address(testbed, "server", server_name, tg.name, stack)
+        env = app_environment(tg.name, "client", stack, event_driven=False)
         plan = TrialPlan(int(trials), int(duration), int(warmup))
         tcp_info = stack == "kernel"
 
@@ -77,7 +81,8 @@ class TcpTermKeywords:
             options = IperfClientOptions(server=address, port=IPERF_PORT, duration=seconds,
                                          reverse=bool(reverse), parallel=int(streams),
                                          cpus=testbed.topology.cpus_of(tg.name, "load"))
-            result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info)
+            result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info,
+                                       env=env)
             if not server.is_running(server_process):
                 raise HostStackError(f"{server.where}: the iperf3 server died: "
                                      f"{server.read_log(server_process)[-1000:]!r}")

@@ -29,7 +29,7 @@ Measure SSL Proxy Throughput
     [Documentation]    Seed 000's procedure: content, server, proxy, load, verdict.
     [Arguments]    ${stack}    ${file_size}    ${connections}    ${upstream_mtls}=${False}
     Tag Test With Topology
-    Require Stack On Node    dut    ${stack}
+    Prepare Stack On Node    dut    ${stack}    server    proxy    client
     ${path}=    Create Content File On Node    server    ${file_size}
     Start HTTPS Server On Node    server    require_client_cert=${upstream_mtls}    stack=${stack}
     Start HTTPS Reverse Proxy On Node    dut    upstream=server    stack=${stack}    mtls=${upstream_mtls}

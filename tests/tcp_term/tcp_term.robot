@@ -28,7 +28,7 @@ Measure TCP Termination Throughput
     [Documentation]    Seed 001's procedure: server on the DUT, client on the TG, verdict.
     [Arguments]    ${stack}    ${reverse}    ${streams}    ${mtu}=${None}
     Tag Test With Topology
-    Require Stack On Node    dut    ${stack}
+    Prepare Stack On Node    dut    ${stack}    server    client
     IF    $mtu is not None    Set Link MTU Between Nodes    tg    dut    ${mtu}
     Start Iperf3 Server On Node    dut    stack=${stack}
     ${result}=    Measure TCP Throughput From Node    tg    reverse=${reverse}    streams=${streams}

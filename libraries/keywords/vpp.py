@@ -1,0 +1,256 @@
+"""Keywords to run VPP's host stack on a node and place applications on it (LD_PRELOAD + VCL).
+
+Two layouts, as in seeds 000/001:
+
+* loopback (one node): one VPP loopback, IP table and app namespace per application (server,
+  proxy, client), cross-table routes between them; every application on the node runs over
+  VPP in its own namespace;
+* Ethernet (several nodes): VPP takes the DUT's link interfaces over (af_packet host
+  interfaces, the kernel's addresses moved into VPP and given back at the end); applications
+  on the DUT use VPP's default app namespace; the other nodes stay on the kernel stack.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import shlex
+import time
+from dataclasses import dataclass
+
+from robot.api import logger
+from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.errors import HostStackError
+from libraries.keywords import current_testbed
+from libraries.node import Process
+from libraries.testbed import Testbed
+from libraries.vpp_hoststack import (
+    LoopbackHostStack,
+    LoopbackHostStackPlan,
+    NamespaceSpec,
+    configure_loopback_host_stack,
+    teardown_loopback_host_stack,
+)
+from libraries.vpp_node import VppInstance, start_vpp, stop_vpp, vcl_config, vpp_diagnostics
+from libraries.vppctl import parse_show_session_verbose, require_listener, run_vppctl
+
+LOG = logging.getLogger(__name__)
+VPP_LIBRARY = "libraries.keywords.vpp.VppKeywords"
+SECRET = 1234
+# VPP loopback addresses for the one-node layout: inside VPP only, never in a kernel table.
+LOOPBACK_ADDRESSES = {"server": "198.18.101.1/24", "proxy": "198.18.102.1/24",
+                      "client": "198.18.103.1/24"}
+
+
+@dataclass(frozen=True)
+class AppPlacement:
+    """Where an application runs over VPP: node, app namespace (None: default), address."""
+
+    node: str
+    namespace_id: str | None
+    address: str | None
+
+
+def vpp_library() -> VppKeywords | None:
+    """This suite's VppKeywords instance, or None when the suite does not import it."""
+    try:
+        return BuiltIn().get_library_instance(VPP_LIBRARY)
+    except RuntimeError:
+        return None
+
+
+def app_environment(node: str, app: str, stack: str, event_driven: bool
+                    ) -> dict[str, str] | None:
+    """Environment putting ``app`` on VPP's host stack when ``stack`` is vpp and this suite's
+    VPP runs on ``node``; None (kernel stack) otherwise."""
+    if stack == "kernel":
+        return None
+    if stack != "vpp":
+        raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
+    vpp = vpp_library()
+    if vpp is None or not vpp.runs_vpp(node):
+        return None  # e.g. the TG of a 3node testbed: only the DUT runs VPP
+    return vpp.app_environment(node, app, event_driven)
+
+
+def app_address(testbed: Testbed, app: str, target: str, seen_from: str, stack: str) -> str:
+    """Address to reach ``app`` on ``target``: its VPP namespace's address in the loopback
+    layout, else the topology's address of ``target`` as seen from ``seen_from``."""
+    vpp = vpp_library() if stack == "vpp" else None
+    address = vpp.app_address(app) if vpp is not None else None
+    return address or testbed.topology.address_of(target, seen_from=seen_from)
+
+
+def wait_until_listed(node: str, port: int, app: str, process: Process,
+                      timeout: float = 10.0) -> None:
+    """Wait until VPP lists ``app``'s listener on ``port`` (an app over VPP has no kernel
+    socket to wait for); fail with its output if it exits, or with VPP's sessions."""
+    vpp = vpp_library()
+    if vpp is None:
+        raise HostStackError("VPP keywords are not imported in this suite")
+    target = current_testbed().node(node)
+    deadline = time.monotonic() + timeout
+    while True:
+        if not target.is_running(process):
+            raise HostStackError(f"{target.where}: {app} exited before listening on VPP: "
+                                 f"{target.read_log(process)[-2000:]!r}")
+        try:
+            vpp.require_app_on_vpp(node, port, app)
+            return
+        except HostStackError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def require_app_on_vpp(node: str, port: int, app: str) -> None:
+    """Fail with "the application is not on VPP's host stack" unless VPP lists ``app``'s
+    listener on ``port``."""
+    vpp = vpp_library()
+    if vpp is None:
+        raise HostStackError("VPP keywords are not imported in this suite")
+    vpp.require_app_on_vpp(node, port, app)
+
+
+@library(scope="SUITE", auto_keywords=False)
+class VppKeywords:
+    """Start and stop VPP, configure its host stack through PAPI, launch apps over it."""
+
+    def __init__(self) -> None:
+        self._instances: dict[str, VppInstance] = {}
+        self._loopbacks: dict[str, LoopbackHostStack] = {}
+        self._moved: dict[str, list[tuple[str, str, int]]] = {}
+        self._apps: dict[str, AppPlacement] = {}
+
+    # -- Python API used by the case libraries ------------------------------------------------
+
+    def runs_vpp(self, node: str) -> bool:
+        """True while this suite's VPP runs on ``node``."""
+        return current_testbed().topology.resolve_node(node) in self._instances
+
+    def app_environment(self, node: str, app: str, event_driven: bool) -> dict[str, str]:
+        """``LD_PRELOAD`` and ``VCL_CONFIG`` for ``app`` on ``node`` (VCL file uploaded)."""
+        testbed = current_testbed()
+        name = testbed.topology.resolve_node(node)
+        instance = self._instances[name]
+        placement = self._apps.get(app, AppPlacement(name, None, None))
+        secret = SECRET if placement.namespace_id else None
+        text = vcl_config(placement.namespace_id, secret, event_driven,
+                          instance.install.app_socket_dir)
+        path = f"{instance.node.workdir}/vcl-{app}.conf"
+        instance.node.put(text, path)
+        logger.info(f"VCL config of {app} on {name} ({path}):\n{text}")
+        return {"LD_PRELOAD": instance.install.ldpreload, "VCL_CONFIG": path}
+
+    def app_address(self, app: str) -> str | None:
+        """The address ``app`` listens on inside VPP (one-node layout), else None."""
+        placement = self._apps.get(app)
+        return placement.address if placement else None
+
+    def require_app_on_vpp(self, node: str, port: int, app: str) -> None:
+        """Fail with "the application is not on VPP's host stack" unless VPP shows a
+        listener on ``port``; log the sessions either way."""
+        instance = self._instances[current_testbed().topology.resolve_node(node)]
+        text = run_vppctl(instance.node, "show session verbose",
+                          socket=instance.install.cli_socket, vppctl=instance.install.vppctl)
+        logger.info(f"VPP sessions on {instance.node.name}:\n{text}")
+        require_listener(parse_show_session_verbose(text), port, app)
+
+    # -- keywords ------------------------------------------------------------------------------
+
+    @keyword("Start VPP On Node")
+    def start_vpp_on_node(self, node: str = "dut") -> None:
+        """Start VPP on ``node`` from a rendered startup.conf (4k pages when the node has no
+        hugepages), wait until its API answers over the SSH-forwarded socket, log its version.
+        """
+        testbed = current_testbed()
+        name = testbed.topology.resolve_node(node)
+        install = testbed.topology.nodes[name].vpp
+        if install is None:
+            raise HostStackError(f"topology {testbed.topology.name}: {name} declares no vpp")
+        if name in self._instances:
+            raise HostStackError(f"VPP already runs on {name}")
+        cpus = testbed.topology.cpus_of(name, "vpp_main")
+        self._instances[name] = start_vpp(testbed.nodes[name], install,
+                                          main_core=cpus[0] if cpus else None)
+
+    @keyword("Set Up VPP Host Stack On Node")
+    def set_up_vpp_host_stack_on_node(self, node: str = "dut", *apps: str) -> None:
+        """Start VPP on ``node`` and lay out its host stack for ``apps`` (e.g. server proxy
+        client): the loopback layout when the topology has one node, else the Ethernet
+        layout (the node's link interfaces handed to VPP)."""
+        self.start_vpp_on_node(node)
+        if len(current_testbed().topology.nodes) == 1:
+            self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
+        else:
+            self.give_node_interfaces_to_vpp(node)
+
+    @keyword("Configure VPP Loopback Host Stack")
+    def configure_vpp_loopback_host_stack(self, node: str = "dut",
+                                          apps: tuple[str, ...] | list[str] = (
+                                              "server", "proxy", "client")) -> None:
+        """Seed 000/001's one-node layout through PAPI: per app a loopback, IP table,
+        address and app namespace (secret 1234); routes via lookup between every pair."""
+        name = current_testbed().topology.resolve_node(node)
+        instance = self._instances[name]
+        specs = tuple(NamespaceSpec(app, index + 1, LOOPBACK_ADDRESSES[app], SECRET)
+                      for index, app in enumerate(apps))
+        links = tuple((a, b) for i, a in enumerate(apps) for b in apps[i + 1:])
+        stack = configure_loopback_host_stack(instance.hoststack,
+                                              LoopbackHostStackPlan(specs, links))
+        self._loopbacks[name] = stack
+        for spec in specs:
+            address = str(ipaddress.ip_interface(spec.address).ip)
+            self._apps[spec.namespace_id] = AppPlacement(name, spec.namespace_id, address)
+
+    @keyword("Give Node Interfaces To VPP")
+    def give_node_interfaces_to_vpp(self, node: str = "dut") -> None:
+        """Move each of ``node``'s link interfaces from the kernel into VPP: an af_packet host
+        interface per veth/NIC, the topology's address on it, admin up. The kernel addresses
+        come back with ``Stop VPP On All Nodes``."""
+        testbed = current_testbed()
+        name = testbed.topology.resolve_node(node)
+        instance = self._instances[name]
+        moved = self._moved.setdefault(name, [])
+        for link in testbed.topology.links:
+            for end_node, ifname, address in link.ends():
+                if end_node != name:
+                    continue
+                instance.node.run(f"ip addr del {address} dev {shlex.quote(ifname)}",
+                                  timeout=10, sudo=True)
+                moved.append((ifname, str(address), link.mtu))
+                sw_if_index = instance.hoststack.create_af_packet_interface(ifname)
+                instance.hoststack.set_interface_up(sw_if_index)
+                instance.hoststack.add_interface_address(sw_if_index, str(address))
+
+    @keyword("Stop VPP On All Nodes")
+    def stop_vpp_on_all_nodes(self) -> None:
+        """Log VPP's show outputs, undo the host-stack setup, stop VPP and give moved
+        interface addresses back to the kernel; every step runs even if one fails."""
+        errors: list[str] = []
+        for name, instance in list(self._instances.items()):
+            for command, text in vpp_diagnostics(instance).items():
+                logger.info(f"{name}: vppctl {command}:\n{text}")
+            if name in self._loopbacks:
+                try:
+                    teardown_loopback_host_stack(instance.hoststack, self._loopbacks.pop(name))
+                except HostStackError as error:
+                    errors.append(str(error))
+            try:
+                output = stop_vpp(instance)
+                logger.debug(f"{name}: VPP output:\n{output[-5000:]}")
+            except HostStackError as error:
+                errors.append(str(error))
+            for ifname, address, _mtu in self._moved.pop(name, []):
+                result = instance.node.run(
+                    f"ip addr replace {address} dev {shlex.quote(ifname)} && "
+                    f"ip link set {shlex.quote(ifname)} up", timeout=10, sudo=True, check=False)
+                if result.exit_code != 0:
+                    errors.append(f"{name}: could not give {address} back to {ifname}: "
+                                  f"{result.stderr.strip()}")
+            del self._instances[name]
+        self._apps.clear()
+        if errors:
+            raise HostStackError("; ".join(errors))
