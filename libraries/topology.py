@@ -83,15 +83,16 @@ class Node(_Strict):
     sudo: bool = False
     cpus: dict[str, CpuList] = Field(default_factory=dict)
     tools: dict[str, str] = Field(default_factory=dict)
+    optional_tools: list[str] = Field(default_factory=list)
     tool_env: dict[str, dict[str, str]] = Field(default_factory=dict)
     vpp: VppInstall | None = None
     interfaces: dict[IfName, Interface] = Field(default_factory=dict)
     routes: list[Route] = Field(default_factory=list)
     ip_forward: bool = False
 
-    @field_validator("tools", "tool_env")
+    @field_validator("tools", "tool_env", "optional_tools")
     @classmethod
-    def _known_tools(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _known_tools(cls, value: dict[str, Any] | list[str]) -> dict[str, Any] | list[str]:
         for tool in value:
             if tool not in KNOWN_TOOLS:
                 raise ValueError(f"unknown tool {tool!r}: expected one of {', '.join(KNOWN_TOOLS)}")
@@ -153,6 +154,10 @@ class Topology(_Strict):
                     )
                 seen_ips[address.ip] = end
         for name, node in self.nodes.items():
+            for tool in node.optional_tools:
+                if tool not in node.tools:
+                    raise _PathError(f"nodes.{name}.optional_tools",
+                                     f"{tool!r} is not in this node's tools")
             if self.provision is None and node.host is None:
                 raise _PathError(
                     f"nodes.{name}.host", "expected a host name or address (no provisioning)"

@@ -138,13 +138,24 @@ class TestbedKeywords:
 
     @keyword("Tool Should Answer On Node")
     def tool_should_answer_on_node(self, node: str, tool: str) -> str:
-        """Ask ``tool`` on ``node`` for its version; fail with what it printed otherwise."""
+        """Ask ``tool`` on ``node`` for its version; fail with what it printed otherwise.
+
+        A tool the topology lists in ``optional_tools`` may be absent: then this returns
+        ``absent (optional): <reason>`` and logs a warning instead of failing.
+        """
         name = self.testbed.topology.resolve_node(node)
-        binary = self.testbed.topology.nodes[name].tools.get(tool)
+        spec = self.testbed.topology.nodes[name]
+        binary = spec.tools.get(tool)
         if binary is None:
             raise HostStackError(f"topology {self.testbed.topology.name}: node {name} "
                                  f"declares no tool {tool!r}")
-        return tool_version(self.testbed.nodes[name], tool, binary)
+        try:
+            return tool_version(self.testbed.nodes[name], tool, binary)
+        except ToolMissing as error:
+            if tool not in spec.optional_tools:
+                raise
+            logger.warn(f"optional tool absent: {error}")
+            return f"absent (optional): {error}"
 
     @keyword("Require Tool On Node")
     def require_tool_on_node(self, node: str, tool: str) -> str:

@@ -1,0 +1,192 @@
+"""Keywords for the eBPF stream-proxy case (seed 003): iperf3 direct, through a native nginx
+stream proxy, and through nginx's stream eBPF (sockmap) module, interleaved in one run."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+
+from robot.api import SkipExecution, logger
+from robot.api.deco import keyword, library
+
+from libraries.ebpf_stream import (
+    EngagementEvidence,
+    bpf_stats_enabled,
+    check_ebpf_config,
+    collect_engagement,
+    has_ebpf_module,
+    mark_engagement,
+)
+from libraries.errors import HostStackError
+from libraries.iperf3 import (
+    IperfClientOptions,
+    IperfResult,
+    IperfServerOptions,
+    run_iperf3_client,
+    start_iperf3_server,
+)
+from libraries.keywords import current_testbed
+from libraries.keywords.ssl_proxy import log_config
+from libraries.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.nginx_config import NginxInstance, StreamProxyParams, StreamServer
+from libraries.nginx_service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
+from libraries.node import Process
+
+LOG = logging.getLogger(__name__)
+IPERF_PORT = 20001  # the seed's ports
+NATIVE_PORT = 10001
+EBPF_PORT = 10000
+
+
+@library(scope="SUITE", auto_keywords=False)
+class EbpfStreamKeywords:
+    """Start the iperf3 server, the native and the eBPF nginx stream proxies, and measure
+    iperf3 throughput through each, interleaved, with proof that the eBPF path engaged."""
+
+    def __init__(self) -> None:
+        self._server: tuple[str, Process] | None = None
+        self._proxies: dict[str, NginxHandle] = {}
+        self._pinned = False
+
+    @keyword("Require EBPF Nginx On Node")
+    def require_ebpf_nginx_on_node(self, node: str = "dut") -> str:
+        """Return the eBPF-capable nginx of ``node`` (topology ``tools.nginx_ebpf``); skip
+        the test with the reason when it is not declared or lacks the module."""
+        testbed = current_testbed()
+        name = testbed.topology.resolve_node(node)
+        binary = testbed.topology.nodes[name].tools.get("nginx_ebpf")
+        if binary is None:
+            raise SkipExecution(f"no eBPF nginx declared on {name} in topology "
+                                f"{testbed.topology.name} (tools.nginx_ebpf)")
+        ok, reason = has_ebpf_module(testbed.nodes[name], binary)
+        if not ok:
+            raise SkipExecution(reason)
+        logger.info(reason)
+        return binary
+
+    @keyword("Start Stream Test Server On Node")
+    def start_stream_test_server_on_node(self, node: str = "server",
+                                         pinned: bool = False) -> None:
+        """Start ``iperf3 -s -p 20001`` on ``node`` (pinned to its ``server`` CPUs when
+        ``pinned``) and wait until it listens."""
+        testbed = current_testbed()
+        target = testbed.node(node)
+        binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
+        cpus = testbed.topology.cpus_of(target.name, "server") if pinned else None
+        target.ensure_port_free(IPERF_PORT)
+        process = start_iperf3_server(target, binary, IperfServerOptions(port=IPERF_PORT,
+                                                                         cpus=cpus))
+        target.wait_for_listener(IPERF_PORT, process)
+        self._server = (target.name, process)
+        self._pinned = bool(pinned)
+
+    @keyword("Start Stream Proxy On Node")
+    def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
+                                   ebpf: bool = False, pinned: bool = False) -> None:
+        """Start an nginx stream proxy on ``node`` towards the iperf3 server on ``upstream``:
+        native (Debian nginx, dynamic stream module, port 10001) or, with ``ebpf``, the
+        eBPF-module build (``ebpf_enable on``, port 10000, user root, notice-level log for
+        the engagement evidence). ``pinned`` sets ``worker_cpu_affinity`` to the node's
+        ``proxy`` CPU (seed 003: worker, client and server on different cores)."""
+        testbed = current_testbed()
+        target = testbed.node(node)
+        address = testbed.topology.address_of(upstream, seen_from=target.name)
+        cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
+        name = "nginx-stream-ebpf" if ebpf else "nginx-stream"
+        instance = NginxInstance(prefix=instance_prefix(target, name), user="root",
+                                 worker_cpus=(cpus[0],) if cpus else None,
+                                 error_log_level="notice" if ebpf else "crit")
+        server = StreamServer(listen_port=EBPF_PORT if ebpf else NATIVE_PORT,
+                              upstreams=(f"{address}:{IPERF_PORT}",),
+                              ebpf=True if ebpf else None)
+        if ebpf:
+            binary = self.require_ebpf_nginx_on_node(target.name)
+            params = StreamProxyParams(instance=instance, servers=(server,), load_module=None)
+            check_ebpf_config(params)
+        else:
+            binary = testbed.topology.nodes[target.name].tools.get("nginx", "nginx")
+            params = StreamProxyParams(instance=instance, servers=(server,))
+        config = params.render()
+        log_config(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
+                   config)
+        self._proxies["ebpf" if ebpf else "native"] = start_nginx(
+            target, name, config, [server.listen_port], binary=binary)
+
+    @keyword("Measure Stream Throughput From Node")
+    def measure_stream_throughput_from_node(
+        self, client: str = "tg", reverse: bool = True, trials: int = 3, duration: int = 3,
+        warmup: int = 1,
+    ) -> Measurement:
+        """Run iperf3 from ``client`` (``-R``: download, as in the seed) directly to the
+        server and through every started proxy, interleaved (direct, native, eBPF, direct,
+        ...). Metrics in Gbit/s at the receiver (in eBPF mode only the receiver's figure is
+        real): ``direct``, ``native``, ``ebpf`` and the ratios ``native_direct_ratio``,
+        ``ebpf_native_ratio``, ``ebpf_direct_ratio``. Each eBPF trial must show engagement
+        (sockmap updates in the error log, ``stream_verdict`` run count growing with
+        ``kernel.bpf_stats_enabled=1``, restored afterwards) or the test fails with
+        "eBPF path not engaged".
+        """
+        if self._server is None:
+            raise HostStackError("start the stream test server first")
+        testbed = current_testbed()
+        tg = testbed.node(client)
+        server_name, server_process = self._server
+        binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
+        targets = {"direct": (testbed.topology.address_of(server_name, tg.name), IPERF_PORT)}
+        for variant, handle in self._proxies.items():
+            targets[variant] = (testbed.topology.address_of(handle.node, tg.name),
+                                handle.ports[0])
+        cpus = testbed.topology.cpus_of(tg.name, "load") if self._pinned else None
+        evidence: list[EngagementEvidence] = []
+        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        bpftool = "bpftool"
+        ebpf = self._proxies.get("ebpf")
+        dut = testbed.nodes[ebpf.node] if ebpf else None
+        if dut is not None:
+            bpftool = testbed.topology.nodes[dut.name].tools.get("bpftool", "bpftool")
+
+        def trial(variant: str, seconds: int) -> IperfResult:
+            host, port = targets[variant]
+            options = IperfClientOptions(server=host, port=port, duration=seconds,
+                                         reverse=bool(reverse), cpus=cpus)
+            mark = mark_engagement(dut, ebpf.error_log, bpftool) if variant == "ebpf" else None
+            result = run_iperf3_client(tg, binary, options)
+            if mark is not None:
+                engaged = collect_engagement(dut, mark, bpftool)
+                engaged.require_engaged()
+                if seconds == plan.duration:
+                    evidence.append(engaged)
+            for handle in self._proxies.values():
+                nginx_is_alive(testbed.nodes[handle.node], handle)
+            if not testbed.nodes[server_name].is_running(server_process):
+                raise HostStackError("the iperf3 server died")
+            return result
+
+        variants = {name: (lambda s, n=name: trial(n, s)) for name in targets}
+        with ExitStack() as stack:
+            if dut is not None:
+                previous = stack.enter_context(bpf_stats_enabled(dut))
+                logger.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
+                            "measurement, restored afterwards")
+            results, measured = run_interleaved(variants, plan)
+        measurement = Measurement(
+            case="ebpf_stream", stack="kernel",
+            parameters={"reverse": bool(reverse), "pinned": self._pinned,
+                        "ebpf": "ebpf" in self._proxies,
+                        "variants": sorted(targets), "trials": plan.trials,
+                        "duration_s": plan.duration, "warmup_s": plan.warmup},
+            trial_seconds=measured,
+        )
+        gbps = {name: [r.gbps for r in runs] for name, runs in results.items()}
+        for name, values in gbps.items():
+            measurement.add(name, values, "Gbit/s")
+        for a, b in (("native", "direct"), ("ebpf", "native"), ("ebpf", "direct")):
+            if a in gbps and b in gbps:
+                measurement.add(f"{a}_{b}_ratio",
+                                [x / y for x, y in zip(gbps[a], gbps[b], strict=True)],
+                                "ratio")
+        if evidence:
+            measurement.evidence["ebpf_engagement"] = [e.as_record() for e in evidence]
+        measurement.evidence["sender_gbps"] = {
+            name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
+        return measurement
