@@ -280,7 +280,7 @@ def load_topology(name_or_path: str) -> Topology:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        known = sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
+        known = sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml") if p.stem != "criteria")
         raise TopologyError(
             f"{path}: cannot read topology ({error.strerror}); known topologies: {known}"
         ) from None

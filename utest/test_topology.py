@@ -11,7 +11,8 @@ import yaml
 from libraries.errors import TopologyError
 from libraries.topology import TOPOLOGY_DIR, load_topology, parse_topology
 
-SHIPPED = sorted(TOPOLOGY_DIR.glob("*.yaml")) + sorted(TOPOLOGY_DIR.glob("examples/*.yaml"))
+SHIPPED = sorted(p for p in TOPOLOGY_DIR.glob("*.yaml") if p.name != "criteria.yaml") + sorted(
+    TOPOLOGY_DIR.glob("examples/*.yaml"))
 GOOD = yaml.safe_load((TOPOLOGY_DIR / "3node.yaml").read_text())
 
 
