@@ -36,7 +36,7 @@ Role = Literal["tg", "dut", "server"]
 CpuList = list[Annotated[int, Field(ge=0)]]
 KNOWN_TOOLS = (
     "nginx", "nginx_ebpf", "iperf3", "wrk", "wrk2", "sslsniff", "bpftrace", "bpftime",
-    "bpftool", "openssl", "taskset",
+    "bpftool", "openssl", "taskset", "bpftime_sslsniff",
 )
 
 

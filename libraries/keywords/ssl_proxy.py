@@ -66,6 +66,11 @@ class SslProxyKeywords:
         self._server: _Server | None = None
         self._proxy: NginxHandle | None = None
 
+    @property
+    def server(self) -> NginxHandle | None:
+        """The running HTTPS server started by ``Start HTTPS Server On Node`` (or None)."""
+        return self._server.handle if self._server else None
+
     # -- helpers -----------------------------------------------------------------------------
 
     @staticmethod

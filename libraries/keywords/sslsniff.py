@@ -1,0 +1,233 @@
+"""Keywords for the sslsniff overhead case (seed 004): nginx HTTPS throughput untraced, with a
+kernel eBPF sslsniff (bcc, or the project's bpftrace script) and with bpftime's userspace
+sslsniff, measured interleaved in one run."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Callable
+
+from robot.api import SkipExecution, logger
+from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.bpftime import (
+    BpftimeSetup,
+    cleanup_bpftime,
+    detect_bpftime,
+    load_command,
+    start_command,
+    stop_with_sigint,
+)
+from libraries.errors import HostStackError, ToolMissing
+from libraries.keywords import current_testbed
+from libraries.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.nginx_service import NginxHandle, nginx_is_alive
+from libraries.sslsniff import SslsniffParams, check_attachment, parse_sslsniff_output
+from libraries.sslsniff_run import (
+    KernelTracer,
+    detect_kernel_tracer,
+    group_pids,
+    start_sslsniff,
+    stop_sslsniff,
+    uprobe_leftovers,
+)
+from libraries.wrk import WrkOptions, WrkResult, probe_wrk, run_wrk
+
+LOG = logging.getLogger(__name__)
+SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
+BPFTIME_PORT = 8447
+
+
+@library(scope="SUITE", auto_keywords=False)
+class SslsniffKeywords:
+    """Measure an nginx HTTPS server's throughput with and without an SSL tracer attached."""
+
+    def __init__(self) -> None:
+        self._tracer: KernelTracer | None = None
+
+    @staticmethod
+    def _server() -> NginxHandle:
+        server = BuiltIn().get_library_instance(SSL_PROXY_LIBRARY).server
+        if server is None:
+            raise HostStackError("start the HTTPS server first ('Start HTTPS Server On Node')")
+        return server
+
+    @keyword("Require Kernel SSL Tracer On Node")
+    def require_kernel_ssl_tracer_on_node(self, node: str = "dut") -> str:
+        """Choose the kernel tracer ``node`` can run (bcc sslsniff where kernel headers exist,
+        else the project's bpftrace script) and return its kind; skip with the reason when
+        neither can run."""
+        testbed = current_testbed()
+        target = testbed.node(node)
+        bpftrace = testbed.topology.nodes[target.name].tools.get("bpftrace", "bpftrace")
+        try:
+            self._tracer = detect_kernel_tracer(target, bpftrace)
+        except ToolMissing as error:
+            raise SkipExecution(str(error)) from None
+        for note in self._tracer.notes:
+            logger.info(f"not bcc: {note}")
+        return self._tracer.kind
+
+    @keyword("Measure HTTPS Load With Kernel Tracer")
+    def measure_https_load_with_kernel_tracer(
+        self, client: str = "tg", path: str = "/1kb", connections: int = 10,
+        per_event: bool = True, trials: int = 3, duration: int = 3, warmup: int = 1,
+    ) -> Measurement:
+        """wrk from ``client`` against the HTTPS server: untraced and with the kernel tracer on
+        nginx's libssl ``SSL_read``/``SSL_write`` (entry and return probes), interleaved.
+
+        The tracer is started before and stopped after every traced trial (failures
+        included); each traced trial must count events from nginx's PIDs only (a tracer that
+        attached nothing, or caught wrk, fails the test) and leave no uprobe behind.
+        Metrics: ``baseline_rps``, ``traced_rps``, ``overhead_pct`` (100 x (1 - traced /
+        baseline), per round) and ``events_per_request``.
+        """
+        if self._tracer is None:
+            raise HostStackError("call 'Require Kernel SSL Tracer On Node' first")
+        tracer = self._tracer
+        server = self._server()
+        dut = current_testbed().nodes[server.node]
+        evidence: list[dict] = []
+
+        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+            pids = sorted(group_pids(dut, server.process.pid))
+            params = SslsniffParams(pids=tuple(pids), per_event=bool(per_event))
+            running = start_sslsniff(dut, params, tracer, sudo=True)
+            try:
+                result = run()
+            finally:
+                seen = stop_sslsniff(dut, running)
+            leftovers = uprobe_leftovers(dut)
+            if leftovers:
+                raise HostStackError(f"{dut.where}: the tracer left probes attached: "
+                                     f"{leftovers}")
+            check_attachment(seen, pids, "nginx", dut.where)
+            if seconds == plan.duration:
+                evidence.append({"events": seen.total_events, "lost": seen.lost_events,
+                                 "events_per_pid": {str(p): n for p, n in
+                                                    seen.events_per_pid.items()},
+                                 "wrk_requests": result.total_requests})
+            return result
+
+        measurement = self._measure(client, path, connections, trials, duration, warmup,
+                                    traced, variant=f"kernel-{tracer.kind}")
+        measurement.parameters["per_event"] = bool(per_event)
+        measurement.evidence["tracer_trials"] = evidence
+        measurement.evidence["tracer"] = {"kind": tracer.kind, "binary": tracer.binary,
+                                          "version": tracer.version,
+                                          "not_bcc_because": list(tracer.notes)}
+        measurement.add("events_per_request",
+                        [e["events"] / max(1, e["wrk_requests"]) for e in evidence], "events")
+        return measurement
+
+    @keyword("Measure HTTPS Load With Userspace Tracer")
+    def measure_https_load_with_userspace_tracer(
+        self, client: str = "tg", path: str = "/1kb", connections: int = 10,
+        trials: int = 3, duration: int = 3, warmup: int = 1,
+    ) -> Measurement:
+        """As the kernel variant, with bpftime: ``bpftime load <sslsniff>`` runs for the whole
+        measurement and a second nginx (same config, port 8447) runs under ``bpftime start``;
+        wrk alternates between the untraced server and the bpftime one. Skips with the
+        reason where bpftime or its sslsniff program is absent (topology ``tools.bpftime``
+        and ``tools.bpftime_sslsniff``, environment from ``tool_env.bpftime``)."""
+        server = self._server()
+        testbed = current_testbed()
+        dut = testbed.nodes[server.node]
+        spec = testbed.topology.nodes[dut.name]
+        if "bpftime" not in spec.tools or "bpftime_sslsniff" not in spec.tools:
+            raise SkipExecution(f"bpftime not declared on {dut.name} in topology "
+                                f"{testbed.topology.name} (tools.bpftime, "
+                                "tools.bpftime_sslsniff)")
+        setup = BpftimeSetup(binary=spec.tools["bpftime"],
+                             sslsniff=spec.tools["bpftime_sslsniff"],
+                             env=spec.tool_env.get("bpftime", {}))
+        try:
+            version = detect_bpftime(dut, setup)
+        except ToolMissing as error:
+            raise SkipExecution(str(error)) from None
+        loader = dut.start(load_command(setup), "bpftime-sslsniff", env=dict(setup.env),
+                           sudo=True)
+        traced_nginx = None
+        try:
+            # the same server config on other ports and its own prefix
+            config = (dut.get(server.config_path)
+                      .replace(f"listen {server.ports[0]} ssl", f"listen {BPFTIME_PORT} ssl")
+                      .replace(f"127.0.0.1:{server.ports[1]}", f"127.0.0.1:{BPFTIME_PORT + 1}")
+                      .replace(server.prefix, f"{server.prefix}-bpftime"))
+            prefix = f"{server.prefix}-bpftime"
+            dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
+            dut.put(config, f"{prefix}/nginx.conf", sudo=True)
+            nginx = spec.tools.get("nginx", "nginx")
+            binary = dut.run(f"command -v {shlex.quote(nginx)}", timeout=10).stdout.strip()
+            traced_nginx = dut.start(start_command(setup, binary, f"{prefix}/nginx.conf",
+                                                   prefix + "/"), "nginx-bpftime",
+                                     env=dict(setup.env), sudo=True)
+            dut.wait_for_listener(BPFTIME_PORT, traced_nginx)
+            measurement = self._measure(client, path, connections, trials, duration, warmup,
+                                        None, variant="bpftime", traced_port=BPFTIME_PORT)
+            pids = group_pids(dut, traced_nginx.pid)
+        finally:
+            if traced_nginx is not None:
+                dut.stop(traced_nginx)
+            output = stop_with_sigint(dut, loader)
+            cleanup_bpftime(dut)
+        seen = parse_sslsniff_output(output, source=f"{dut.name}: bpftime sslsniff",
+                                     tracer="bpftime")
+        check_attachment(seen, pids, "nginx under bpftime", dut.where)
+        measurement.evidence["tracer"] = {"kind": "bpftime", "version": version,
+                                          "events": seen.total_events,
+                                          "lost": seen.lost_events}
+        return measurement
+
+    def _measure(self, client: str, path: str, connections: int, trials: int, duration: int,
+                 warmup: int, traced: Callable | None, variant: str,
+                 traced_port: int | None = None) -> Measurement:
+        testbed = current_testbed()
+        server = self._server()
+        dut = testbed.nodes[server.node]
+        tg = testbed.node(client)
+        tool = "wrk2" if "wrk2" in testbed.topology.nodes[tg.name].tools else "wrk"
+        binary = testbed.topology.nodes[tg.name].tools[tool]
+        flavour = probe_wrk(tg, binary)
+        address = testbed.topology.address_of(dut.name, seen_from=tg.name)
+        cpus = testbed.topology.cpus_of(tg.name, "load")
+        plan = TrialPlan(int(trials), int(duration), int(warmup))
+
+        def wrk(port: int, seconds: int) -> WrkResult:
+            options = WrkOptions(url=f"https://{address}:{port}{path}", threads=1,
+                                 connections=int(connections), duration=seconds,
+                                 rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
+            result = run_wrk(tg, binary, options, flavour=flavour)
+            if result.total_requests == 0 or result.total_errors:
+                raise HostStackError(f"wrk against port {port}: {result.total_requests} "
+                                     f"requests, {result.total_errors} errors")
+            nginx_is_alive(dut, server)
+            return result
+
+        def baseline(seconds: int) -> WrkResult:
+            return wrk(server.ports[0], seconds)
+
+        def with_tracer(seconds: int) -> WrkResult:
+            if traced is None:  # userspace: the traced server is another nginx
+                return wrk(traced_port or server.ports[0], seconds)
+            return traced(lambda: wrk(server.ports[0], seconds), seconds, plan)
+
+        results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
+                                            plan)
+        measurement = Measurement(
+            case="sslsniff", stack="kernel",
+            parameters={"tracer": variant, "file": path, "connections": int(connections),
+                        "tool": flavour, "trials": plan.trials, "duration_s": plan.duration,
+                        "warmup_s": plan.warmup},
+            trial_seconds=measured,
+        )
+        base = [r.requests_per_second for r in results["baseline"]]
+        with_ = [r.requests_per_second for r in results["traced"]]
+        measurement.add("baseline_rps", base, "requests/s")
+        measurement.add("traced_rps", with_, "requests/s")
+        measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
+                                         zip(with_, base, strict=True)], "%",
+                        "lower_is_better")
+        return measurement
