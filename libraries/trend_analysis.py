@@ -71,10 +71,12 @@ def _percent(new: float, old: float) -> float | None:
 def _trend(key: tuple[str, str], rows: pd.DataFrame, groups: list[Group],
            recent: int, min_samples: int) -> SeriesTrend:
     direction = str(rows["direction"].iloc[-1])
+    # A series shorter than min_samples is not judged: no markers either (jumpavg splits any
+    # two different values, so a 2-run chart would show a "change" at every second sample).
     anomalies = {
         group.start: _in_metric_terms(group.label, direction)
         for group in groups[1:] if group.label != "normal"
-    }
+    } if len(rows) >= min_samples else {}
     last = groups[-1]
     last_value = float(rows["value"].iloc[-1])
     classification = "normal"
