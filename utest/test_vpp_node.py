@@ -1,0 +1,92 @@
+"""VPP lifecycle over real SSH against a process-level fake VPP (VPP itself is not installed
+here): start from a rendered startup.conf, reach the API through the SSH-forwarded socket with
+definitions fetched from the node, configure the host stack, stop and leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from libraries.errors import HostStackError, PapiError
+from libraries.testbed import Testbed
+from libraries.topology import VppInstall
+from libraries.vpp_hoststack import (
+    LoopbackHostStackPlan,
+    configure_loopback_host_stack,
+    teardown_loopback_host_stack,
+)
+from libraries.vpp_node import start_vpp, stop_vpp, vcl_config
+from utest.fake_vpp import FIXTURE_API_DIR
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+    pytest.mark.skipif(shutil.which("ssh") is None, reason="openssh-client not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def node():
+    testbed = Testbed.up("1node")
+    try:
+        yield testbed.node("dut")
+    finally:
+        testbed.down()
+
+
+def _install(node, tmp_path: Path, fail: str | None = None) -> VppInstall:
+    script = tmp_path / "vpp"
+    env = f"FAKE_VPP_EXIT={fail!r} " if fail else ""
+    script.write_text(f"#!/bin/sh\n{env}PYTHONPATH={REPO} exec {sys.executable} "
+                      f"-m utest.fake_vpp_daemon \"$@\"\n")
+    script.chmod(0o755)
+    return VppInstall(bin=str(script), vppctl="/bin/false", api_dir=FIXTURE_API_DIR,
+                      api_socket=f"{node.workdir}/api.sock",
+                      cli_socket=f"{node.workdir}/cli.sock",
+                      plugins="/nonexistent/plugins")
+
+
+def test_start_configure_and_stop_leave_nothing_behind(node, tmp_path):
+    install = _install(node, tmp_path)
+    instance = start_vpp(node, install, main_core=0)
+    try:
+        startup = node.get(instance.startup_path)
+        assert f"socket-name {install.api_socket}" in startup
+        assert "main-core 0" in startup
+        assert instance.hoststack.show_version().version == "26.10-rc0~fake"
+        plan = LoopbackHostStackPlan.tcp_term(addresses=("198.18.101.1/24", "198.18.103.1/24"))
+        stack = configure_loopback_host_stack(instance.hoststack, plan)
+        assert [ns.namespace_id for ns in stack.namespaces] == ["server", "client"]
+        teardown_loopback_host_stack(instance.hoststack, stack)
+        with pytest.raises(PapiError, match="is not defined by the VPP API definitions"):
+            instance.papi.call("no_such_message")
+    finally:
+        output = stop_vpp(instance)
+    assert "fake vpp: stopped" in output
+    assert not node.is_running(instance.process)
+    assert instance.forward.poll() is not None
+    assert node.run(f"test -e {install.api_socket}", check=False).exit_code == 1
+    assert not Path(instance.local_dir.name).exists()
+
+
+def test_vpp_failing_at_start_up_reports_its_output(node, tmp_path):
+    install = _install(node, tmp_path, fail="vlib_physmem_init: pmalloc error")
+    with pytest.raises(HostStackError, match="VPP exited during start-up.*pmalloc error"):
+        start_vpp(node, install, timeout=10)
+    assert node.processes == ()
+
+
+def test_vcl_config_per_app():
+    text = vcl_config("server", 1234, True, "/var/run/vpp/app_ns_sockets")
+    assert "namespace-id server" in text and "namespace-secret 1234" in text
+    assert "use-mq-eventfd" in text
+    assert "app-socket-api /var/run/vpp/app_ns_sockets/server" in text
+    default = vcl_config(None, None, False, "/run/vpp/app_ns")
+    assert "namespace-id" not in default and "use-mq-eventfd" not in default
+    assert "app-socket-api /run/vpp/app_ns/default" in default
