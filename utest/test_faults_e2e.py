@@ -1,0 +1,145 @@
+"""Faults on the real namespace testbed give clear errors and leave nothing running:
+a port in use, a config nginx rejects, a proxy dying mid-trial, wrk and iperf3 hanging past
+their timeout, a broken topology given to robot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from libraries.errors import CommandTimeout, HostStackError, NodeError, ParseError
+from libraries.iperf3 import IperfClientOptions, run_iperf3_client
+from libraries.nginx_config import HttpsServerParams, NginxInstance
+from libraries.nginx_service import nginx_is_alive, start_nginx
+from libraries.testbed import Testbed
+from libraries.wrk import WrkOptions, run_wrk
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+]
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    bed = Testbed.up("3node")
+    server = bed.node("server")
+    server.run(f"mkdir -p {server.workdir}/www && head -c 1024 /dev/urandom > "
+               f"{server.workdir}/www/1kb && cd {server.workdir} && openssl req -x509 -nodes "
+               "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj /CN=t -days 1 "
+               "-keyout k.pem -out c.pem 2>/dev/null")
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+def _server_config(node, name: str) -> str:
+    return HttpsServerParams(
+        instance=NginxInstance(prefix=f"{node.workdir}/{name}", user="root"),
+        cert_path=f"{node.workdir}/c.pem", key_path=f"{node.workdir}/k.pem",
+        root_dir=f"{node.workdir}/www").render()
+
+
+def _no_process(node, pattern: str) -> bool:
+    return node.run(f"pgrep -f {pattern!r}", check=False).exit_code == 1
+
+
+def test_port_in_use_names_the_holder_and_starts_nothing(testbed):
+    server = testbed.node("server")
+    holder = server.start("iperf3 -s -p 8445", "holder")
+    server.wait_for_listener(8445, holder)
+    with pytest.raises(NodeError, match=r"port 8445 is already in use by: .*iperf3 -s -p 8445"):
+        start_nginx(server, "nginx-busy", _server_config(server, "nginx-busy"), [8445])
+    assert [p.name for p in server.processes] == ["holder"]
+    server.stop(holder)
+
+
+def test_config_nginx_rejects_fails_with_its_message_and_the_file(testbed):
+    server = testbed.node("server")
+    config = _server_config(server, "nginx-bad").replace("ssl_certificate ",
+                                                        "ssl_certificat ", 1)
+    with pytest.raises(HostStackError) as error:
+        start_nginx(server, "nginx-bad", config, [8445])
+    message = str(error.value)
+    assert 'unknown directive "ssl_certificat"' in message
+    assert "nginx-bad/nginx.conf" in message
+    assert server.processes == ()
+
+
+def test_proxy_dying_mid_trial_is_reported_with_its_log(testbed):
+    server, tg = testbed.node("server"), testbed.node("tg")
+    handle = start_nginx(server, "nginx-dies", _server_config(server, "nginx-dies"), [8445])
+    killer = server.start(f"sh -c 'sleep 1; kill -9 {handle.process.pid}'", "killer")
+    options = WrkOptions(url="https://198.18.2.2:8445/1kb", duration=3)
+    try:
+        result = run_wrk(tg, "wrk", options)
+    except (ParseError, HostStackError):
+        pass  # wrk may also see every connection fail: that is reported too
+    else:
+        assert result.total_requests > 0
+    time.sleep(0.5)
+    with pytest.raises(HostStackError, match="nginx nginx-dies is no longer running"):
+        nginx_is_alive(server, handle)
+    server.stop(killer)
+    server.stop(handle.process)
+    assert server.processes == ()
+
+
+def test_wrk_against_nothing_is_a_parse_error_quoting_wrk(testbed):
+    tg = testbed.node("tg")
+    options = WrkOptions(url="https://198.18.2.2:9/1kb", duration=1)
+    with pytest.raises(ParseError, match="unable to connect"):
+        run_wrk(tg, "wrk", options)
+
+
+def test_wrk_hanging_past_its_timeout_is_killed(testbed):
+    tg = testbed.node("tg")
+    server = testbed.node("server")
+    handle = start_nginx(server, "nginx-slow", _server_config(server, "nginx-slow"), [8445])
+    try:
+        with pytest.raises(CommandTimeout, match="timed out after 2 s"):
+            run_wrk(tg, "wrk", WrkOptions(url="https://198.18.2.2:8445/1kb", duration=10),
+                    timeout=2)
+        time.sleep(2.5)  # the node-side timeout kills with SIGKILL 2 s after SIGTERM
+        assert _no_process(tg, "[w]rk -t")
+    finally:
+        server.stop(handle.process)
+
+
+def test_iperf3_hanging_past_its_timeout_is_killed(testbed):
+    tg, dut = testbed.node("tg"), testbed.node("dut")
+    server = dut.start("iperf3 -s -p 5202", "iperf3-server")
+    dut.wait_for_listener(5202, server)
+    try:
+        with pytest.raises(CommandTimeout):
+            run_iperf3_client(tg, "iperf3",
+                              IperfClientOptions(server="198.18.1.1", port=5202, duration=20),
+                              timeout=2)
+        time.sleep(2.5)
+        assert _no_process(tg, "[i]perf3 -c")
+    finally:
+        dut.stop(server)
+
+
+def test_robot_with_a_broken_topology_fails_clearly_and_builds_nothing(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text((REPO / "topologies" / "3node.yaml").read_text()
+                      .replace("cpus: {load: [1]}", "cpus: {load: one}"))
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "robot"), "-d", str(tmp_path), "-v",
+         f"TOPOLOGY:{broken}", "--console", "dotted", str(REPO / "tests" / "smoke")],
+        capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode != 0
+    assert f"{broken}: nodes.tg.cpus.load: Input should be a valid list, got 'one'" in (
+        result.stdout + result.stderr)
+    after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert after == before
