@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from libraries.errors import CommandError, ParseError
+from libraries.shell import tool_command
 
 if TYPE_CHECKING:
     from libraries.node import Node, Process
 
 LOG = logging.getLogger(__name__)
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_STREAMS = 128  # iperf3's own limit for -P
 
 
@@ -114,23 +112,6 @@ class IperfClientOptions:
             object.__setattr__(self, "cpus", _cpu_tuple("cpus", self.cpus))
 
 
-def _command_line(
-    argv: Sequence[str], cpus: Sequence[int] | None, env: Mapping[str, str] | None
-) -> str:
-    """Quote ``argv``; pin with taskset; export ``env`` to iperf3 only (not to taskset)."""
-    command = " ".join(shlex.quote(arg) for arg in argv)
-    if env:
-        exports = []
-        for key, value in env.items():
-            if not _ENV_NAME.match(key):
-                raise ValueError(f"environment variable name {key!r} is not a valid name")
-            exports.append(f"export {key}={shlex.quote(value)}; ")
-        command = "sh -c " + shlex.quote("".join(exports) + "exec " + command)
-    if cpus:
-        command = f"taskset -c {','.join(str(cpu) for cpu in cpus)} {command}"
-    return command
-
-
 def build_iperf3_server_command(
     binary: str, options: IperfServerOptions, *, env: Mapping[str, str] | None = None
 ) -> str:
@@ -145,7 +126,7 @@ def build_iperf3_server_command(
         argv.append("-1")
     if options.affinity is not None:
         argv += ["-A", str(options.affinity)]
-    return _command_line(argv, options.cpus, env)
+    return tool_command(argv, options.cpus, env)
 
 
 def build_iperf3_client_command(
@@ -169,7 +150,7 @@ def build_iperf3_client_command(
         argv += ["-A", pair]
     if options.omit:
         argv += ["-O", str(options.omit)]
-    return _command_line(argv, options.cpus, env)
+    return tool_command(argv, options.cpus, env)
 
 
 @dataclass(frozen=True)

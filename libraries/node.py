@@ -21,6 +21,7 @@ from pathlib import Path
 import paramiko
 
 from libraries.errors import CommandError, CommandTimeout, NodeError
+from libraries.shell import env_exports
 
 LOG = logging.getLogger(__name__)
 # How long the local side waits past the node-side timeout before giving up on the channel.
@@ -262,8 +263,7 @@ class Node:
         inner = []
         if cpus:
             inner.append(f"taskset -p -c {','.join(map(str, cpus))} $$ >/dev/null")
-        for key, value in (env or {}).items():
-            inner.append(f"export {key}={shlex.quote(value)}")
+        inner.extend(env_exports(env))
         inner.append(f"exec {command}")
         script = "; ".join(inner)
         launcher = (

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from libraries.errors import CommandError, ParseError, ToolMissing
+from libraries.shell import tool_command
 
 if TYPE_CHECKING:
     from libraries.node import Node
@@ -29,7 +30,6 @@ LOG = logging.getLogger(__name__)
 
 Flavour = Literal["wrk", "wrk2"]
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -102,23 +102,6 @@ def _cpu_list(cpus: Sequence[int], what: str) -> tuple[int, ...]:
     return values
 
 
-def _command_line(
-    argv: Sequence[str], cpus: Sequence[int] | None, env: Mapping[str, str] | None
-) -> str:
-    """Quote ``argv``; pin with taskset; export ``env`` to the tool only (not to taskset)."""
-    command = " ".join(shlex.quote(arg) for arg in argv)
-    if env:
-        exports = []
-        for key, value in env.items():
-            if not _ENV_NAME.match(key):
-                raise ValueError(f"environment variable name {key!r} is not a valid name")
-            exports.append(f"export {key}={shlex.quote(value)}; ")
-        command = "sh -c " + shlex.quote("".join(exports) + "exec " + command)
-    if cpus:
-        command = f"taskset -c {','.join(str(cpu) for cpu in cpus)} {command}"
-    return command
-
-
 def build_wrk_command(
     binary: str,
     options: WrkOptions,
@@ -155,7 +138,7 @@ def build_wrk_command(
     for header in options.headers:
         argv += ["-H", header]
     argv.append(options.url)
-    return _command_line(argv, options.cpus, env)
+    return tool_command(argv, options.cpus, env)
 
 
 def detect_wrk_flavour(help_text: str) -> Flavour:
