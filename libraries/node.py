@@ -9,11 +9,13 @@ a timeout raises :class:`CommandTimeout` carrying the partial output.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import select
 import shlex
 import socket
+import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +238,23 @@ class Node:
             sudo=sudo,
             stdin=data,
         )
+
+    def put_files(self, directory: str, files: dict[str, tuple[str, int]],
+                  sudo: bool = False) -> None:
+        """Write several files (``name -> (text, mode)``) into ``directory`` in one command
+        (a tar stream), e.g. a set of certificates and keys."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name, (text, mode) in files.items():
+                if "/" in name or name in ("", ".", ".."):
+                    raise ValueError(f"put_files: {name!r} is not a plain file name")
+                data = text.encode()
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+                archive.addfile(info, io.BytesIO(data))
+        quoted = shlex.quote(directory)
+        self.run(f"mkdir -p {quoted} && tar -x -p --no-same-owner -C {quoted}", timeout=30,
+                 sudo=sudo, stdin=buffer.getvalue())
 
     def get(self, path: str, sudo: bool = False, check: bool = True) -> str:
         """Contents of the text file ``path`` on the node."""

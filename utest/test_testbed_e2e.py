@@ -199,3 +199,13 @@ def test_cli_up_status_down_leaves_nothing(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert down.returncode == 0, down.stderr
     assert _leftovers(prefix) == []
+
+
+def test_put_files_writes_several_files_with_their_modes_in_one_command(testbed):
+    node = testbed.node("dut")
+    directory = f"{node.workdir}/bundle"
+    node.put_files(directory, {"a.crt": ("cert\n", 0o644), "a.key": ("secret\n", 0o600)})
+    listing = node.run(f"cd {directory} && stat -c '%n %a' a.crt a.key && cat a.key").stdout
+    assert listing.split("\n")[:3] == ["a.crt 644", "a.key 600", "secret"]
+    with pytest.raises(ValueError, match="not a plain file name"):
+        node.put_files(directory, {"../escape": ("x", 0o644)})

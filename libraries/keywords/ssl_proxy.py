@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import html
 import logging
-import shlex
 from dataclasses import dataclass
 
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from libraries.certs import RunCertificates, make_run_certificates, put_cert_key
+from libraries.certs import RunCertificates, make_run_certificates
 from libraries.content import content_file_command, parse_size, size_name
 from libraries.errors import HostStackError
 from libraries.keywords import current_testbed
@@ -86,10 +85,12 @@ class SslProxyKeywords:
             )
         if node.name not in self._cert_dirs:
             directory = f"{node.workdir}/certs"
-            node.run(f"mkdir -p {shlex.quote(directory)}", timeout=10)
-            node.put(self._certs.ca.cert_pem, f"{directory}/ca.crt")
+            files = {"ca.crt": (self._certs.ca.cert_pem, 0o644)}
             for name in ("server", "proxy", "client"):
-                put_cert_key(node, getattr(self._certs, name), directory, name)
+                pair = getattr(self._certs, name)
+                files[f"{name}.crt"] = (pair.cert_pem, 0o644)
+                files[f"{name}.key"] = (pair.key_pem, 0o600)
+            node.put_files(directory, files)
             self._cert_dirs[node.name] = directory
         return self._cert_dirs[node.name]
 
@@ -227,13 +228,15 @@ class SslProxyKeywords:
             options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
                                  duration=seconds, rate=100000000 if flavour == "wrk2" else None,
                                  cpus=cpus)
-            before = stub_status_requests(server, STATUS_PORT) if status else 0
+            measured = seconds == plan.duration  # warm-ups only warm up
+            count = status and measured and variant == "proxy"
+            before = stub_status_requests(server, STATUS_PORT) if count else 0
             result = run_wrk(tg, binary, options, flavour=flavour, env=env)
-            counted = stub_status_requests(server, STATUS_PORT) - before - 1 if status else -1
-            nginx_is_alive(proxy, self._proxy)
-            nginx_is_alive(server, self._server.handle)
-            if variant == "proxy" and seconds == plan.duration:
-                forwarded.append(counted)
+            if count:
+                forwarded.append(stub_status_requests(server, STATUS_PORT) - before - 1)
+            if measured:
+                nginx_is_alive(proxy, self._proxy)
+                nginx_is_alive(server, self._server.handle)
             _check_responses(result, size, variant)
             return result
 
