@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from libraries.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
@@ -115,14 +116,16 @@ def bench_fidelity(rounds: int, duration: int) -> None:
         tg_ns = f"{testbed.run_id}-tg"
         process = start_iperf3(dut, "iperf3", IperfServerOptions(port=5201))
         dut.wait_for_listener(5201, process)
-        lib, hand = [], []
         options = IperfClientOptions(server="198.18.1.1", duration=duration)
-        for _ in range(rounds):
-            lib.append(run_iperf3_client(tg, "iperf3", options).gbps)
+
+        def iperf_by_hand() -> float:
             out = subprocess.run(["ip", "netns", "exec", tg_ns, "iperf3", "-c", "198.18.1.1",
                                   "-t", str(duration), "--json"], capture_output=True,
                                  text=True, timeout=duration + 30, check=True).stdout
-            hand.append(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9)
+            return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+        lib, hand = _alternate(rounds, lambda: run_iperf3_client(tg, "iperf3", options).gbps,
+                               iperf_by_hand)
         _report("iperf3 Gbit/s", lib, hand)
         www = f"{server.workdir}/www"
         server.run(f"mkdir -p {www} && head -c 1024 /dev/urandom > {www}/1kb")
@@ -135,19 +138,35 @@ def bench_fidelity(rounds: int, duration: int) -> None:
             root_dir=www)
         start_nginx(server, "nginx", params.render(), [8445])
         url = "https://198.18.2.2:8445/1kb"
-        lib, hand = [], []
-        for _ in range(rounds):
-            lib.append(run_wrk(tg, "wrk", WrkOptions(url=url, duration=duration))
-                       .requests_per_second)
+
+        def wrk_by_hand() -> float:
             out = subprocess.run(["ip", "netns", "exec", tg_ns, "wrk", "-t1", "-c10",
                                   f"-d{duration}s", url], capture_output=True, text=True,
                                  timeout=duration + 30, check=True).stdout
             match = re.search(r"Requests/sec:\s+([\d.]+)", out)
             assert match, out
-            hand.append(float(match.group(1)))
+            return float(match.group(1))
+
+        lib, hand = _alternate(
+            rounds, lambda: run_wrk(tg, "wrk", WrkOptions(url=url, duration=duration))
+            .requests_per_second, wrk_by_hand)
         _report("wrk requests/s (HTTPS 1 KiB, routed through the DUT)", lib, hand)
     finally:
         testbed.down()
+
+
+def _alternate(rounds: int, library: Callable[[], float], by_hand: Callable[[], float]
+               ) -> tuple[list[float], list[float]]:
+    """Run both ``rounds`` times, swapping which goes first every round (A B, B A, ...)."""
+    lib, hand = [], []
+    for index in range(rounds):
+        if index % 2:
+            hand.append(by_hand())
+            lib.append(library())
+        else:
+            lib.append(library())
+            hand.append(by_hand())
+    return lib, hand
 
 
 def _report(what: str, lib: list[float], hand: list[float]) -> None:
