@@ -49,7 +49,11 @@ def _server_config(node, name: str) -> str:
 
 
 def _no_process(node, pattern: str) -> bool:
-    return node.run(f"pgrep -f {pattern!r}", check=False).exit_code == 1
+    """No process matching ``pattern`` in the node's own namespace (other runs on the machine
+    share the PID space)."""
+    script = (f"me=$(ip netns identify); for p in $(pgrep -f {pattern!r}); do "
+              '[ "$(ip netns identify $p 2>/dev/null)" = "$me" ] && exit 0; done; exit 1')
+    return node.run(script, check=False).exit_code == 1
 
 
 def test_port_in_use_names_the_holder_and_starts_nothing(testbed):

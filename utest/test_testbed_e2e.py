@@ -121,9 +121,9 @@ def test_port_in_use_is_reported_with_its_holder(testbed):
 def test_timeout_raises_with_partial_output_and_kills_the_command(testbed):
     node = testbed.node("tg")
     with pytest.raises(CommandTimeout, match="(?s)timed out after 1 s.*before-timeout"):
-        node.run("echo before-timeout; sleep 30; echo never", timeout=1)
+        node.run("echo before-timeout; sleep 31.4159; echo never", timeout=1)
     time.sleep(2.5)
-    assert node.run("pgrep -f 'slee[p] 30'", check=False).exit_code == 1
+    assert node.run("pgrep -f 'slee[p] 31.4159'", check=False).exit_code == 1
 
 
 def test_topology_values_cannot_inject_commands(testbed, tmp_path):
