@@ -171,6 +171,23 @@ def probe_wrk(node: Node, binary: str) -> Flavour:
     return flavour
 
 
+def choose_load_tool(node: Node, tools: Mapping[str, str]) -> tuple[str, Flavour]:
+    """The HTTP load tool of a node: ``tools["wrk2"]`` when declared and answering as wrk2,
+    else ``tools["wrk"]`` (probed). Returns ``(binary, flavour)``; raises ToolMissing naming
+    what was tried when neither answers."""
+    tried = []
+    for name in ("wrk2", "wrk"):
+        binary = tools.get(name)
+        if binary is None:
+            continue
+        try:
+            return binary, probe_wrk(node, binary)
+        except ToolMissing as error:
+            tried.append(str(error))
+    raise ToolMissing(f"{node.name}: no HTTP load tool answers (declared: "
+                      f"{[t for t in ('wrk2', 'wrk') if t in tools]}): {'; '.join(tried)}")
+
+
 @dataclass(frozen=True)
 class WrkErrors:
     """wrk's ``Socket errors:`` line: ``connect``, ``read``, ``write``, ``timeout`` counts."""
@@ -263,7 +280,9 @@ class _Parser:
         return float(match.group(1))
 
     def optional_time(self, token: str, what: str) -> float | None:
-        return None if token.lower() in _NAN else self.time(token, what)
+        # wrk2 prints nan with a unit when nothing was recorded: "-nanus", "nanms"
+        bare = re.sub(r"(us|ms|s|m|h)$", "", token.lower())
+        return None if bare in _NAN else self.time(token, what)
 
     def optional_count(self, token: str, what: str) -> float | None:
         return None if token.lower() in _NAN else self.count(token, what)

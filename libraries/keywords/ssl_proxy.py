@@ -31,7 +31,7 @@ from libraries.nginx_service import (
 )
 from libraries.node import Node
 from libraries.testbed import Testbed
-from libraries.wrk import Flavour, WrkOptions, WrkResult, probe_wrk, run_wrk
+from libraries.wrk import Flavour, WrkOptions, WrkResult, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
 SERVER_PORT = 8445
@@ -206,9 +206,7 @@ class SslProxyKeywords:
         tg = testbed.node(client)
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
-        tool = "wrk2" if "wrk2" in testbed.topology.nodes[tg.name].tools else "wrk"
-        binary = self._binary(testbed, tg.name, tool)
-        flavour = probe_wrk(tg, binary)
+        binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         plan = TrialPlan(int(trials), int(duration), int(warmup))
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
@@ -297,7 +295,11 @@ class SslProxyKeywords:
         options = WrkOptions(url=url, threads=1, connections=int(connections), duration=seconds,
                              rate=rate, latency=True, cpus=cpus)
         result = run_wrk(tg, binary, options, flavour=flavour, env=env)
-        measurement.evidence["latency"] = {"rate": rate, "duration_s": seconds}
+        if result.total_errors:
+            raise HostStackError(f"latency pass at {rate} requests/s: {result.total_errors} "
+                                 "errors (non-2xx/3xx or socket errors)")
+        measurement.evidence["latency"] = {"rate": rate, "duration_s": seconds,
+                                           "achieved_rps": result.requests_per_second}
         for percentile in (50.0, 90.0, 99.0, 99.9):
             value = result.percentiles.get(percentile)
             if value is None:

@@ -33,7 +33,7 @@ from libraries.sslsniff_run import (
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.wrk import WrkOptions, WrkResult, probe_wrk, run_wrk
+from libraries.wrk import WrkOptions, WrkResult, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
 SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
@@ -188,9 +188,7 @@ class SslsniffKeywords:
         server = self._server()
         dut = testbed.nodes[server.node]
         tg = testbed.node(client)
-        tool = "wrk2" if "wrk2" in testbed.topology.nodes[tg.name].tools else "wrk"
-        binary = testbed.topology.nodes[tg.name].tools[tool]
-        flavour = probe_wrk(tg, binary)
+        binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         plan = TrialPlan(int(trials), int(duration), int(warmup))
