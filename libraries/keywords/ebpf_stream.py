@@ -25,8 +25,7 @@ from libraries.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.keywords import current_testbed
-from libraries.keywords.ssl_proxy import log_config
+from libraries.keywords import current_testbed, log_folded
 from libraries.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.nginx_config import NginxInstance, StreamProxyParams, StreamServer
 from libraries.nginx_service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
@@ -107,7 +106,7 @@ class EbpfStreamKeywords:
             binary = testbed.topology.nodes[target.name].tools.get("nginx", "nginx")
             params = StreamProxyParams(instance=instance, servers=(server,))
         config = params.render()
-        log_config(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
+        log_folded(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
                    config)
         self._proxies["ebpf" if ebpf else "native"] = start_nginx(
             target, name, config, [server.listen_port], binary=binary)
@@ -187,6 +186,9 @@ class EbpfStreamKeywords:
                                 "ratio")
         if evidence:
             measurement.evidence["ebpf_engagement"] = [e.as_record() for e in evidence]
+        for name, runs in results.items():
+            for number, run in enumerate(runs, start=1):
+                log_folded(f"{name} trial {number}: iperf3 JSON", run.raw)
         measurement.evidence["sender_gbps"] = {
             name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
         return measurement

@@ -3,17 +3,15 @@ an nginx HTTPS file server, an nginx HTTPS reverse proxy, and wrk/wrk2 load thro
 
 from __future__ import annotations
 
-import html
 import logging
 from dataclasses import dataclass
 
-from robot.api import logger
 from robot.api.deco import keyword, library
 
 from libraries.certs import RunCertificates, make_run_certificates
 from libraries.content import content_file_command, parse_size, size_name
 from libraries.errors import HostStackError
-from libraries.keywords import current_testbed
+from libraries.keywords import current_testbed, log_folded
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
 from libraries.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.nginx_config import (
@@ -38,12 +36,6 @@ SERVER_PORT = 8445
 STATUS_PORT = 8446
 PROXY_PORT = 8089
 SERVER_NAME = "server.hoststack.test"
-
-
-def log_config(title: str, text: str) -> None:
-    """Attach a rendered config to log.html, folded."""
-    logger.info(f"<details><summary>{html.escape(title)}</summary><pre>{html.escape(text)}"
-                f"</pre></details>", html=True)
 
 
 @dataclass(frozen=True)
@@ -139,7 +131,7 @@ class SslProxyKeywords:
             client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
         )
         config = params.render()
-        log_config(f"nginx HTTPS server on {target.name}", config)
+        log_folded(f"nginx HTTPS server on {target.name}", config)
         ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
         handle = start_nginx(target, "nginx-server", config, [] if env else ports,
                              binary=self._binary(testbed, target.name, "nginx"), env=env)
@@ -178,7 +170,7 @@ class SslProxyKeywords:
             upstream_tls=upstream_tls,
         )
         config = params.render()
-        log_config(f"nginx HTTPS reverse proxy on {target.name}", config)
+        log_folded(f"nginx HTTPS reverse proxy on {target.name}", config)
         self._proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
                                   binary=self._binary(testbed, target.name, "nginx"), env=env)
         if env:
@@ -276,7 +268,8 @@ class SslProxyKeywords:
         self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
                            plan, env)
         for variant, runs in results.items():
-            logger.debug(f"last {variant} wrk output:\n{runs[-1].raw}")
+            for number, run in enumerate(runs, start=1):
+                log_folded(f"{variant} trial {number}: wrk output", run.raw)
         return measurement
 
     @staticmethod

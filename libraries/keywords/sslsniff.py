@@ -21,7 +21,7 @@ from libraries.bpftime import (
     stop_with_sigint,
 )
 from libraries.errors import HostStackError, ToolMissing
-from libraries.keywords import current_testbed
+from libraries.keywords import current_testbed, log_folded
 from libraries.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.nginx_service import NginxHandle, nginx_is_alive
 from libraries.sslsniff import SslsniffParams, check_attachment, parse_sslsniff_output
@@ -221,6 +221,9 @@ class SslsniffKeywords:
                         "warmup_s": plan.warmup},
             trial_seconds=measured,
         )
+        for name, runs in results.items():
+            for number, run in enumerate(runs, start=1):
+                log_folded(f"{name} trial {number}: wrk output", run.raw)
         base = [r.requests_per_second for r in results["baseline"]]
         with_ = [r.requests_per_second for r in results["traced"]]
         measurement.add("baseline_rps", base, "requests/s")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import shlex
 
-from robot.api import SkipExecution, logger
+from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
 from libraries.errors import HostStackError
@@ -17,7 +17,7 @@ from libraries.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.keywords import current_testbed
+from libraries.keywords import current_testbed, log_folded
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
 from libraries.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.node import Node, Process
@@ -104,7 +104,8 @@ class TcpTermKeywords:
         if not tcp_info:
             measurement.notes.append("retransmits and cwnd unavailable: VPP's host stack "
                                      "does not report TCP_INFO to iperf3")
-        logger.debug(f"last iperf3 JSON:\n{runs[-1].raw}")
+        for number, run in enumerate(runs, start=1):
+            log_folded(f"trial {number}: iperf3 JSON", run.raw)
         return measurement
 
     @keyword("Set Link MTU Between Nodes")

@@ -23,7 +23,7 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.errors import HostStackError
-from libraries.keywords import current_testbed
+from libraries.keywords import current_testbed, log_folded
 from libraries.node import Process
 from libraries.testbed import Testbed
 from libraries.vpp_hoststack import (
@@ -232,7 +232,7 @@ class VppKeywords:
         errors: list[str] = []
         for name, instance in list(self._instances.items()):
             for command, text in vpp_diagnostics(instance).items():
-                logger.info(f"{name}: vppctl {command}:\n{text}")
+                log_folded(f"{name}: vppctl {command}", text)
             if name in self._loopbacks:
                 try:
                     teardown_loopback_host_stack(instance.hoststack, self._loopbacks.pop(name))
@@ -240,7 +240,7 @@ class VppKeywords:
                     errors.append(str(error))
             try:
                 output = stop_vpp(instance)
-                logger.debug(f"{name}: VPP output:\n{output[-5000:]}")
+                log_folded(f"{name}: VPP output", output[-20000:])
             except HostStackError as error:
                 errors.append(str(error))
             for ifname, address, _mtu in self._moved.pop(name, []):
