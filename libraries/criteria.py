@@ -2,7 +2,8 @@
 
 Each entry names a case, a metric and a bound (``min`` or ``max``). ``topologies`` limits an
 absolute floor to the testbeds it was set for; an entry without it is portable (ratios,
-error counts). ``when`` limits it to tests whose parameters match (e.g. ``file_size: 64kb``).
+error counts). ``when`` limits it to tests whose parameters (and ``stack``) match, e.g.
+``{file_size: 64kb}`` or ``{stack: vpp}``.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class Criterion(BaseModel):
             return False
         if self.topologies is not None and topology not in self.topologies:
             return False
+        facts = {"stack": measurement.stack, **measurement.parameters}
         return all(
-            str(measurement.parameters.get(key)).lower() == str(value).lower()
+            str(facts.get(key)).lower() == str(value).lower()
             for key, value in self.when.items()
         )
 

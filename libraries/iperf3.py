@@ -50,7 +50,9 @@ def _cpu_tuple(what: str, cpus: Sequence[int]) -> tuple[int, ...]:
 class IperfServerOptions:
     """An iperf3 server: ``port`` (-p), ``bind`` (-B address, optional), ``one_off`` (-1: exit
     after one test; otherwise it serves test after test until stopped), ``affinity`` (-A CPU),
-    ``cpus`` (``taskset -c`` list). The server runs in the foreground: start it with
+    ``cpus`` (``taskset -c`` list), ``ipv4_only`` (-4: an IPv4 listener, as seed 001 runs it
+    over VPP, whose session layer does not match IPv4 connections against an IPv6 wildcard
+    listener). The server runs in the foreground: start it with
     :func:`start_iperf3_server` (or ``Node.start``), which tracks and stops it."""
 
     port: int = 5201
@@ -58,6 +60,7 @@ class IperfServerOptions:
     one_off: bool = False
     affinity: int | None = None
     cpus: Sequence[int] | None = None
+    ipv4_only: bool = False
 
     def __post_init__(self) -> None:
         _check_int("port", self.port, 1, 65535)
@@ -115,11 +118,11 @@ class IperfClientOptions:
 def build_iperf3_server_command(
     binary: str, options: IperfServerOptions, *, env: Mapping[str, str] | None = None
 ) -> str:
-    """Shell command line of an iperf3 server (``-s -p PORT [-B addr] [-1] [-A n]``).
+    """Shell command line of an iperf3 server (``[-4] -s -p PORT [-B addr] [-1] [-A n]``).
 
     ``env`` is exported to iperf3 itself (e.g. LD_PRELOAD + VCL_CONFIG), not to taskset.
     """
-    argv = [binary, "-s", "-p", str(options.port)]
+    argv = [binary, *(["-4"] if options.ipv4_only else []), "-s", "-p", str(options.port)]
     if options.bind is not None:
         argv += ["-B", options.bind]
     if options.one_off:

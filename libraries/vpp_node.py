@@ -158,9 +158,16 @@ def stop_vpp(instance: VppInstance) -> str:
         except subprocess.TimeoutExpired:
             instance.forward.kill()
     output = instance.node.stop(instance.process, grace=5)
+    api_dir = instance.install.api_socket.rsplit("/", 1)[0]
     sockets = " ".join(shlex.quote(s) for s in (instance.install.api_socket,
-                                                   instance.install.cli_socket))
-    instance.node.run(f"rm -f {sockets}", timeout=10, sudo=True, check=False)
+                                                   instance.install.cli_socket,
+                                                   f"{api_dir}/stats.sock"))
+    app_dir = shlex.quote(instance.install.app_socket_dir)
+    # a VPP that died leaves its API/CLI/stats sockets; every VPP leaves one socket per app
+    # namespace
+    instance.node.run(f"rm -f {sockets}; test ! -d {app_dir} || "
+                      f"find {app_dir} -maxdepth 1 -type s -delete", timeout=10, sudo=True,
+                      check=False)
     instance.local_dir.cleanup()
     if errors:
         raise HostStackError("; ".join(errors))

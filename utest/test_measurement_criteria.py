@@ -137,3 +137,16 @@ def test_nan_values_are_refused_and_nothing_is_written(tmp_path: Path):
 
 def test_a_valid_record_validates():
     validate_record(_record())
+
+
+def test_criteria_can_be_limited_to_a_stack():
+    criteria = load_criteria()
+    vpp = _measurement()
+    vpp.stack = "vpp"
+    vpp.add("rps", [500.0], "requests/s")
+    floors = [r for r in evaluate(criteria, vpp, "3node") if r.metric == "rps"]
+    assert [(r.required, r.passed) for r in floors] == [(300.0, True)]
+    kernel = _measurement()
+    kernel.add("rps", [500.0], "requests/s")
+    floors = [r for r in evaluate(criteria, kernel, "3node") if r.metric == "rps"]
+    assert [(r.required, r.passed) for r in floors] == [(1000.0, False)]

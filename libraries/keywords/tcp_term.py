@@ -44,7 +44,7 @@ class TcpTermKeywords:
         env = app_environment(target.name, "server", stack, event_driven=False)
         binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
         target.ensure_port_free(IPERF_PORT)
-        options = IperfServerOptions(port=IPERF_PORT,
+        options = IperfServerOptions(port=IPERF_PORT, ipv4_only=env is not None,
                                      cpus=testbed.topology.cpus_of(target.name, "server"))
         process = start_iperf3_server(target, binary, options, name="iperf3-server", env=env)
         if env:
