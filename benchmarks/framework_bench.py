@@ -99,7 +99,8 @@ def bench_overhead(duration: int, trials: int) -> None:
                 print(f"{test}: robot failed (exit {process.returncode})")
                 continue
             record = json.loads(records[0].read_text().splitlines()[0])
-            nominal = variants * (1 + trials * duration)
+            latency = (record.get("evidence", {}).get("latency") or {}).get("duration_s", 0)
+            nominal = variants * (1 + trials * duration) + latency  # + wrk2's latency pass
             overhead = record["duration_s"] - nominal
             steady = sorted(samples)[len(samples) // 2] if samples else float("nan")
             print(f"{test}: test wall time {record['duration_s']:.2f} s, nominal trial time "
