@@ -41,7 +41,6 @@ SERVER_NAME = "server.hoststack.test"
 @dataclass(frozen=True)
 class _Server:
     handle: NginxHandle
-    content_root: str
     mtls: bool
     status: bool
 
@@ -63,10 +62,6 @@ class SslProxyKeywords:
         return self._server.handle if self._server else None
 
     # -- helpers -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _testbed() -> Testbed:
-        return current_testbed()
 
     def _certificates(self, node: Node) -> str:
         """Upload the run's CA and certificates to ``node`` once; return their directory."""
@@ -100,7 +95,7 @@ class SslProxyKeywords:
     def create_content_file_on_node(self, node: str, size: str = "1kb") -> str:
         """Create a file of ``size`` random bytes (``1kb``, ``64kb``, ``1m``, bytes) in the
         node's web root and return its URL path, e.g. ``/1kb``."""
-        target = self._testbed().node(node)
+        target = current_testbed().node(node)
         name = size_name(size)
         target.run(content_file_command(f"{target.workdir}/www/{name}", size), timeout=60)
         return f"/{name}"
@@ -114,7 +109,7 @@ class SslProxyKeywords:
         ``require_client_cert`` makes it demand a client certificate signed by the run's CA
         (the upstream mutual-TLS variant). The rendered config is attached to the log.
         """
-        testbed = self._testbed()
+        testbed = current_testbed()
         target = testbed.node(node)
         env = app_environment(target.name, "server", stack, event_driven=True)
         certs = self._certificates(target)
@@ -137,8 +132,7 @@ class SslProxyKeywords:
                              binary=self._binary(testbed, target.name, "nginx"), env=env)
         if env:
             wait_until_listed(target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
-        self._server = _Server(handle, f"{target.workdir}/www", require_client_cert,
-                               status=not env)
+        self._server = _Server(handle, require_client_cert, status=not env)
 
     @keyword("Start HTTPS Reverse Proxy On Node")
     def start_https_reverse_proxy_on_node(self, node: str, upstream: str = "server",
@@ -149,7 +143,7 @@ class SslProxyKeywords:
         ``mtls`` presents the run's client certificate to the upstream and verifies the
         upstream's certificate against the run's CA (seed 002 in today's nginx terms).
         """
-        testbed = self._testbed()
+        testbed = current_testbed()
         target = testbed.node(node)
         env = app_environment(target.name, "proxy", stack, event_driven=True)
         upstream_node = testbed.topology.resolve_node(upstream)
@@ -194,7 +188,7 @@ class SslProxyKeywords:
         """
         if self._server is None or self._proxy is None:
             raise HostStackError("start the HTTPS server and the reverse proxy first")
-        testbed = self._testbed()
+        testbed = current_testbed()
         tg = testbed.node(client)
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
