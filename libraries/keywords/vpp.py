@@ -208,8 +208,8 @@ class VppKeywords:
     @keyword("Give Node Interfaces To VPP")
     def give_node_interfaces_to_vpp(self, node: str = "dut") -> None:
         """Move each of ``node``'s link interfaces from the kernel into VPP: an af_packet host
-        interface per veth/NIC, the topology's address on it, admin up. The kernel addresses
-        come back with ``Stop VPP On All Nodes``."""
+        interface per veth/NIC with the kernel interface's MAC address, the topology's address
+        on it, admin up. The kernel addresses come back with ``Stop VPP On All Nodes``."""
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
         instance = self._instances[name]
@@ -218,10 +218,14 @@ class VppKeywords:
             for end_node, ifname, address in link.ends():
                 if end_node != name:
                     continue
+                # VPP's interface keeps the kernel's MAC address: the neighbours' ARP caches
+                # (filled by earlier kernel-stack tests) stay valid.
+                mac = instance.node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/address",
+                                        timeout=10).stdout.strip()
                 instance.node.run(f"ip addr del {address} dev {shlex.quote(ifname)}",
                                   timeout=10, sudo=True)
                 moved.append((ifname, str(address), link.mtu))
-                sw_if_index = instance.hoststack.create_af_packet_interface(ifname)
+                sw_if_index = instance.hoststack.create_af_packet_interface(ifname, mac=mac)
                 instance.hoststack.set_interface_up(sw_if_index)
                 instance.hoststack.add_interface_address(sw_if_index, str(address))
 
