@@ -18,28 +18,18 @@ import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from libraries.errors import PapiError
+
+if TYPE_CHECKING:
+    from libraries.node import Node
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_API_DIR = "/usr/share/vpp/api"
 DEFAULT_API_SOCKET = "/run/vpp/api.sock"
 API_FILE_SUFFIX = ".api.json"
-
-
-class _CommandResult(Protocol):
-    stdout: str
-
-
-class NodeLike(Protocol):
-    """The part of ``libraries.node.Node`` this module needs."""
-
-    name: str
-
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
-            check: bool = True) -> _CommandResult: ...
 
 
 def format_call(message: str, fields: dict[str, Any]) -> str:
@@ -232,7 +222,7 @@ class FetchedDefinitions:
     files: int
 
 
-def fetch_api_definitions(node: NodeLike, remote_dir: str = DEFAULT_API_DIR,
+def fetch_api_definitions(node: Node, remote_dir: str = DEFAULT_API_DIR,
                           local_dir: str = "vpp_api", timeout: float = 60.0
                           ) -> FetchedDefinitions:
     """Copy ``remote_dir``'s ``*.api.json`` tree from ``node`` into ``local_dir``.

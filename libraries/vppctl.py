@@ -13,28 +13,18 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from libraries.errors import HostStackError, NodeError, ParseError
+
+if TYPE_CHECKING:
+    from libraries.node import Node
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CLI_SOCKET = "/run/vpp/cli.sock"
 DIAGNOSTIC_COMMANDS = ("show session verbose", "show app", "show errors", "show hardware",
                        "show log")
-
-
-class _CommandResult(Protocol):
-    stdout: str
-
-
-class NodeLike(Protocol):
-    """The part of ``libraries.node.Node`` this module needs."""
-
-    name: str
-
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
-            check: bool = True) -> _CommandResult: ...
 
 
 def vppctl_command(words: Sequence[str], socket: str = DEFAULT_CLI_SOCKET,
@@ -45,7 +35,7 @@ def vppctl_command(words: Sequence[str], socket: str = DEFAULT_CLI_SOCKET,
     return " ".join(shlex.quote(part) for part in (vppctl, "-s", socket, *words))
 
 
-def run_vppctl(node: NodeLike, command: str, socket: str = DEFAULT_CLI_SOCKET,
+def run_vppctl(node: Node, command: str, socket: str = DEFAULT_CLI_SOCKET,
                vppctl: str = "vppctl", timeout: float = 15.0, sudo: bool = True) -> str:
     """Run the VPP CLI ``command`` (e.g. ``"show session verbose"``) on ``node``; its output.
 
@@ -60,7 +50,7 @@ def run_vppctl(node: NodeLike, command: str, socket: str = DEFAULT_CLI_SOCKET,
     return output
 
 
-def collect_diagnostics(node: NodeLike, socket: str = DEFAULT_CLI_SOCKET,
+def collect_diagnostics(node: Node, socket: str = DEFAULT_CLI_SOCKET,
                         vppctl: str = "vppctl", commands: Sequence[str] = DIAGNOSTIC_COMMANDS,
                         timeout: float = 15.0) -> dict[str, str]:
     """Output of each diagnostic show command; a failing command yields its error text.
