@@ -357,14 +357,16 @@ class Node:
         )
         return sorted({int(pid) for pid in re.findall(r"pid=(\d+)", result.stdout)})
 
+    def _ps(self, fields: str, pids: list[int]) -> str:
+        """``ps -o <fields>`` for ``pids`` (empty output for processes already gone)."""
+        return self.run(f"ps -o {fields} -p {','.join(map(str, pids))}", timeout=10,
+                        check=False, quiet=True).stdout
+
     def ensure_port_free(self, port: int, udp: bool = False) -> None:
         """Fail naming the holder when something already listens on ``port``."""
         pids = self.listener_pids(port, udp)
         if pids:
-            holders = self.run(
-                f"ps -o pid=,args= -p {','.join(map(str, pids))}", timeout=10, check=False,
-                quiet=True,
-            ).stdout.strip()
+            holders = self._ps("pid=,args=", pids).strip()
             raise NodeError(f"{self.where}: port {port} is already in use by: {holders}")
 
     def wait_for_listener(self, port: int, process: Process, timeout: float = 10.0,
@@ -374,13 +376,8 @@ class Node:
         deadline = time.monotonic() + timeout
         while True:
             pids = self.listener_pids(port, udp)
-            if pids:
-                groups = self.run(
-                    f"ps -o pgid= -p {','.join(map(str, pids))}", timeout=10, check=False,
-                    quiet=True,
-                ).stdout.split()
-                if str(process.pid) in groups:
-                    return
+            if pids and str(process.pid) in self._ps("pgid=", pids).split():
+                return
             if not self.is_running(process):
                 log = self.read_log(process).strip()[-2000:]
                 raise NodeError(
