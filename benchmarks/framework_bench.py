@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from libraries.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
-from libraries.iperf3 import start_iperf3_server as start_iperf3
-from libraries.netns import LocalTestbed, make_prefix
-from libraries.nginx_config import HttpsServerParams, NginxInstance
-from libraries.nginx_service import start_nginx
-from libraries.testbed import Testbed
-from libraries.topology import load_topology
-from libraries.wrk import WrkOptions, run_wrk
+from libraries.testbed.netns import LocalTestbed, make_prefix
+from libraries.testbed.provision import Testbed
+from libraries.testbed.topology import load_topology
+from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
+from libraries.tools.iperf3 import start_iperf3_server as start_iperf3
+from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
+from libraries.tools.nginx_service import start_nginx
+from libraries.tools.wrk import WrkOptions, run_wrk
 
 REPO = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

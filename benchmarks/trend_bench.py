@@ -4,7 +4,7 @@
 
 Writes ``tests x runs`` schema-valid records (``metrics`` each; one series per test and metric;
 a few series get a step) into a temporary results tree, then times each phase and the whole
-command line (``python -m libraries.trend DIR --html OUT``). Goal: 100k records <= 10 s.
+command line (``python -m libraries.trend.cli DIR --html OUT``). Goal: 100k records <= 10 s.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from libraries.trend import main as trend_main
-from libraries.trend_analysis import analyse
-from libraries.trend_html import render_dashboard
-from libraries.trend_load import load_records
+from libraries.trend.analysis import analyse
+from libraries.trend.cli import main as trend_main
+from libraries.trend.dashboard import render_dashboard
+from libraries.trend.load import load_records
 
 LOG = logging.getLogger(__name__)
 T0 = datetime(2025, 1, 1, 2, 0, tzinfo=UTC)

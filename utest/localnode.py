@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from libraries.errors import CommandError, CommandTimeout
-from libraries.node import CommandResult
+from libraries.testbed.errors import CommandError, CommandTimeout
+from libraries.testbed.node import CommandResult
 
 
 @dataclass

@@ -11,7 +11,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from libraries.certs import (
+from libraries.tools.certs import (
     CertKey,
     make_ca,
     make_cert,

@@ -1,4 +1,4 @@
-"""Unit tests of libraries.ebpf_stream on outputs captured from real runs on this machine.
+"""Unit tests of libraries.tools.ebpf_stream on outputs captured from real runs on this machine.
 
 Fixtures (utest/fixtures/ebpf_stream/): ``nginx -V`` of the Debian nginx and of an nginx
 1.24.0 built with mrpre/nginx-stream-ebpf-module; the eBPF nginx's error logs (engaged; an
@@ -15,24 +15,27 @@ from pathlib import Path
 
 import pytest
 
-from libraries.ebpf_stream import (
-    EBPF_MAP_SIZE,
-    EngagementEvidence,
+from libraries.testbed.errors import HostStackError, ParseError, RenderError
+from libraries.testbed.node import CommandResult
+from libraries.tools.ebpf_evidence import (
     VerdictProgram,
     VerdictStats,
+    parse_bpftool_prog_json,
+    parse_error_log,
+)
+from libraries.tools.ebpf_stream import (
+    EBPF_MAP_SIZE,
+    EngagementEvidence,
     bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
     ebpf_module_in_version_output,
     has_ebpf_module,
     mark_engagement,
-    parse_bpftool_prog_json,
-    parse_error_log,
     read_verdict_stats,
 )
-from libraries.errors import HostStackError, ParseError, RenderError
-from libraries.nginx_config import NginxInstance, StreamProxyParams, StreamServer
-from libraries.node import CommandResult
+from libraries.tools.nginx_config import NginxInstance
+from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ebpf_stream"
 

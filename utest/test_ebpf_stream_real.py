@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from libraries.ebpf_stream import (
+from libraries.testbed.errors import HostStackError
+from libraries.tools.ebpf_evidence import VerdictStats
+from libraries.tools.ebpf_stream import (
     EngagementEvidence,
-    VerdictStats,
     bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
@@ -30,15 +31,15 @@ from libraries.ebpf_stream import (
     read_bpf_stats_setting,
     read_verdict_stats,
 )
-from libraries.errors import HostStackError
-from libraries.iperf3 import (
+from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfResult,
     IperfServerOptions,
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.nginx_config import NginxInstance, StreamProxyParams, StreamServer
+from libraries.tools.nginx_config import NginxInstance
+from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
 from utest.localnode import LocalNode, LocalProcess, free_port, wait_for_listener
 
 NGINX_EBPF = "/opt/nginx-ebpf/sbin/nginx"

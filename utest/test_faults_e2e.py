@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import CommandTimeout, HostStackError, NodeError, ParseError
-from libraries.iperf3 import IperfClientOptions, run_iperf3_client
-from libraries.nginx_config import HttpsServerParams, NginxInstance
-from libraries.nginx_service import nginx_is_alive, start_nginx
-from libraries.testbed import Testbed
-from libraries.wrk import WrkOptions, run_wrk
+from libraries.testbed.errors import CommandTimeout, HostStackError, NodeError, ParseError
+from libraries.testbed.provision import Testbed
+from libraries.tools.iperf3 import IperfClientOptions, run_iperf3_client
+from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
+from libraries.tools.nginx_service import nginx_is_alive, start_nginx
+from libraries.tools.wrk import WrkOptions, run_wrk
 
 REPO = Path(__file__).resolve().parent.parent
 

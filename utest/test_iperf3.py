@@ -1,4 +1,4 @@
-"""Tests of libraries.iperf3: command builders, JSON parser, runner (fakes and real iperf3).
+"""Tests of libraries.tools.iperf3: command builders, JSON parser, runner (fakes and real iperf3).
 
 Fixtures in utest/fixtures/iperf3/, all from Debian's iperf 3.12 on this machine over loopback:
 forward, -R, -P 2 and -M 1400 -A 0,1 runs; the error reports for a closed port and for
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import CommandError, ParseError
-from libraries.iperf3 import (
+from libraries.testbed.errors import CommandError, ParseError
+from libraries.testbed.node import CommandResult
+from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfServerOptions,
     build_iperf3_client_command,
@@ -26,7 +27,6 @@ from libraries.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.node import CommandResult
 from utest.localnode import LocalNode, free_port, wait_for_listener
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from libraries.criteria import DEFAULT_CRITERIA, CriteriaError, evaluate, load_criteria
-from libraries.errors import TopologyError
-from libraries.measurement import Measurement, TrialPlan, run_interleaved
-from libraries.records import RecordError, append_record, iter_records, validate_record
+from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaError, evaluate, load_criteria
+from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.records import RecordError, append_record, iter_records, validate_record
+from libraries.testbed.errors import TopologyError
 
 
 def _measurement(**params) -> Measurement:

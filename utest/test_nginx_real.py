@@ -2,7 +2,7 @@
 
 Runs nginx (Debian 1.22 + libnginx-mod-stream) in the foreground on 127.0.0.1 high ports,
 everything under pytest's tmp dirs; every started process is stopped by a finalizer.
-Also covers content files (``libraries.content``), which these servers serve.
+Also covers content files (``libraries.tools.content``), which these servers serve.
 """
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from libraries.certs import CertFiles, make_ca, make_cert, make_run_certificates, write_cert_key
-from libraries.content import content_file_command, parse_size, size_name
-from libraries.nginx_config import (
-    DEBIAN_STREAM_MODULE,
+from libraries.tools.certs import (
+    CertFiles,
+    make_ca,
+    make_cert,
+    make_run_certificates,
+    write_cert_key,
+)
+from libraries.tools.content import content_file_command, parse_size, size_name
+from libraries.tools.nginx_config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
-    StreamProxyParams,
-    StreamServer,
     UpstreamTls,
 )
+from libraries.tools.nginx_stream import DEBIAN_STREAM_MODULE, StreamProxyParams, StreamServer
 
 NGINX = shutil.which("nginx")
 needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx not installed: no nginx in PATH")

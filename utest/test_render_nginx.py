@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import RenderError
-from libraries.nginx_config import (
+from libraries.testbed.errors import RenderError
+from libraries.tools.nginx_config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
-    StreamProxyParams,
-    StreamServer,
     UpstreamTls,
 )
-from libraries.render import render
+from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
+from libraries.tools.render import render
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import RenderError
-from libraries.vpp_config import DpdkDevice, VclParams, VppStartupParams
+from libraries.testbed.errors import RenderError
+from libraries.vpp.config import DpdkDevice, VclParams, VppStartupParams
 
 GOLDEN = Path(__file__).parent / "golden"
 

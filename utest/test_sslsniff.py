@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from libraries.bpftime import (
+from libraries.testbed.errors import ParseError, RenderError, ToolMissing
+from libraries.testbed.node import CommandResult
+from libraries.tools.bpftime import (
     RUNTIME_LOG,
     SHM_PATH,
     BpftimeSetup,
@@ -29,9 +31,7 @@ from libraries.bpftime import (
     load_command,
     start_command,
 )
-from libraries.errors import ParseError, RenderError, ToolMissing
-from libraries.node import CommandResult
-from libraries.sslsniff import (
+from libraries.tools.sslsniff import (
     DEFAULT_LIBSSL,
     MAX_PIDS,
     SslsniffParams,
@@ -39,8 +39,8 @@ from libraries.sslsniff import (
     check_attachment,
     parse_sslsniff_output,
 )
-from libraries.sslsniff_run import bcc_command, detect_kernel_tracer, uprobe_leftovers
-from libraries.wrk import parse_wrk_output
+from libraries.tools.sslsniff_run import bcc_command, detect_kernel_tracer, uprobe_leftovers
+from libraries.tools.wrk_output import parse_wrk_output
 from utest.localnode import LocalNode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sslsniff"

@@ -17,19 +17,19 @@ import time
 
 import pytest
 
-from libraries.certs import make_run_certificates, write_cert_key
-from libraries.content import content_file_command
-from libraries.errors import ParseError
-from libraries.nginx_config import HttpsServerParams, NginxInstance
-from libraries.sslsniff import SslsniffParams, TracerError, check_attachment
-from libraries.sslsniff_run import (
+from libraries.testbed.errors import ParseError
+from libraries.tools.certs import make_run_certificates, write_cert_key
+from libraries.tools.content import content_file_command
+from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
+from libraries.tools.sslsniff import SslsniffParams, TracerError, check_attachment
+from libraries.tools.sslsniff_run import (
     detect_kernel_tracer,
     group_pids,
     start_sslsniff,
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.wrk import WrkOptions, run_wrk
+from libraries.tools.wrk import WrkOptions, run_wrk
 from utest.localnode import LocalNode, free_port, wait_for_port
 
 MISSING = [tool for tool in ("bpftrace", "bpftool", "nginx", "wrk") if shutil.which(tool) is None]

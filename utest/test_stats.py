@@ -1,4 +1,4 @@
-"""Tests of libraries.stats: trial summaries."""
+"""Tests of libraries.results.stats: trial summaries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from libraries.stats import TrialSummary, summarize
+from libraries.results.stats import TrialSummary, summarize
 
 
 def test_summary_of_odd_number_of_trials():

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import CommandTimeout, NodeError, ToolMissing
-from libraries.netns import STATE_ROOT, LocalTestbed, make_prefix, sweep_stale
-from libraries.testbed import Testbed
-from libraries.topology import load_topology, parse_topology
-from libraries.versions import tool_version
+from libraries.results.versions import tool_version
+from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
+from libraries.testbed.netns import STATE_ROOT, LocalTestbed, make_prefix, sweep_stale
+from libraries.testbed.provision import Testbed
+from libraries.testbed.topology import load_topology, parse_topology
 
 pytestmark = [
     pytest.mark.e2e,
@@ -195,7 +195,7 @@ def test_cli_up_status_down_leaves_nothing(tmp_path):
     again = subprocess.run([python, "-m", "libraries.testbed", "up", "3node"],
                            capture_output=True, text=True, timeout=60)  # idempotent rebuild
     assert again.returncode == 0, again.stderr
-    down = subprocess.run([python, "-m", "libraries.testbed", "down", "3node"],
+    down = subprocess.run([python, "-m", "libraries.testbed.provision", "down", "3node"],
                           capture_output=True, text=True, timeout=60)
     assert down.returncode == 0, down.stderr
     assert _leftovers(prefix) == []

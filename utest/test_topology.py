@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from libraries.errors import TopologyError
-from libraries.topology import TOPOLOGY_DIR, load_topology, parse_topology
+from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology import TOPOLOGY_DIR, load_topology, parse_topology
 
 SHIPPED = sorted(p for p in TOPOLOGY_DIR.glob("*.yaml") if p.name != "criteria.yaml") + sorted(
     TOPOLOGY_DIR.glob("examples/*.yaml"))

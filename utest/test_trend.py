@@ -16,12 +16,12 @@ from pathlib import Path
 import jumpavg
 import pytest
 
-from libraries.records import RecordError, append_record, validate_record
-from libraries.trend import main
-from libraries.trend_analysis import analyse
-from libraries.trend_compare import Side, judge
-from libraries.trend_detect import Run, classify_batch, classify_with_jumpavg
-from libraries.trend_load import compile_check, load_records, record_check
+from libraries.results.records import RecordError, append_record, validate_record
+from libraries.trend.analysis import analyse
+from libraries.trend.cli import main
+from libraries.trend.compare import Side, judge
+from libraries.trend.detect import Run, classify_batch, classify_with_jumpavg
+from libraries.trend.load import compile_check, load_records, record_check
 
 RUNS = 30
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)

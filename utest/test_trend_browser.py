@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.trend import main
+from libraries.trend.cli import main
 from utest.test_trend import SERIES, write_runs
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from libraries.errors import PapiError
-from libraries.vpp_hoststack import (
+from libraries.testbed.errors import PapiError
+from libraries.vpp.hoststack import HostStack
+from libraries.vpp.loopback import (
     CrossTableRoute,
-    HostStack,
     LoopbackHostStackPlan,
     NamespaceSpec,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp_papi_client import PapiConnection
+from libraries.vpp.papi import PapiConnection
 from utest.fake_vpp import FIXTURE_API_DIR, FakeVpp, RecordedCall, serve
 
 NO_INDEX = 0xFFFFFFFF

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import HostStackError, PapiError
-from libraries.testbed import Testbed
-from libraries.topology import VppInstall
-from libraries.vpp_hoststack import (
+from libraries.testbed.errors import HostStackError, PapiError
+from libraries.testbed.provision import Testbed
+from libraries.testbed.topology import VppInstall
+from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp_node import start_vpp, stop_vpp, vcl_config
+from libraries.vpp.node import start_vpp, stop_vpp, vcl_config
 from utest.fake_vpp import FIXTURE_API_DIR
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import CommandError, PapiError
-from libraries.vpp_papi_client import PapiConnection, fetch_api_definitions, format_call
+from libraries.testbed.errors import CommandError, PapiError
+from libraries.vpp.papi import PapiConnection, fetch_api_definitions, format_call
 from utest.fake_vpp import FIXTURE_API_DIR, FakeVpp, serve
 
 
@@ -193,7 +193,7 @@ def test_call_without_connect(fake: FakeVpp):
 
 def test_calls_and_replies_are_logged_at_debug(papi: PapiConnection,
                                                caplog: pytest.LogCaptureFixture):
-    with caplog.at_level(logging.DEBUG, logger="libraries.vpp_papi_client"):
+    with caplog.at_level(logging.DEBUG, logger="libraries.vpp.papi"):
         papi.call("sw_interface_set_flags", sw_if_index=0, flags=1)
     messages = [record.getMessage() for record in caplog.records]
     assert "PAPI call sw_interface_set_flags(flags=1, sw_if_index=0)" in messages

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import HostStackError, NodeError, PapiError
-from libraries.testbed import Testbed
-from libraries.topology import load_topology
-from libraries.vpp_hoststack import (
+from libraries.testbed.errors import HostStackError, NodeError, PapiError
+from libraries.testbed.provision import Testbed
+from libraries.testbed.topology import load_topology
+from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp_node import start_vpp, stop_vpp, vcl_config
-from libraries.vppctl import parse_show_session_verbose, require_listener, run_vppctl
+from libraries.vpp.node import start_vpp, stop_vpp, vcl_config
+from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 INSTALL = load_topology("1node").nodes["dut"].vpp
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from libraries.errors import CommandError, HostStackError, NodeError, ParseError
-from libraries.vppctl import (
+from libraries.testbed.errors import CommandError, HostStackError, NodeError, ParseError
+from libraries.vpp.vppctl import (
     collect_diagnostics,
     listeners_on_port,
     parse_show_session_verbose,

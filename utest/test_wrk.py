@@ -1,4 +1,4 @@
-"""Tests of libraries.wrk: command builder, flavour probe, parser, runner (fakes and real wrk).
+"""Tests of libraries.tools.wrk: command builder, flavour probe, parser, runner (fakes, real wrk).
 
 Fixtures in utest/fixtures/wrk/:
 - seed000_wrk2_*.txt, seed004_wrk_*.txt: the sample outputs printed in the seed documents.
@@ -22,18 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from libraries.errors import CommandError, CommandTimeout, ParseError, ToolMissing
-from libraries.node import CommandResult
-from libraries.wrk import (
-    WrkErrors,
+from libraries.testbed.errors import CommandError, CommandTimeout, ParseError, ToolMissing
+from libraries.testbed.node import CommandResult
+from libraries.tools.wrk import (
     WrkOptions,
     build_wrk_command,
     default_timeout,
     detect_wrk_flavour,
-    parse_wrk_output,
     probe_wrk,
     run_wrk,
 )
+from libraries.tools.wrk_output import WrkErrors, parse_wrk_output
 from utest.localnode import LocalNode, free_port, wait_for_port
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wrk"

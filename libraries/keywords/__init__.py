@@ -1,6 +1,10 @@
-"""Robot Framework keyword libraries (Robot "L1"): thin typed surfaces over the plain modules.
+"""The keywords layer: Robot Framework keyword libraries (Robot "L1") over the packages below.
 
-Suites import them by module name, e.g. ``Library    libraries.keywords.testbed.TestbedKeywords``.
+One library per area (testbed, results, VPP, and one per case: tcp_term, ssl_proxy,
+ebpf_stream, sslsniff). A keyword translates Robot arguments and calls the plain modules of
+``testbed``, ``tools``, ``results`` and ``vpp``; the logic lives there. The top layer: nothing
+in ``libraries`` imports it. Suites import the libraries through ``resources/*.resource``, e.g.
+``Library    libraries.keywords.testbed.TestbedKeywords``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
 
 if TYPE_CHECKING:
-    from libraries.testbed import Testbed
+    from libraries.testbed.provision import Testbed
 
 TESTBED_LIBRARY = "libraries.keywords.testbed.TestbedKeywords"
 

@@ -9,7 +9,11 @@ from contextlib import ExitStack
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from libraries.ebpf_stream import (
+from libraries.keywords import current_testbed, log_folded
+from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.node import Process
+from libraries.tools.ebpf_stream import (
     EngagementEvidence,
     bpf_stats_enabled,
     check_ebpf_config,
@@ -17,19 +21,16 @@ from libraries.ebpf_stream import (
     has_ebpf_module,
     mark_engagement,
 )
-from libraries.errors import HostStackError
-from libraries.iperf3 import (
+from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfResult,
     IperfServerOptions,
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.keywords import current_testbed, log_folded
-from libraries.measurement import Measurement, TrialPlan, run_interleaved
-from libraries.nginx_config import NginxInstance, StreamProxyParams, StreamServer
-from libraries.nginx_service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
-from libraries.node import Process
+from libraries.tools.nginx_config import NginxInstance
+from libraries.tools.nginx_service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
+from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
 
 LOG = logging.getLogger(__name__)
 IPERF_PORT = 20001  # the seed's ports

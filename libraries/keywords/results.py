@@ -15,11 +15,11 @@ from robot.api import logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
-from libraries.errors import HostStackError
 from libraries.keywords import TESTBED_LIBRARY
-from libraries.measurement import Measurement
-from libraries.records import append_record
+from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
+from libraries.results.measurement import Measurement
+from libraries.results.records import append_record, make_test_id
+from libraries.testbed.errors import HostStackError
 
 LOG = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -121,7 +121,7 @@ class ResultsKeywords:
         record: dict[str, Any] = {
             "schema_version": 1,
             "run_id": "",
-            "test_id": f"{topology}/{suite_source.parent.name}/{test_name}",
+            "test_id": make_test_id(topology, suite_source, test_name),
             "suite": self._variable("SUITE NAME", ""),
             "name": test_name,
             "tags": list(self._variable("TEST TAGS", [])),

@@ -8,28 +8,29 @@ from dataclasses import dataclass
 
 from robot.api.deco import keyword, library
 
-from libraries.certs import RunCertificates, make_run_certificates
-from libraries.content import content_file_command, parse_size, size_name
-from libraries.errors import HostStackError
 from libraries.keywords import current_testbed, log_folded
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
-from libraries.measurement import Measurement, TrialPlan, run_interleaved
-from libraries.nginx_config import (
+from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.node import Node
+from libraries.testbed.provision import Testbed
+from libraries.tools.certs import RunCertificates, make_run_certificates
+from libraries.tools.content import content_file_command, parse_size, size_name
+from libraries.tools.nginx_config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
     UpstreamTls,
 )
-from libraries.nginx_service import (
+from libraries.tools.nginx_service import (
     NginxHandle,
     instance_prefix,
     nginx_is_alive,
     start_nginx,
     stub_status_requests,
 )
-from libraries.node import Node
-from libraries.testbed import Testbed
-from libraries.wrk import Flavour, WrkOptions, WrkResult, choose_load_tool, run_wrk
+from libraries.tools.wrk import Flavour, WrkOptions, choose_load_tool, run_wrk
+from libraries.tools.wrk_output import WrkResult
 
 LOG = logging.getLogger(__name__)
 SERVER_PORT = 8445

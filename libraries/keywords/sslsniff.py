@@ -12,7 +12,10 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.bpftime import (
+from libraries.keywords import current_testbed, log_folded
+from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.testbed.errors import HostStackError, ToolMissing
+from libraries.tools.bpftime import (
     BpftimeSetup,
     cleanup_bpftime,
     detect_bpftime,
@@ -20,12 +23,9 @@ from libraries.bpftime import (
     start_command,
     stop_with_sigint,
 )
-from libraries.errors import HostStackError, ToolMissing
-from libraries.keywords import current_testbed, log_folded
-from libraries.measurement import Measurement, TrialPlan, run_interleaved
-from libraries.nginx_service import NginxHandle, nginx_is_alive
-from libraries.sslsniff import SslsniffParams, check_attachment, parse_sslsniff_output
-from libraries.sslsniff_run import (
+from libraries.tools.nginx_service import NginxHandle, nginx_is_alive
+from libraries.tools.sslsniff import SslsniffParams, check_attachment, parse_sslsniff_output
+from libraries.tools.sslsniff_run import (
     KernelTracer,
     detect_kernel_tracer,
     group_pids,
@@ -33,7 +33,8 @@ from libraries.sslsniff_run import (
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.wrk import WrkOptions, WrkResult, choose_load_tool, run_wrk
+from libraries.tools.wrk import WrkOptions, choose_load_tool, run_wrk
+from libraries.tools.wrk_output import WrkResult
 
 LOG = logging.getLogger(__name__)
 SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"

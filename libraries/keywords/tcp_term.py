@@ -9,18 +9,18 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.errors import HostStackError
-from libraries.iperf3 import (
+from libraries.keywords import current_testbed, log_folded
+from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.node import Node, Process
+from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfResult,
     IperfServerOptions,
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.keywords import current_testbed, log_folded
-from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
-from libraries.measurement import Measurement, TrialPlan, run_interleaved
-from libraries.node import Node, Process
 
 LOG = logging.getLogger(__name__)
 IPERF_PORT = 5201

@@ -9,9 +9,9 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.errors import HostStackError, ToolMissing
-from libraries.testbed import Testbed
-from libraries.versions import node_versions, tool_version
+from libraries.results.versions import node_versions, tool_version
+from libraries.testbed.errors import HostStackError, ToolMissing
+from libraries.testbed.provision import Testbed
 
 LOG = logging.getLogger(__name__)
 

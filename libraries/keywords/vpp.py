@@ -22,19 +22,19 @@ from robot.api import logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.errors import HostStackError
 from libraries.keywords import current_testbed, log_folded
-from libraries.node import Process
-from libraries.testbed import Testbed
-from libraries.vpp_hoststack import (
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.node import Process
+from libraries.testbed.provision import Testbed
+from libraries.vpp.loopback import (
     LoopbackHostStack,
     LoopbackHostStackPlan,
     NamespaceSpec,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp_node import VppInstance, start_vpp, stop_vpp, vcl_config, vpp_diagnostics
-from libraries.vppctl import parse_show_session_verbose, require_listener, run_vppctl
+from libraries.vpp.node import VppInstance, start_vpp, stop_vpp, vcl_config, vpp_diagnostics
+from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 LOG = logging.getLogger(__name__)
 VPP_LIBRARY = "libraries.keywords.vpp.VppKeywords"

@@ -1,0 +1,144 @@
+"""Pass criteria: versioned YAML (``topologies/criteria.yaml``) evaluated against measurements.
+
+Each entry names a case, a metric and a bound (``min`` or ``max``). ``topologies`` limits an
+absolute floor to the testbeds it was set for; an entry without it is portable (ratios,
+error counts). ``when`` limits it to tests whose parameters (and ``stack``) match, e.g.
+``{file_size: 64kb}`` or ``{stack: vpp}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from libraries.testbed.errors import HostStackError, TopologyError
+from libraries.results.measurement import Measurement
+from libraries.testbed.topology import TOPOLOGY_DIR
+
+DEFAULT_CRITERIA = TOPOLOGY_DIR / "criteria.yaml"
+
+
+class CriteriaError(HostStackError):
+    """The criteria file is unreadable or invalid (names file and entry)."""
+
+
+class Criterion(BaseModel):
+    """One bound on one metric of one case."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case: str
+    metric: str
+    min: float | None = None
+    max: float | None = None
+    topologies: list[str] | None = None
+    when: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Criterion:
+        if (self.min is None) == (self.max is None):
+            raise ValueError("expected exactly one of 'min' or 'max'")
+        return self
+
+    def applies_to(self, measurement: Measurement, topology: str) -> bool:
+        """True when case, topology and ``when`` parameters match."""
+        if self.case != measurement.case:
+            return False
+        if self.topologies is not None and topology not in self.topologies:
+            return False
+        facts = {"stack": measurement.stack, **measurement.parameters}
+        return all(
+            str(facts.get(key)).lower() == str(value).lower()
+            for key, value in self.when.items()
+        )
+
+
+class CriteriaFile(BaseModel):
+    """``version`` and the list of ``criteria``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int
+    criteria: list[Criterion]
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    """Outcome of one criterion: measured vs required and whether it passed."""
+
+    name: str
+    metric: str
+    op: str
+    required: float
+    measured: float
+    unit: str
+    passed: bool
+    source: str
+
+    def as_record(self) -> dict[str, Any]:
+        """The record-schema form."""
+        return {"name": self.name, "metric": self.metric, "op": self.op,
+                "required": self.required, "measured": self.measured,
+                "passed": self.passed, "source": self.source}
+
+    def describe(self) -> str:
+        """``rps 812.3 requests/s < required 1000 (criteria.yaml: ...)`` style text."""
+        relation = ("<" if self.op == ">=" else ">") if not self.passed else self.op
+        return (f"{self.metric} {self.measured:.6g} {self.unit} {relation} required "
+                f"{self.required:g} ({self.source})")
+
+
+def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
+    """Read and validate a criteria file; errors name the file and the entry."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CriteriaError(f"{path}: cannot read criteria ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise CriteriaError(f"{path}: not valid YAML: {error}") from None
+    try:
+        return CriteriaFile.model_validate(data)
+    except ValidationError as error:
+        lines = [
+            f"{path}: {'.'.join(str(p) for p in item['loc']) or '(top level)'}: "
+            f"{item['msg'].removeprefix('Value error, ')}"
+            for item in error.errors()
+        ]
+        raise CriteriaError("\n".join(lines)) from None
+
+
+def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
+             source: str = "criteria.yaml") -> list[CriterionResult]:
+    """Every applicable criterion's result (empty: no criterion for this test/topology).
+
+    A criterion on a metric the measurement lacks is an error, not a silent pass.
+    """
+    results = []
+    for index, criterion in enumerate(criteria.criteria):
+        if not criterion.applies_to(measurement, topology):
+            continue
+        where = f"{source}: criteria.{index}"
+        if criterion.metric not in measurement.metrics:
+            raise TopologyError(
+                f"{where}: metric {criterion.metric!r} was not measured by this test "
+                f"(measured: {sorted(measurement.metrics)})"
+            )
+        metric = measurement.metrics[criterion.metric]
+        if criterion.min is not None:
+            op, required, passed = ">=", criterion.min, metric.value >= criterion.min
+        else:
+            assert criterion.max is not None
+            op, required, passed = "<=", criterion.max, metric.value <= criterion.max
+        scope = ",".join(criterion.topologies) if criterion.topologies else "portable"
+        results.append(CriterionResult(
+            name=f"{criterion.case}.{criterion.metric} {op} {required:g} [{scope}]",
+            metric=criterion.metric, op=op, required=required, measured=metric.value,
+            unit=metric.summary.unit, passed=passed, source=where,
+        ))
+    return results

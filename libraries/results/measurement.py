@@ -1,0 +1,113 @@
+"""Trials: a warm-up, then N trials per variant, interleaved, summarised per metric.
+
+A *variant* is one way of doing the measured thing (direct path vs through the proxy; no
+tracer vs tracer). Relative cases must compare variants measured in the same window, so
+:func:`run_interleaved` runs ``A B A B ...`` (rotating the starting variant every round
+would be an alternative; plain interleaving is what the seeds' manual procedure does).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from libraries.results.stats import TrialSummary, summarize
+
+LOG = logging.getLogger(__name__)
+Direction = Literal["higher_is_better", "lower_is_better"]
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """How to measure: ``trials`` trials of ``duration`` s after a ``warmup`` s warm-up."""
+
+    trials: int = 3
+    duration: int = 3
+    warmup: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trials, int) or self.trials < 1:
+            raise ValueError(f"trials: expected an integer >= 1, got {self.trials!r}")
+        if not isinstance(self.duration, int) or self.duration < 1:
+            raise ValueError(f"duration: expected whole seconds >= 1, got {self.duration!r}")
+        if not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"warmup: expected whole seconds >= 0, got {self.warmup!r}")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One summarised metric of a measurement (``value`` is the median of the trials)."""
+
+    name: str
+    summary: TrialSummary
+    direction: Direction = "higher_is_better"
+
+    @property
+    def value(self) -> float:
+        return self.summary.median
+
+    def as_record(self) -> dict[str, Any]:
+        """The record-schema form: unit, value, trials, min, max, mean, stdev, cv, direction."""
+        s = self.summary
+        return {
+            "unit": s.unit, "value": s.median, "trials": list(s.values), "min": s.minimum,
+            "max": s.maximum, "mean": s.mean, "stdev": s.stdev, "cv": s.cv,
+            "direction": self.direction,
+        }
+
+
+@dataclass
+class Measurement:
+    """Everything a measuring test produced: metrics, parameters and evidence.
+
+    ``evidence`` holds the proofs that the path measured is the one intended (request counts
+    seen by the server, error counts, engagement counters), ``notes`` human-readable remarks
+    (e.g. why latency is unavailable), ``raw`` the tool outputs attached to the log.
+    """
+
+    case: str
+    stack: str
+    parameters: dict[str, Any]
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    trial_seconds: float = 0.0
+
+    def add(self, name: str, values: list[float], unit: str,
+            direction: Direction = "higher_is_better") -> Metric:
+        """Summarise ``values`` as metric ``name``."""
+        metric = Metric(name, summarize(values, unit), direction)
+        self.metrics[name] = metric
+        return metric
+
+    def value(self, name: str) -> float:
+        """Median of metric ``name`` (KeyError naming the metrics present otherwise)."""
+        if name not in self.metrics:
+            raise KeyError(f"no metric {name!r}; measured: {sorted(self.metrics)}")
+        return self.metrics[name].value
+
+
+def run_interleaved(
+    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan
+) -> tuple[dict[str, list[Any]], float]:
+    """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
+
+    Each callable takes the duration in seconds and returns its trial result. Returns the
+    results per variant (in trial order) and the seconds spent inside measured trials.
+    """
+    results: dict[str, list[Any]] = {name: [] for name in variants}
+    if plan.warmup:
+        for name, trial in variants.items():
+            LOG.info("warm-up: %s for %d s", name, plan.warmup)
+            trial(plan.warmup)
+    measured = 0.0
+    for round_number in range(1, plan.trials + 1):
+        for name, trial in variants.items():
+            started = time.monotonic()
+            results[name].append(trial(plan.duration))
+            measured += time.monotonic() - started
+            LOG.info("trial %d/%d of %s done", round_number, plan.trials, name)
+    return results, measured

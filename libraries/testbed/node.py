@@ -1,0 +1,392 @@
+"""Access to one testbed node over SSH: run commands, upload files, start and stop processes.
+
+One :class:`Node` per topology node, one reused paramiko connection per node. Every command is
+logged (command, exit code, duration at INFO; output at DEBUG) through the standard ``logging``
+module, which Robot Framework writes to its log. Every command has a timeout enforced on the node
+itself (coreutils ``timeout`` kills the command's whole process group) and locally as a backstop;
+a timeout raises :class:`CommandTimeout` carrying the partial output.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import select
+import shlex
+import socket
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
+from libraries.testbed.shell import env_exports
+
+LOG = logging.getLogger(__name__)
+# How long the local side waits past the node-side timeout before giving up on the channel.
+_BACKSTOP = 10.0
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and how to log in: ``host:port`` as ``user`` with a key file or a password."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    key_file: str | None = None
+    password: str | None = None
+    sudo: bool = False
+    known_hosts: str | None = None  # a known_hosts file to trust (testbeds we built ourselves)
+    connect_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of one command: ``exit_code``, ``stdout``, ``stderr``, ``duration`` (s)."""
+
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration: float
+
+
+@dataclass
+class Process:
+    """A background process started by :meth:`Node.start` (``pid`` is its process group)."""
+
+    node: str
+    name: str
+    command: str
+    pid: int
+    log_path: str
+    started: float = field(default_factory=time.monotonic)
+    stopped: bool = False
+
+
+class Node:
+    """One node of the testbed, reached over SSH.
+
+    ``workdir`` is this run's scratch directory on the node (created on connect, removed by
+    :meth:`close` when ``remove_workdir`` is set).
+    """
+
+    def __init__(self, name: str, target: SshTarget, workdir: str):
+        self.name = name
+        self.target = target
+        self.workdir = workdir
+        self._client: paramiko.SSHClient | None = None
+        self._processes: list[Process] = []
+
+    # -- connection ------------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """``name (host:port)`` for messages."""
+        return f"{self.name} ({self.target.host}:{self.target.port})"
+
+    def connect(self) -> None:
+        """Open the SSH connection (idempotent) and create the work directory."""
+        if self._client is not None:
+            return
+        client = paramiko.SSHClient()
+        if self.target.known_hosts:
+            client.load_host_keys(self.target.known_hosts)
+        else:
+            client.load_system_host_keys()
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        key_file = str(Path(self.target.key_file).expanduser()) if self.target.key_file else None
+        try:
+            # TCP_NODELAY: without it every command waits out a delayed ACK (~40 ms here).
+            sock = socket.create_connection((self.target.host, self.target.port),
+                                            timeout=self.target.connect_timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            client.connect(
+                self.target.host,
+                sock=sock,
+                port=self.target.port,
+                username=self.target.user,
+                key_filename=key_file,
+                password=self.target.password,
+                timeout=self.target.connect_timeout,
+                banner_timeout=self.target.connect_timeout,
+                auth_timeout=self.target.connect_timeout,
+                allow_agent=False,
+                look_for_keys=key_file is None and self.target.password is None,
+            )
+        except (OSError, paramiko.SSHException) as error:
+            client.close()
+            raise NodeError(f"{self.where}: cannot connect over SSH: {error}") from None
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(15)
+        self._client = client
+        LOG.info("%s: connected as %s", self.where, self.target.user)
+        self.run(f"mkdir -p {shlex.quote(self.workdir)}", timeout=10)
+
+    def close(self, remove_workdir: bool = False) -> None:
+        """Stop every tracked process, optionally remove the work directory, disconnect."""
+        if self._client is None:
+            return
+        try:
+            self.stop_all()
+            if remove_workdir:
+                self.run(f"rm -rf {shlex.quote(self.workdir)}", timeout=20, sudo=True,
+                         check=False)
+        finally:
+            self._client.close()
+            self._client = None
+
+    # -- commands --------------------------------------------------------------------------
+
+    def _wrap(self, command: str, timeout: float, sudo: bool) -> str:
+        wrapped = f"timeout -k 2 {timeout:g} sh -c {shlex.quote(command)}"
+        if sudo and self.target.user != "root":
+            if not self.target.sudo:
+                raise NodeError(
+                    f"{self.where}: command {command!r} needs root, but user "
+                    f"{self.target.user!r} is not root and the topology does not set sudo: true"
+                )
+            wrapped = f"sudo -n {wrapped}"
+        return wrapped
+
+    def run(
+        self,
+        command: str,
+        timeout: float = 60.0,
+        sudo: bool = False,
+        check: bool = True,
+        stdin: bytes | None = None,
+        quiet: bool = False,
+    ) -> CommandResult:
+        """Run ``command`` (a shell command line) and return its :class:`CommandResult`.
+
+        Raises :class:`CommandError` on a non-zero exit when ``check`` is set, and
+        :class:`CommandTimeout` (with the partial output) past ``timeout`` seconds.
+        """
+        if self._client is None:
+            self.connect()
+        assert self._client is not None
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise NodeError(f"{self.where}: SSH connection is closed (node down?)")
+        start = time.monotonic()
+        try:
+            channel = transport.open_session(timeout=self.target.connect_timeout)
+            channel.exec_command(self._wrap(command, timeout, sudo))
+            if stdin is not None:
+                channel.sendall(stdin)
+            channel.shutdown_write()
+        except (OSError, paramiko.SSHException) as error:
+            raise NodeError(f"{self.where}: cannot run {command!r}: {error}") from None
+        out, err, status = self._collect(channel, start + timeout + _BACKSTOP)
+        duration = time.monotonic() - start
+        stdout = out.decode(errors="replace")
+        stderr = err.decode(errors="replace")
+        if status is None or status == 124:
+            LOG.info("%s: `%s` timed out after %.2f s", self.name, command, duration)
+            raise CommandTimeout(self.where, command, timeout, stdout, stderr)
+        if quiet:
+            LOG.debug("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
+        else:
+            LOG.info("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
+        if stdout or stderr:
+            LOG.debug("%s: stdout:\n%s\nstderr:\n%s", self.name, stdout[-20000:],
+                      stderr[-20000:])
+        if check and status != 0:
+            raise CommandError(self.where, command, status, stdout, stderr)
+        return CommandResult(command, status, stdout, stderr, duration)
+
+    @staticmethod
+    def _collect(
+        channel: paramiko.Channel, deadline: float
+    ) -> tuple[bytes, bytes, int | None]:
+        out, err = bytearray(), bytearray()
+        try:
+            while True:
+                while channel.recv_ready():
+                    out += channel.recv(65536)
+                while channel.recv_stderr_ready():
+                    err += channel.recv_stderr(65536)
+                if (
+                    channel.exit_status_ready()
+                    and channel.eof_received
+                    and not channel.recv_ready()
+                    and not channel.recv_stderr_ready()
+                ):
+                    return bytes(out), bytes(err), channel.recv_exit_status()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return bytes(out), bytes(err), None
+                select.select([channel], [], [], min(remaining, 1.0))
+        except (OSError, paramiko.SSHException) as error:
+            raise NodeError(f"lost the SSH channel: {error}") from None
+        finally:
+            channel.close()
+
+    def put(self, text: str | bytes, path: str, mode: int = 0o644, sudo: bool = False) -> None:
+        """Write ``text`` to ``path`` on the node (parent directories created)."""
+        data = text.encode() if isinstance(text, str) else text
+        quoted = shlex.quote(path)
+        self.run(
+            f"mkdir -p \"$(dirname {quoted})\" && cat > {quoted} && chmod {mode:o} {quoted}",
+            timeout=30,
+            sudo=sudo,
+            stdin=data,
+        )
+
+    def put_files(self, directory: str, files: dict[str, tuple[str, int]],
+                  sudo: bool = False) -> None:
+        """Write several files (``name -> (text, mode)``) into ``directory`` in one command
+        (a tar stream), e.g. a set of certificates and keys."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name, (text, mode) in files.items():
+                if "/" in name or name in ("", ".", ".."):
+                    raise ValueError(f"put_files: {name!r} is not a plain file name")
+                data = text.encode()
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+                archive.addfile(info, io.BytesIO(data))
+        quoted = shlex.quote(directory)
+        self.run(f"mkdir -p {quoted} && tar -x -p --no-same-owner -C {quoted}", timeout=30,
+                 sudo=sudo, stdin=buffer.getvalue())
+
+    def get(self, path: str, sudo: bool = False, check: bool = True) -> str:
+        """Contents of the text file ``path`` on the node."""
+        return self.run(f"cat {shlex.quote(path)}", timeout=30, sudo=sudo, check=check,
+                        quiet=True).stdout
+
+    # -- background processes ---------------------------------------------------------------
+
+    def start(
+        self,
+        command: str,
+        name: str,
+        env: dict[str, str] | None = None,
+        cpus: list[int] | None = None,
+        sudo: bool = False,
+    ) -> Process:
+        """Start ``command`` in the background, fully detached, and track it.
+
+        The process runs in its own session (``setsid``), with output to ``<workdir>/<name>.log``.
+        ``env`` is exported to the target program only (``exec`` after the export, so wrappers
+        such as nohup never see e.g. LD_PRELOAD); ``cpus`` pins it (the shell pins itself and
+        then ``exec``s, so no taskset process is preloaded either).
+        """
+        log_path = f"{self.workdir}/{name}.log"
+        inner = []
+        if cpus:
+            inner.append(f"taskset -p -c {','.join(map(str, cpus))} $$ >/dev/null")
+        inner.extend(env_exports(env))
+        inner.append(f"exec {command}")
+        script = "; ".join(inner)
+        launcher = (
+            f"cd {shlex.quote(self.workdir)} && "
+            f"setsid nohup sh -c {shlex.quote(script)} > {shlex.quote(log_path)} 2>&1 "
+            f"< /dev/null & echo $!"
+        )
+        result = self.run(launcher, timeout=15, sudo=sudo)
+        try:
+            pid = int(result.stdout.strip())
+        except ValueError:
+            raise NodeError(
+                f"{self.where}: starting {name!r} printed no PID: {result.stdout!r}"
+            ) from None
+        process = Process(self.name, name, command, pid, log_path)
+        self._processes.append(process)
+        LOG.info("%s: started %s (pid %d): %s", self.name, name, pid, command)
+        return process
+
+    def is_running(self, process: Process) -> bool:
+        """True while the process (group leader) exists and is not a zombie."""
+        result = self.run(
+            f"ps -o stat= -p {process.pid}", timeout=10, check=False, quiet=True
+        )
+        state = result.stdout.strip()
+        return result.exit_code == 0 and bool(state) and not state.startswith("Z")
+
+    def read_log(self, process: Process) -> str:
+        """The process's output so far (stdout and stderr)."""
+        return self.get(process.log_path, check=False)
+
+    def stop(self, process: Process, grace: float = 5.0) -> str:
+        """Stop the process group: SIGTERM, up to ``grace`` s, then SIGKILL. Returns its log."""
+        if not process.stopped:
+            pid = process.pid
+            alive = f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/' | grep -q ."
+            script = (
+                f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null; "
+                f"i=0; while {alive} && [ $i -lt {int(grace * 10)} ]; "
+                f"do sleep 0.1; i=$((i+1)); done; "
+                f"if {alive}; then kill -s KILL -- -{pid}; echo killed; fi"
+            )
+            result = self.run(script, timeout=grace + 10, check=False, quiet=True)
+            process.stopped = True
+            how = "SIGKILL after grace" if "killed" in result.stdout else "SIGTERM"
+            LOG.info("%s: stopped %s (pid %d) with %s", self.name, process.name, pid, how)
+        if process in self._processes:
+            self._processes.remove(process)
+        return self.read_log(process)
+
+    def stop_all(self) -> None:
+        """Stop every process this node started and has not stopped yet (newest first)."""
+        errors = []
+        for process in reversed(list(self._processes)):
+            try:
+                self.stop(process)
+            except NodeError as error:
+                errors.append(str(error))
+        if errors:
+            raise NodeError("; ".join(errors))
+
+    @property
+    def processes(self) -> tuple[Process, ...]:
+        """Processes started and not yet stopped."""
+        return tuple(self._processes)
+
+    def listener_pids(self, port: int, udp: bool = False) -> list[int]:
+        """PIDs of the processes listening on ``port`` (empty when the port is free)."""
+        flag = "u" if udp else "t"
+        result = self.run(
+            f"ss -Hl{flag}np 'sport = :{int(port)}'", timeout=10, sudo=True, quiet=True
+        )
+        return sorted({int(pid) for pid in re.findall(r"pid=(\d+)", result.stdout)})
+
+    def _ps(self, fields: str, pids: list[int]) -> str:
+        """``ps -o <fields>`` for ``pids`` (empty output for processes already gone)."""
+        return self.run(f"ps -o {fields} -p {','.join(map(str, pids))}", timeout=10,
+                        check=False, quiet=True).stdout
+
+    def ensure_port_free(self, port: int, udp: bool = False) -> None:
+        """Fail naming the holder when something already listens on ``port``."""
+        pids = self.listener_pids(port, udp)
+        if pids:
+            holders = self._ps("pid=,args=", pids).strip()
+            raise NodeError(f"{self.where}: port {port} is already in use by: {holders}")
+
+    def wait_for_listener(self, port: int, process: Process, timeout: float = 10.0,
+                          udp: bool = False) -> None:
+        """Wait until ``process`` (or a child of it) listens on ``port``; fail early, with its
+        log, when it exits first (port in use, bad config)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.listener_pids(port, udp)
+            if pids and str(process.pid) in self._ps("pgid=", pids).split():
+                return
+            if not self.is_running(process):
+                log = self.read_log(process).strip()[-2000:]
+                raise NodeError(
+                    f"{self.where}: {process.name} exited before listening on port {port}; "
+                    f"its output:\n    {log or '(empty)'}"
+                )
+            if time.monotonic() > deadline:
+                raise NodeError(
+                    f"{self.where}: {process.name} does not listen on port {port} after "
+                    f"{timeout:g} s (listeners: {pids or 'none'})"
+                )
+            time.sleep(0.1)

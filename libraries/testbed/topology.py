@@ -1,0 +1,291 @@
+"""Testbed descriptions: YAML files in ``topologies/`` loaded into typed, validated models.
+
+A topology names its nodes (roles, how to reach them, CPUs, tool paths, optional VPP install),
+the links between node interfaces with their addresses, and whether the library builds the
+testbed itself (``provision: netns``). Loading never happens at import time: suites call
+:func:`load_topology` in their setup.
+
+Every problem is reported as one :class:`TopologyError` whose lines read
+``<file>: <key path>: <what was expected>, got <value>``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from libraries.testbed.errors import TopologyError
+
+TOPOLOGY_DIR = Path(__file__).resolve().parents[2] / "topologies"
+
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,9}$")]
+IfName = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")]
+Role = Literal["tg", "dut", "server"]
+CpuList = list[Annotated[int, Field(ge=0)]]
+KNOWN_TOOLS = (
+    "nginx", "nginx_ebpf", "iperf3", "wrk", "wrk2", "sslsniff", "bpftrace", "bpftime",
+    "bpftool", "openssl", "taskset", "bpftime_sslsniff",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VppInstall(_Strict):
+    """Paths of a VPP installation on a node (absent: the node has no VPP)."""
+
+    bin: str = "/usr/bin/vpp"
+    vppctl: str = "/usr/bin/vppctl"
+    ldpreload: str = "/usr/lib/x86_64-linux-gnu/libvcl_ldpreload.so"
+    api_dir: str = "/usr/share/vpp/api"
+    plugins: str = "/usr/lib/x86_64-linux-gnu/vpp_plugins"
+    api_socket: str = "/run/vpp/api.sock"
+    cli_socket: str = "/run/vpp/cli.sock"
+    app_socket_dir: str = "/var/run/vpp/app_ns_sockets"
+
+
+class Interface(_Strict):
+    """A node interface: its kernel name, optional PCI address (real labs) and MTU."""
+
+    pci: str | None = Field(default=None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+    mtu: int | None = Field(default=None, ge=576, le=9216)
+
+
+class Route(_Strict):
+    """A static route the testbed needs on a node (applied by netns provisioning)."""
+
+    to: ipaddress.IPv4Network
+    via: ipaddress.IPv4Address
+
+
+class Node(_Strict):
+    """One machine (or namespace) of the testbed."""
+
+    roles: list[Role] = Field(min_length=1)
+    host: str | None = None
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str = "root"
+    key: str | None = None
+    password: str | None = None
+    sudo: bool = False
+    cpus: dict[str, CpuList] = Field(default_factory=dict)
+    tools: dict[str, str] = Field(default_factory=dict)
+    optional_tools: list[str] = Field(default_factory=list)
+    tool_env: dict[str, dict[str, str]] = Field(default_factory=dict)
+    vpp: VppInstall | None = None
+    interfaces: dict[IfName, Interface] = Field(default_factory=dict)
+    routes: list[Route] = Field(default_factory=list)
+    ip_forward: bool = False
+
+    @field_validator("tools", "tool_env", "optional_tools")
+    @classmethod
+    def _known_tools(cls, value: dict[str, Any] | list[str]) -> dict[str, Any] | list[str]:
+        for tool in value:
+            if tool not in KNOWN_TOOLS:
+                raise ValueError(f"unknown tool {tool!r}: expected one of {', '.join(KNOWN_TOOLS)}")
+        return value
+
+
+class Link(_Strict):
+    """A point-to-point link ``node:interface`` <-> ``node:interface`` with addresses."""
+
+    a: str = Field(pattern=r"^[a-z][a-z0-9_]*:[a-zA-Z][a-zA-Z0-9_.-]*$")
+    a_ip: ipaddress.IPv4Interface
+    b: str = Field(pattern=r"^[a-z][a-z0-9_]*:[a-zA-Z][a-zA-Z0-9_.-]*$")
+    b_ip: ipaddress.IPv4Interface
+    mtu: int = Field(default=1500, ge=576, le=9216)
+
+    @model_validator(mode="after")
+    def _same_subnet(self) -> Link:
+        if self.a_ip.network != self.b_ip.network:
+            raise ValueError(
+                f"a_ip {self.a_ip} and b_ip {self.b_ip} must be in the same subnet"
+            )
+        return self
+
+    def ends(self) -> tuple[tuple[str, str, ipaddress.IPv4Interface], ...]:
+        """``((node, interface, address), (node, interface, address))``."""
+        a_node, a_if = self.a.split(":")
+        b_node, b_if = self.b.split(":")
+        return ((a_node, a_if, self.a_ip), (b_node, b_if, self.b_ip))
+
+
+class Topology(_Strict):
+    """A whole testbed: nodes, links and how it is provisioned."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
+    description: str = ""
+    provision: Literal["netns"] | None = None
+    nodes: dict[Name, Node] = Field(min_length=1)
+    links: list[Link] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Topology:
+        seen_ends: set[str] = set()
+        seen_ips: dict[ipaddress.IPv4Address, str] = {}
+        for index, link in enumerate(self.links):
+            for side, (node, ifname, address) in zip("ab", link.ends(), strict=True):
+                where = f"links.{index}.{side}"
+                if node not in self.nodes:
+                    raise _PathError(
+                        where, f"unknown node {node!r}: expected one of {sorted(self.nodes)}"
+                    )
+                end = f"{node}:{ifname}"
+                if end in seen_ends:
+                    raise _PathError(where, f"interface {end} is used by two links")
+                seen_ends.add(end)
+                if address.ip in seen_ips:
+                    raise _PathError(
+                        f"{where}_ip",
+                        f"duplicate address {address.ip} (also on {seen_ips[address.ip]})",
+                    )
+                seen_ips[address.ip] = end
+        for name, node in self.nodes.items():
+            for tool in node.optional_tools:
+                if tool not in node.tools:
+                    raise _PathError(f"nodes.{name}.optional_tools",
+                                     f"{tool!r} is not in this node's tools")
+            if self.provision is None and node.host is None:
+                raise _PathError(
+                    f"nodes.{name}.host", "expected a host name or address (no provisioning)"
+                )
+            if self.provision == "netns" and node.host is not None:
+                raise _PathError(
+                    f"nodes.{name}.host",
+                    "must be absent with provision: netns (the testbed assigns it)",
+                )
+            if node.key is not None and node.password is not None:
+                raise _PathError(f"nodes.{name}.password", "give either key or password, not both")
+        return self
+
+    # -- queries used by keyword libraries --------------------------------------------------
+
+    def node_with_role(self, role: str) -> str:
+        """Name of the first node carrying ``role`` (fails naming the roles present)."""
+        for name, node in self.nodes.items():
+            if role in node.roles:
+                return name
+        present = {r for n in self.nodes.values() for r in n.roles}
+        raise TopologyError(
+            f"topology {self.name}: no node has role {role!r} (roles present: {sorted(present)})"
+        )
+
+    def resolve_node(self, name_or_role: str) -> str:
+        """Accept a node name or a role and return the node name."""
+        if name_or_role in self.nodes:
+            return name_or_role
+        if name_or_role in ("tg", "dut", "server"):
+            return self.node_with_role(name_or_role)
+        raise TopologyError(
+            f"topology {self.name}: no node or role {name_or_role!r}: "
+            f"nodes are {sorted(self.nodes)}"
+        )
+
+    def address_of(self, target: str, seen_from: str) -> str:
+        """The address ``seen_from`` uses to reach ``target``.
+
+        Same node: ``127.0.0.1``. Directly linked: the target's address on that link.
+        Otherwise the target's first link address (reached through routes).
+        """
+        target = self.resolve_node(target)
+        seen_from = self.resolve_node(seen_from)
+        if target == seen_from:
+            return "127.0.0.1"
+        fallback = None
+        for link in self.links:
+            (a_node, _, a_ip), (b_node, _, b_ip) = link.ends()
+            if {a_node, b_node} == {target, seen_from}:
+                return str(a_ip.ip if a_node == target else b_ip.ip)
+            if fallback is None and target in (a_node, b_node):
+                fallback = str(a_ip.ip if a_node == target else b_ip.ip)
+        if fallback is None:
+            raise TopologyError(
+                f"topology {self.name}: node {target!r} has no link address reachable from "
+                f"{seen_from!r}"
+            )
+        return fallback
+
+    def cpus_of(self, node: str, purpose: str) -> list[int] | None:
+        """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
+        return self.nodes[self.resolve_node(node)].cpus.get(purpose)
+
+
+class _PathError(ValueError):
+    """A cross-field problem at an explicit key path (raised inside model validation)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _format_errors(source: str, error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        parts = [str(part) for part in item["loc"]]
+        is_key = parts[-1:] == ["[key]"]
+        path = ".".join(parts[:-1] if is_key else parts) or "(top level)"
+        ctx_error = item.get("ctx", {}).get("error")
+        if isinstance(ctx_error, _PathError):
+            lines.append(f"{source}: {ctx_error.path}: {ctx_error.message}")
+            continue
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown key (typo?)"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        if is_key:
+            message = f"invalid name: {message}"
+        got = item.get("input")
+        quiet = item["type"] in ("missing", "extra_forbidden") or isinstance(got, dict)
+        suffix = "" if quiet or is_key else f", got {got!r}"
+        lines.append(f"{source}: {path}: {message}{suffix}")
+    return "\n".join(lines)
+
+
+def parse_topology(data: Any, source: str) -> Topology:
+    """Validate already-parsed YAML ``data``; ``source`` names the file in errors."""
+    if not isinstance(data, dict):
+        raise TopologyError(f"{source}: expected a mapping at the top level, got {data!r}")
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as error:
+        raise TopologyError(_format_errors(source, error)) from None
+
+
+def topology_path(name_or_path: str) -> Path:
+    """``3node`` -> ``topologies/3node.yaml``; a path to a file is taken as it is."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
+        return candidate
+    return TOPOLOGY_DIR / f"{name_or_path}.yaml"
+
+
+def load_topology(name_or_path: str) -> Topology:
+    """Load and validate a topology by name (``3node``) or by path."""
+    path = topology_path(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        known = sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml") if p.stem != "criteria")
+        raise TopologyError(
+            f"{path}: cannot read topology ({error.strerror}); known topologies: {known}"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise TopologyError(f"{path}: not valid YAML: {error}") from None
+    return parse_topology(data, str(path))

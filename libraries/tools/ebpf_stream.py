@@ -1,0 +1,281 @@
+"""nginx stream eBPF (sockmap) module: detect it, and prove that it really spliced connections.
+
+The module (github mrpre/nginx-stream-ebpf-module) is compiled into nginx, so an nginx with
+it is a separate binary (:func:`has_ebpf_module` reads ``nginx -V``). Misconfigured (an
+``ebpf_enable on`` server after an ``off`` one, workers not root) it silently proxies natively,
+so each eBPF trial collects :class:`EngagementEvidence` from two sources:
+
+- the error log: ``[stream_ebpf]  update sock map index N to client fd X`` (and ``upstream``)
+  per spliced connection, logged at ``error`` severity (``error_log ... notice`` shows them and
+  the start-up lines); ``ngx_stream_ebpf_proxy_handler without ebpf object`` per fallen-back
+  connection; ``call 'ngx_ebpf_init' fail`` per worker that could not load the program;
+- ``run_cnt`` of the ``stream_verdict`` sk_skb program (``bpftool -j prog show name
+  stream_verdict``), counted only while ``kernel.bpf_stats_enabled`` is 1
+  (:func:`bpf_stats_enabled` sets it and restores the previous value).
+
+Typical trial::
+
+    with bpf_stats_enabled(dut):
+        mark = mark_engagement(dut, handle.error_log)
+        result = run_iperf3_client(tg, ...)
+        evidence = collect_engagement(dut, mark)
+    evidence.require_engaged()          # HostStackError: eBPF path not engaged ...
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from libraries.testbed.errors import HostStackError, ParseError, RenderError
+from libraries.tools.ebpf_evidence import (
+    VERDICT_PROGRAM,
+    ErrorLogEvidence,
+    VerdictStats,
+    parse_bpftool_prog_json,
+    parse_error_log,
+)
+from libraries.tools.nginx_stream import StreamProxyParams
+
+if TYPE_CHECKING:
+    from libraries.testbed.node import Node
+
+LOG = logging.getLogger(__name__)
+
+# EBPF_MAP_SIZE in the module's ebpf_kern.c: sockmap slots are indexed by nginx connection
+# number, so worker_connections must not exceed it.
+EBPF_MAP_SIZE = 100000
+BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
+
+_ADD_MODULE = re.compile(r"--add(?:-dynamic)?-module=(\S+)")
+
+
+# ---------------------------------------------------------------------------- the binary
+def has_ebpf_module(node: Node, nginx_binary: str) -> tuple[bool, str]:
+    """Whether ``nginx_binary`` on ``node`` was built with the stream eBPF module.
+
+    Returns ``(True, description)`` or ``(False, reason to skip)``. The module shows in
+    ``nginx -V`` as an ``--add-module=`` path naming it (the repository's directory,
+    ``nginx-stream-ebpf-module``); stream must be compiled in (``--with-stream``), the only
+    way the module links.
+    """
+    result = node.run(f"{shlex.quote(nginx_binary)} -V 2>&1", timeout=15, check=False)
+    output = result.stdout.strip()
+    if result.exit_code != 0 or "nginx version:" not in output:
+        return False, (f"nginx binary missing on {node.name}: {nginx_binary} "
+                       f"(`{nginx_binary} -V` exited {result.exit_code}: {output[-300:]!r})")
+    return ebpf_module_in_version_output(output, nginx_binary)
+
+
+def ebpf_module_in_version_output(output: str, nginx_binary: str) -> tuple[bool, str]:
+    """The decision of :func:`has_ebpf_module` for an ``nginx -V`` text already read."""
+    version = re.search(r"nginx version: (\S+)", output)
+    arguments = re.search(r"^configure arguments:(.*)$", output, flags=re.M)
+    if version is None:
+        raise ParseError(f"`{nginx_binary} -V`", "no 'nginx version:' line", output)
+    summary = f"{version.group(1)}; configure arguments:" + (
+        arguments.group(1)[:400] if arguments else " (none)"
+    )
+    modules = _ADD_MODULE.findall(arguments.group(1)) if arguments else []
+    ebpf = [m for m in modules if "ebpf" in m.rsplit("/", 1)[-1].lower()]
+    if not ebpf:
+        return False, (f"nginx at {nginx_binary} has no stream eBPF module (nginx -V: "
+                       f"{summary})")
+    if not re.search(r"--with-stream(\s|$)", arguments.group(1) if arguments else ""):
+        return False, (f"nginx at {nginx_binary} names the eBPF module but has no built-in "
+                       f"stream module (--with-stream) (nginx -V: {summary})")
+    return True, (f"nginx at {nginx_binary} ({version.group(1)}) has the stream eBPF module "
+                  f"(--add-module={ebpf[0]})")
+
+
+def check_ebpf_config(params: StreamProxyParams) -> None:
+    """Refuse a stream config the module would silently proxy natively.
+
+    Rules (LAB-NOTES, module README): at least one server proxies with eBPF (and the renderer
+    already refuses an eBPF server after a non-eBPF one), ``user root`` (an unprivileged
+    worker cannot load the program and falls back), ``worker_connections`` within
+    EBPF_MAP_SIZE, and no ``load_module`` (stream is compiled into that binary).
+    """
+    if not any(params.proxies_with_ebpf(s) for s in params.servers):
+        raise RenderError("StreamProxyParams.servers: expected at least one server with eBPF "
+                          "(ebpf=True or ebpf_enable=True), got none")
+    if params.instance.user != "root":
+        raise RenderError(f"NginxInstance.user: expected 'root' for the eBPF module (an "
+                          f"unprivileged worker cannot load its BPF program and silently "
+                          f"proxies natively), got {params.instance.user!r}")
+    if params.instance.worker_connections > EBPF_MAP_SIZE:
+        raise RenderError(f"NginxInstance.worker_connections: expected at most {EBPF_MAP_SIZE} "
+                          f"(the eBPF module's sockmap size), got "
+                          f"{params.instance.worker_connections}")
+    if params.load_module is not None:
+        raise RenderError(f"StreamProxyParams.load_module: expected None for the eBPF build "
+                          f"(stream is compiled in), got {params.load_module!r}")
+
+
+
+def read_verdict_stats(node: Node, bpftool: str = "bpftool",
+                       name: str = VERDICT_PROGRAM) -> VerdictStats:
+    """``bpftool -j prog show name NAME`` on ``node``, parsed. bpftool exits 255 with no
+    output when no program has the name: that is empty stats, not an error."""
+    command = f"{shlex.quote(bpftool)} -j prog show name {shlex.quote(name)}"
+    result = node.run(command, timeout=20, sudo=True, check=False)
+    source = f"{node.name}: output of {command!r} (exit {result.exit_code})"
+    if result.exit_code == 255 and not result.stdout.strip():
+        return VerdictStats((), f"no BPF program named {name} is loaded on {node.name}")
+    if result.exit_code not in (0, 255):
+        raise HostStackError(f"{node.name}: command {command!r} exited {result.exit_code}: "
+                             f"{(result.stderr or result.stdout).strip()[-500:]}")
+    stats = parse_bpftool_prog_json(result.stdout, name, source)  # 255 + {"error": ...} raises
+    if result.exit_code != 0:
+        raise ParseError(source, "bpftool failed but printed no error", result.stdout)
+    return stats
+
+
+# ---------------------------------------------------------------------------- bpf stats
+def read_bpf_stats_setting(node: Node) -> int:
+    """Current ``kernel.bpf_stats_enabled`` (0 or 1) on ``node``."""
+    text = node.run(f"cat {BPF_STATS_SYSCTL}", timeout=10, check=True).stdout
+    if text.strip() not in ("0", "1"):
+        raise ParseError(f"{node.name}: {BPF_STATS_SYSCTL}", "expected 0 or 1", text)
+    return int(text)
+
+
+def set_bpf_stats(node: Node, value: int) -> None:
+    """Write ``kernel.bpf_stats_enabled`` (0 or 1) on ``node``."""
+    if value not in (0, 1):
+        raise ValueError(f"kernel.bpf_stats_enabled: expected 0 or 1, got {value!r}")
+    node.run(f"echo {value} > {BPF_STATS_SYSCTL}", timeout=10, sudo=True)
+
+
+def enable_bpf_stats(node: Node) -> int:
+    """Set ``kernel.bpf_stats_enabled=1``; return the previous value for
+    :func:`set_bpf_stats` to put back."""
+    previous = read_bpf_stats_setting(node)
+    if previous != 1:
+        set_bpf_stats(node, 1)
+    LOG.info("%s: kernel.bpf_stats_enabled 1 (was %d)", node.name, previous)
+    return previous
+
+
+@contextmanager
+def bpf_stats_enabled(node: Node) -> Iterator[int]:
+    """Context in which the kernel counts BPF program runs on ``node``; yields the previous
+    setting and restores it on exit, even after a failure. The sysctl is machine-wide:
+    two runs sharing a machine must not overlap these contexts."""
+    previous = enable_bpf_stats(node)
+    try:
+        yield previous
+    finally:
+        if previous != 1:
+            set_bpf_stats(node, previous)
+            LOG.info("%s: kernel.bpf_stats_enabled restored to %d", node.name, previous)
+
+
+# ---------------------------------------------------------------------------- evidence
+@dataclass(frozen=True)
+class EngagementMark:
+    """State before a trial: ``error_log`` path, its size ``log_offset`` (bytes) and the
+    ``verdict`` programs' counters."""
+
+    error_log: str
+    log_offset: int
+    verdict: VerdictStats
+
+
+@dataclass(frozen=True)
+class EngagementEvidence:
+    """Whether the eBPF module spliced the trial's connections.
+
+    Fields: ``sock_map_updates`` (update lines, client and upstream), ``spliced_connections``,
+    ``client_fds``, ``fallbacks`` ("without ebpf object" connections), ``init_failures``,
+    ``verdict_programs`` (stream_verdict programs loaded), ``verdict_runs`` (run_cnt growth;
+    None when not measured), ``verdict_run_time_ns``, ``stats_reason`` (why there are no
+    counters, else None).
+    """
+
+    sock_map_updates: int
+    spliced_connections: int
+    client_fds: tuple[int, ...]
+    fallbacks: int
+    init_failures: int
+    verdict_programs: int
+    verdict_runs: int | None
+    verdict_run_time_ns: int | None = None
+    stats_reason: str | None = None
+
+    @classmethod
+    def from_parts(cls, log: ErrorLogEvidence, before: VerdictStats | None,
+                   after: VerdictStats | None) -> EngagementEvidence:
+        runs: int | None = None
+        run_time: int | None = None
+        reason = None if after is None else after.reason
+        if before is not None and after is not None and after.programs:
+            runs, run_time = after.growth_since(before)
+        return cls(len(log.updates), log.spliced_connections, log.client_fds, log.fallbacks,
+                   log.init_failures, len(after.programs) if after else 0, runs, run_time,
+                   reason)
+
+    @property
+    def engaged(self) -> bool:
+        """Sockets went into the sockmap, the verdict program ran (when counted), and no
+        eBPF connection fell back."""
+        return (self.spliced_connections > 0 and self.fallbacks == 0
+                and self.init_failures == 0 and self.verdict_runs != 0)
+
+    def require_engaged(self) -> None:
+        """Raise HostStackError naming the evidence when the trial was not spliced."""
+        if self.engaged:
+            return
+        runs = "not measured" if self.verdict_runs is None else str(self.verdict_runs)
+        raise HostStackError(
+            "eBPF path not engaged (fell back to native proxying): "
+            f"{self.spliced_connections} connection(s) put into the sockmap, "
+            f"{self.fallbacks} handled 'without ebpf object', {self.init_failures} worker "
+            f"program load failure(s), {self.verdict_programs} {VERDICT_PROGRAM} program(s) "
+            f"loaded, run count growth {runs}"
+            + (f" ({self.stats_reason})" if self.stats_reason else "")
+            + "; expected sockmap updates and a growing run count (eBPF servers first in "
+            "the stream block, user root, kernel.bpf_stats_enabled=1)"
+        )
+
+    def as_record(self) -> dict[str, Any]:
+        """Counts for the JSON record (every field but ``client_fds``, plus ``engaged``)."""
+        record = asdict(self)
+        del record["client_fds"]
+        return {**record, "engaged": self.engaged}
+
+
+def _log_size(node: Node, path: str) -> int:
+    result = node.run(f"stat -c %s {shlex.quote(path)}", timeout=10, sudo=True)
+    if not result.stdout.strip().isdigit():
+        raise ParseError(f"{node.name}: size of {path}", "expected a byte count", result.stdout)
+    return int(result.stdout)
+
+
+def mark_engagement(node: Node, error_log: str, bpftool: str = "bpftool") -> EngagementMark:
+    """Record where the error log ends and the verdict counters before a trial."""
+    return EngagementMark(error_log, _log_size(node, error_log), read_verdict_stats(node, bpftool))
+
+
+def collect_engagement(node: Node, mark: EngagementMark,
+                       bpftool: str = "bpftool") -> EngagementEvidence:
+    """Evidence for the trial since ``mark``: the error log's new lines and the counters'
+    growth (read while nginx still runs: its programs go away with its workers)."""
+    after = read_verdict_stats(node, bpftool)
+    counted = read_bpf_stats_setting(node) == 1
+    text = node.run(f"tail -c +{mark.log_offset + 1} {shlex.quote(mark.error_log)}",
+                    timeout=20, sudo=True).stdout
+    log = parse_error_log(text, f"{node.name}: {mark.error_log} from byte {mark.log_offset}")
+    if counted:
+        evidence = EngagementEvidence.from_parts(log, mark.verdict, after)
+    else:
+        evidence = EngagementEvidence.from_parts(
+            log, None, VerdictStats(after.programs, "kernel.bpf_stats_enabled is 0 on "
+                                    f"{node.name}: run counts not measured"))
+    LOG.info("%s: eBPF engagement: %s", node.name, evidence.as_record())
+    return evidence

@@ -1,0 +1,112 @@
+"""Run an nginx instance on a node: upload its config, check it with ``nginx -t``, start it
+in the foreground under our process tracking, and wait until it listens.
+
+Shared by the SSL proxy, stream proxy and sslsniff cases; the configs themselves come from
+:mod:`libraries.tools.nginx_config`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from dataclasses import dataclass
+
+from libraries.testbed.errors import HostStackError, NodeError
+from libraries.testbed.node import Node, Process
+from libraries.tools.nginx_config import TEMP_PATHS
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NginxHandle:
+    """A running nginx: its node, process, config file, prefix, error log and ports."""
+
+    node: str
+    name: str
+    process: Process
+    config_path: str
+    prefix: str
+    error_log: str
+    ports: tuple[int, ...]
+
+
+def instance_prefix(node: Node, name: str) -> str:
+    """Per-instance directory under the node's work directory."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"nginx instance name {name!r}: expected letters, digits, _ . -")
+    return f"{node.workdir}/{name}"
+
+
+def start_nginx(
+    node: Node,
+    name: str,
+    config: str,
+    ports: list[int],
+    binary: str = "nginx",
+    env: dict[str, str] | None = None,
+    cpus: list[int] | None = None,
+    startup_timeout: float = 10.0,
+) -> NginxHandle:
+    """Upload ``config`` as ``<prefix>/nginx.conf``, validate it, start nginx, wait for
+    ``ports``.
+
+    The config must use ``daemon off;`` and keep pid, error log and temp paths under
+    :func:`instance_prefix` (the renderers in :mod:`libraries.tools.nginx_config` do). Fails with
+    nginx's own message and the config's line when ``nginx -t`` rejects it, naming the holder
+    when a port is in use, and with nginx's output when it exits before listening.
+    """
+    prefix = instance_prefix(node, name)
+    config_path = f"{prefix}/nginx.conf"
+    # <prefix>/logs: a source-built nginx opens its compiled-in default error log there
+    # before it reads the config.
+    dirs = " ".join(shlex.quote(f"{prefix}/{d}") for d in (*(f"{t}_temp" for t in TEMP_PATHS),
+                                                          "logs"))
+    node.run(f"mkdir -p {shlex.quote(prefix)} {dirs}", timeout=10, sudo=True)
+    node.put(config, config_path, sudo=True)
+    command = f"{shlex.quote(binary)} -c {shlex.quote(config_path)} -p {shlex.quote(prefix)}/"
+    check = node.run(f"{command} -t 2>&1", timeout=20, sudo=True, check=False)
+    if check.exit_code != 0:
+        raise HostStackError(
+            f"{node.where}: nginx rejected {config_path} (`{binary} -t` exited "
+            f"{check.exit_code}):\n    {check.stdout.strip()}\n--- {config_path} ---\n{config}"
+        )
+    for port in ports:
+        node.ensure_port_free(port)
+    process = node.start(command, name=name, env=env, cpus=cpus, sudo=True)
+    try:
+        for port in ports:
+            node.wait_for_listener(port, process, timeout=startup_timeout)
+    except NodeError:
+        node.stop(process, grace=1)
+        raise
+    return NginxHandle(node.name, name, process, config_path, prefix,
+                       _error_log_path(config, prefix), tuple(ports))
+
+
+def _error_log_path(config: str, prefix: str) -> str:
+    match = re.search(r"^\s*error_log\s+(\S+)", config, flags=re.M)
+    return match.group(1) if match else f"{prefix}/logs/error.log"
+
+
+def stub_status_requests(node: Node, port: int, address: str = "127.0.0.1") -> int:
+    """Total requests nginx has handled, read from its ``stub_status`` page on ``port``."""
+    url = f"http://{address}:{int(port)}/status"
+    text = node.run(f"curl -sS --max-time 5 {shlex.quote(url)}", timeout=10, quiet=True).stdout
+    # "Active connections: 1\nserver accepts handled requests\n 10 10 42\nReading: ..."
+    match = re.search(r"server accepts handled requests\s*\n\s*(\d+)\s+(\d+)\s+(\d+)", text)
+    if match is None:
+        raise HostStackError(f"{node.where}: {url} is not an nginx stub_status page: {text!r}")
+    return int(match.group(3))
+
+
+def nginx_is_alive(node: Node, handle: NginxHandle) -> None:
+    """Fail with its error log when the instance died (e.g. mid-trial)."""
+    if not node.is_running(handle.process):
+        log = node.get(handle.error_log, check=False, sudo=True)[-2000:]
+        output = node.read_log(handle.process)[-1000:]
+        raise HostStackError(
+            f"{node.where}: nginx {handle.name} is no longer running; output: {output!r}; "
+            f"error log {handle.error_log}: {log!r}"
+        )

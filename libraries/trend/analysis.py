@@ -1,0 +1,186 @@
+"""Trend analysis of result series: jumpavg groups, newest-sample classification, tables.
+
+One series per (test id, metric), ordered by the records' start time. jumpavg groups each series
+(:mod:`libraries.trend.detect`); the newest sample is a *regression* (or *progression*) when the
+group it belongs to moved the wrong (right) way against the previous group, taking the metric's
+direction into account, and that group started within the newest ``recent`` samples.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
+
+LOG = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_REGRESSION = 3
+
+ORDER = {"regression": 0, "progression": 1, "normal": 2}
+
+
+@dataclass(frozen=True)
+class SeriesTrend:
+    """The trend of one (test, metric) series.
+
+    Fields: ``test_id``, ``metric``, ``unit``, ``direction``; ``samples`` (the series' rows of
+    :func:`libraries.trend_load.load_records`, oldest first); ``groups`` (jumpavg groups, labels
+    in value terms: ``regression`` = went down); ``anomalies`` (sample index -> ``regression`` /
+    ``progression`` in the metric's terms, at the first sample of each changed group);
+    ``classification`` of the newest sample; ``last_value``; ``trend_avg`` (average of the
+    newest sample's group); ``change_pct``: for a regression/progression the change of that
+    group's average against the previous group's, else the newest value against ``trend_avg``.
+    """
+
+    test_id: str
+    metric: str
+    unit: str
+    direction: str
+    samples: pd.DataFrame
+    groups: tuple[Group, ...]
+    anomalies: dict[int, str]
+    classification: str
+    last_value: float
+    trend_avg: float
+    change_pct: float | None
+
+    @property
+    def key(self) -> str:
+        """``test_id [metric]``: the series' name in tables and charts."""
+        return f"{self.test_id} [{self.metric}]"
+
+
+def _in_metric_terms(label: str, direction: str) -> str:
+    """Turn a value-terms label (went down / up) into the metric's regression / progression."""
+    if direction == "lower_is_better" and label != "normal":
+        return "progression" if label == "regression" else "regression"
+    return label
+
+
+def _percent(new: float, old: float) -> float | None:
+    return (new - old) / abs(old) * 100.0 if old else None
+
+
+def _trend(key: tuple[str, str], rows: pd.DataFrame, groups: list[Group],
+           recent: int, min_samples: int) -> SeriesTrend:
+    direction = str(rows["direction"].iloc[-1])
+    # A series shorter than min_samples is not judged: no markers either (jumpavg splits any
+    # two different values, so a 2-run chart would show a "change" at every second sample).
+    anomalies = {
+        group.start: _in_metric_terms(group.label, direction)
+        for group in groups[1:] if group.label != "normal"
+    } if len(rows) >= min_samples else {}
+    last = groups[-1]
+    last_value = float(rows["value"].iloc[-1])
+    classification = "normal"
+    change = _percent(last_value, last.avg)
+    if len(groups) > 1 and last.start >= len(rows) - recent and len(rows) >= min_samples:
+        classification = anomalies.get(last.start, "normal")
+        change = _percent(last.avg, groups[-2].avg)
+    return SeriesTrend(
+        test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
+        samples=rows, groups=tuple(groups), anomalies=anomalies,
+        classification=classification, last_value=last_value, trend_avg=last.avg,
+        change_pct=change,
+    )
+
+
+def analyse(frame: pd.DataFrame, recent: int = 5, engine: str = "fast",
+            min_samples: int = 5) -> list[SeriesTrend]:
+    """Classify every series of ``frame``; regressions first, then progressions, then by name.
+
+    A series with fewer than ``min_samples`` samples is never flagged: jumpavg splits any two
+    different values, so a gate on the second night would flag half the tests.
+    """
+    if frame.empty:
+        return []
+    ordered = frame.sort_values(["start_time", "run_id"], kind="stable")
+    keys: list[tuple[str, str]] = []
+    parts: list[pd.DataFrame] = []
+    for key, rows in ordered.groupby(["test_id", "metric"], sort=True):
+        keys.append((str(key[0]), str(key[1])))
+        parts.append(rows.reset_index(drop=True))
+    series = [
+        [Run(avg=a, stdev=s, peak=h) for a, s, h in
+         zip(rows["value"].tolist(), rows["stdev"].tolist(), rows["high"].tolist(), strict=True)]
+        for rows in parts
+    ]
+    if engine == "jumpavg":
+        grouped = [classify_with_jumpavg(runs) for runs in series]
+    else:
+        grouped = classify_batch(series)
+    trends = [_trend(k, rows, g, recent, min_samples)
+              for k, rows, g in zip(keys, parts, grouped, strict=True)]
+    return sorted(trends, key=lambda t: (ORDER[t.classification], t.test_id, t.metric))
+
+
+def select_tests(frame: pd.DataFrame, patterns: Sequence[str]) -> pd.DataFrame:
+    """Rows whose test id matches any glob ``pattern`` (case-insensitive, Robot ``--test``
+    style; a pattern without wildcards matches as a substring)."""
+    if not patterns:
+        return frame
+    globs = [p if any(c in p for c in "*?[") else f"*{p}*" for p in patterns]
+    ids = frame["test_id"].drop_duplicates()
+    wanted = {
+        test for test in ids
+        if any(fnmatch.fnmatchcase(test.lower(), glob.lower()) for glob in globs)
+    }
+    return frame[frame["test_id"].isin(wanted)]
+
+
+def format_value(value: float | None, unit: str = "") -> str:
+    """A number with 4 significant digits and SI prefix for large values (``12.35 G bit/s``)."""
+    if value is None:
+        return "-"
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor * 10:
+            return f"{value / factor:.4g} {prefix}{unit}".rstrip()
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def format_percent(value: float | None) -> str:
+    """``+12.3%`` / ``-4.0%`` / ``-`` (no baseline)."""
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def summary_rows(trends: Sequence[SeriesTrend]) -> list[list[str]]:
+    """Rows of the summary table: test, metric, last value, trend average, change, class."""
+    return [
+        [t.test_id, t.metric, format_value(t.last_value, t.unit),
+         format_value(t.trend_avg, t.unit), format_percent(t.change_pct), t.classification]
+        for t in trends
+    ]
+
+
+SUMMARY_HEADER = ["test", "metric", "last value", "trend average", "change", "classification"]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured markdown table (``|`` in cells escaped)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain aligned text table for the terminal."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ) + "\n"
+
+
+def markdown_summary(trends: Sequence[SeriesTrend]) -> str:
+    """The markdown summary: counts, then the table (regressions first)."""
+    counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
+    head = (f"# Performance trend\n\n{len(trends)} series: {counts['regression']} regression(s),"
+            f" {counts['progression']} progression(s), {counts['normal']} normal.\n\n")
+    return head + markdown_table(SUMMARY_HEADER, summary_rows(trends))

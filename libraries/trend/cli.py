@@ -1,0 +1,104 @@
+"""Trend dashboard and nightly gate over stored result records.
+
+    python -m libraries.trend RESULTS_DIR... --html OUT.html [--markdown OUT.md] [--test PATTERN]
+    python -m libraries.trend RESULTS_DIR... --compare RUN_A RUN_B
+
+One series per (test id, metric), ordered by the records' start time. jumpavg groups each series
+(:mod:`libraries.trend.detect`); the newest sample is a *regression* (or *progression*) when the
+group it belongs to moved the wrong (right) way against the previous group, taking the metric's
+direction into account, and that group started within the newest ``--recent`` samples (default 5:
+a new level is reported for that many nights, then it is the baseline) and the series has at
+least ``--min-samples`` samples (default 5).
+
+Exit status: 0 nothing regressed, 3 the newest sample of some series is a regression (compare
+mode: a significant regression), 2 bad input (unreadable or invalid record: file and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from libraries.testbed.errors import HostStackError
+from libraries.trend.analysis import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    SUMMARY_HEADER,
+    analyse,
+    markdown_summary,
+    select_tests,
+    summary_rows,
+    text_table,
+)
+from libraries.trend.compare import run_compare
+from libraries.trend.dashboard import render_dashboard
+from libraries.trend.load import load_records
+
+LOG = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m libraries.trend", description=__doc__.split("\n\n")[0],
+        epilog="exit status: 0 no regression, 3 regression, 2 bad input")
+    parser.add_argument("results", nargs="*", type=Path, metavar="RESULTS_DIR",
+                        help="directories searched for records.jsonl (default: results)")
+    parser.add_argument("--html", type=Path, help="write the plotly dashboard here")
+    parser.add_argument("--markdown", type=Path, help="write a markdown summary here")
+    parser.add_argument("--test", action="append", default=[], metavar="PATTERN",
+                        help="only tests whose id matches this glob (repeatable)")
+    parser.add_argument("--recent", type=int, default=5, metavar="N",
+                        help="a change older than the newest N samples is the new baseline")
+    parser.add_argument("--min-samples", type=int, default=5, metavar="N",
+                        help="series with fewer samples are never flagged")
+    parser.add_argument("--engine", choices=["fast", "jumpavg"], default="fast",
+                        help="grouping: vectorised (default) or jumpavg's own classes (slow)")
+    parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
+                        help="compare two runs (run ids or run directories) instead")
+    parser.add_argument("--title", default="Performance trend", help="dashboard title")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    roots = args.results or [Path("results")]
+    try:
+        if args.compare:
+            return run_compare(roots, args.compare[0], args.compare[1], args.test, args.markdown)
+        return _run_trend(args, roots)
+    except HostStackError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return EXIT_BAD_INPUT
+
+
+def _run_trend(args: argparse.Namespace, roots: list[Path]) -> int:
+    frame = select_tests(load_records(roots), args.test)
+    if frame.empty:
+        sys.stderr.write(f"error: no records under {', '.join(map(str, roots))}"
+                         f"{' matching ' + ', '.join(args.test) if args.test else ''}\n")
+        return EXIT_BAD_INPUT
+    trends = analyse(frame, recent=max(args.recent, 1), engine=args.engine,
+                     min_samples=args.min_samples)
+    sys.stdout.write(text_table(SUMMARY_HEADER, summary_rows(trends)))
+    if args.html:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(render_dashboard(trends, title=args.title), encoding="utf-8")
+        LOG.info("dashboard written to %s", args.html)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown_summary(trends), encoding="utf-8")
+    regressed = [t.key for t in trends if t.classification == "regression"]
+    if regressed:
+        sys.stderr.write(f"regression in {len(regressed)} series: {', '.join(regressed)}\n")
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

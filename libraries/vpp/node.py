@@ -1,0 +1,184 @@
+"""VPP on a node: start it from a rendered startup.conf, reach its API socket over SSH, stop it.
+
+The API socket lives on the DUT; the runner reaches it through an OpenSSH unix-socket forward
+(``ssh -N -L <local.sock>:<remote api.sock>``) and talks PAPI with the API definitions copied
+from the DUT's own install, as CSIT does. Nothing is left behind by :func:`stop_vpp`: the
+forward, the PAPI client, the VPP process and its sockets go, and ``show`` diagnostics are
+logged first.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from libraries.testbed.errors import HostStackError, NodeError, PapiError
+from libraries.testbed.node import Node, Process
+from libraries.testbed.topology import VppInstall
+from libraries.vpp.config import VclParams, VppStartupParams
+from libraries.vpp.hoststack import HostStack
+from libraries.vpp.papi import PapiConnection, fetch_api_definitions
+from libraries.vpp.vppctl import collect_diagnostics
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class VppInstance:
+    """A VPP started by :func:`start_vpp` (``papi`` is connected while it runs)."""
+
+    node: Node
+    install: VppInstall
+    process: Process
+    startup_path: str
+    papi: PapiConnection
+    forward: subprocess.Popen | None
+    local_dir: tempfile.TemporaryDirectory
+
+    @property
+    def hoststack(self) -> HostStack:
+        """Typed host-stack operations over this instance's PAPI connection."""
+        return HostStack(self.papi)
+
+
+def startup_params(node: Node, install: VppInstall, main_core: int | None) -> VppStartupParams:
+    """startup.conf for ``install``: 4k pages when the node has no hugepages (LAB-NOTES)."""
+    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+    return VppStartupParams(
+        cli_listen=install.cli_socket, api_socket=install.api_socket,
+        log_path=f"{node.workdir}/vpp.log", main_core=main_core,
+        plugins_path=install.plugins, no_hugepages=pages in ("", "0"),
+    )
+
+
+def _forward_socket(node: Node, remote: str, local: str) -> subprocess.Popen:
+    target = node.target
+    if target.key_file is None:
+        raise HostStackError(
+            f"{node.where}: forwarding VPP's API socket needs key-based SSH (topology key:)")
+    command = [
+        "ssh", "-N", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes",
+        "-o", "StreamLocalBindUnlink=yes", "-o", "ServerAliveInterval=15",
+        "-o", f"ConnectTimeout={int(target.connect_timeout)}",
+        "-i", str(Path(target.key_file).expanduser()), "-p", str(target.port),
+        "-L", f"{local}:{remote}",
+    ]
+    if target.known_hosts:
+        command += ["-o", f"UserKnownHostsFile={target.known_hosts}",
+                    "-o", "StrictHostKeyChecking=yes"]
+    command.append(f"{target.user}@{target.host}")
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _connect_papi(node: Node, install: VppInstall, local_dir: Path,
+                  deadline: float) -> tuple[PapiConnection, subprocess.Popen]:
+    fetch_api_definitions(node, install.api_dir, str(local_dir / "api"))
+    local_socket = str(local_dir / "api.sock")
+    forward = _forward_socket(node, install.api_socket, local_socket)
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if forward.poll() is not None:
+            stderr = forward.stderr.read().decode(errors="replace") if forward.stderr else ""
+            raise HostStackError(f"{node.where}: ssh forward of {install.api_socket} exited "
+                                 f"{forward.returncode}: {stderr.strip()}")
+        if Path(local_socket).exists():
+            papi = PapiConnection(local_socket, str(local_dir / "api"))
+            try:
+                papi.connect("hoststack-perf")
+                return papi, forward
+            except PapiError as error:
+                last_error = error
+        time.sleep(0.2)
+    forward.terminate()
+    raise HostStackError(f"{node.where}: VPP API at {install.api_socket} did not answer in "
+                         f"time: {last_error}")
+
+
+def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
+              timeout: float = 30.0) -> VppInstance:
+    """Render startup.conf, start VPP in the background, wait (bounded) until its API answers.
+
+    Fails with VPP's own output when it exits during start-up; stops it on any failure.
+    """
+    params = startup_params(node, install, main_core)
+    startup_path = f"{node.workdir}/startup.conf"
+    node.put(params.render(), startup_path, sudo=True)
+    sockets = " ".join(shlex.quote(s) for s in (install.api_socket, install.cli_socket))
+    node.run(f"rm -f {sockets}; mkdir -p $(dirname {shlex.quote(install.api_socket)})",
+             timeout=10, sudo=True)
+    process = node.start(f"{shlex.quote(install.bin)} -c {shlex.quote(startup_path)}", "vpp",
+                         sudo=True)
+    deadline = time.monotonic() + timeout
+    local_dir = tempfile.TemporaryDirectory(prefix="hoststack-vpp-")
+    try:
+        while node.run(f"test -S {shlex.quote(install.api_socket)}", timeout=10, check=False,
+                       quiet=True).exit_code != 0:
+            if not node.is_running(process):
+                raise HostStackError(f"{node.where}: VPP exited during start-up: "
+                                     f"{node.read_log(process)[-2000:]}")
+            if time.monotonic() > deadline:
+                raise HostStackError(f"{node.where}: VPP created no API socket "
+                                     f"{install.api_socket} in {timeout:g} s")
+            time.sleep(0.2)
+        papi, forward = _connect_papi(node, install, Path(local_dir.name), deadline)
+    except (HostStackError, NodeError):
+        node.stop(process, grace=2)
+        local_dir.cleanup()
+        raise
+    instance = VppInstance(node, install, process, startup_path, papi, forward, local_dir)
+    version = instance.hoststack.show_version()
+    LOG.info("%s: VPP %s up (pid %d)", node.name, version.version, process.pid)
+    return instance
+
+
+def vpp_diagnostics(instance: VppInstance) -> dict[str, str]:
+    """``show session verbose``, ``show app``, ``show errors``, ``show hardware``, ``show log``."""
+    return collect_diagnostics(instance.node, socket=instance.install.cli_socket,
+                               vppctl=instance.install.vppctl)
+
+
+def stop_vpp(instance: VppInstance) -> str:
+    """Disconnect PAPI, close the forward, stop VPP, remove its sockets; return VPP's output."""
+    errors = []
+    try:
+        if instance.papi.connected:
+            instance.papi.disconnect()
+    except PapiError as error:
+        errors.append(str(error))
+    if instance.forward is not None and instance.forward.poll() is None:
+        instance.forward.terminate()
+        try:
+            instance.forward.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            instance.forward.kill()
+    output = instance.node.stop(instance.process, grace=5)
+    api_dir = instance.install.api_socket.rsplit("/", 1)[0]
+    sockets = " ".join(shlex.quote(s) for s in (instance.install.api_socket,
+                                                   instance.install.cli_socket,
+                                                   f"{api_dir}/stats.sock"))
+    app_dir = shlex.quote(instance.install.app_socket_dir)
+    # a VPP that died leaves its API/CLI/stats sockets; every VPP leaves one socket per app
+    # namespace
+    instance.node.run(f"rm -f {sockets}; test ! -d {app_dir} || "
+                      f"find {app_dir} -maxdepth 1 -type s -delete", timeout=10, sudo=True,
+                      check=False)
+    instance.local_dir.cleanup()
+    if errors:
+        raise HostStackError("; ".join(errors))
+    return output
+
+
+def vcl_config(namespace_id: str | None, secret: int | None, event_driven: bool,
+               socket_dir: str) -> str:
+    """VCL config for one app: its app namespace (or VPP's default one), ``use-mq-eventfd``
+    for event-driven apps (nginx, wrk: LAB-NOTES, without it nginx busy-polls a core)."""
+    params = VclParams(namespace_id=namespace_id, namespace_secret=secret,
+                       use_mq_eventfd=event_driven,
+                       app_socket_api=f"{socket_dir}/{namespace_id or 'default'}")
+    return params.render()

@@ -1,0 +1,19 @@
+*** Settings ***
+Documentation       SSL reverse proxy on the Linux kernel stack.
+Resource            ../../resources/proxy.resource
+Suite Setup         Set Up Suite Testbed
+Suite Teardown      Tear Down Suite Testbed
+Test Teardown       Stop Test Processes And Collect Logs
+Test Template       Measure SSL Proxy Throughput
+Test Tags           KERNEL
+
+
+*** Test Cases ***                  STACK     FILE_SIZE    CONNECTIONS
+1kb-10c-kernel-ssl-proxy            kernel    1kb          10
+    [Tags]    1KB    10C
+1kb-100c-kernel-ssl-proxy           kernel    1kb          100
+    [Tags]    1KB    100C
+64kb-10c-kernel-ssl-proxy           kernel    64kb         10
+    [Tags]    64KB    10C
+1kb-10c-kernel-ssl-proxy-mtls       kernel    1kb          10    upstream_mtls=${True}
+    [Tags]    1KB    10C    MTLS
