@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot.api import TestSuiteBuilder
+from robot.api import TestSuiteBuilder as SuiteBuilder
 
 from libraries.results.records import make_test_id
 
@@ -36,7 +36,7 @@ RECORDED_IDS = {
 
 
 def _suite_ids(topology: str) -> dict[str, str]:
-    suite = TestSuiteBuilder().build(str(TESTS))
+    suite = SuiteBuilder().build(str(TESTS))
     ids: dict[str, str] = {}
     for test in suite.all_tests:
         test_id = make_test_id(topology, Path(test.source), test.name)
