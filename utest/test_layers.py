@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "results": {"testbed"},
     "vpp": {"testbed", "tools"},
     "trend": {"testbed", "results"},
-    "keywords": {"testbed", "tools", "results", "vpp"},
+    "keywords": {"testbed", "tools", "results", "vpp", "trend"},
 }
 MAX_LINES = 400
 

@@ -5,6 +5,7 @@ Needs Debian's ``chromium`` (setup.sh installs it); skipped with the reason when
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -76,3 +77,64 @@ def test_screenshot_shows_the_dashboard(dashboard: Path, tmp_path: Path) -> None
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 50_000  # a blank page is a few kB; four charts are far more
+
+
+@pytest.fixture(scope="module")
+def two_case_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30 runs of four tests; ``flat-noisy`` is an ssl_proxy test on VPP; every run has a
+    log.html and a tests.jsonl naming each test's anchor, as the results listener writes."""
+    root = tmp_path_factory.mktemp("filters")
+    results = root / "results"
+    write_runs(results, SERIES)
+    for records in sorted(results.glob("*/records.jsonl")):
+        lines = []
+        entries = []
+        for number, line in enumerate(records.read_text().splitlines(), start=1):
+            record = json.loads(line)
+            if record["name"] == "flat-noisy":
+                record.update(case="ssl_proxy", stack="vpp")
+            lines.append(json.dumps(record))
+            entries.append(json.dumps({"test_id": record["test_id"], "name": record["name"],
+                                       "robot_id": f"s1-t{number}", "status": "PASS",
+                                       "log": "log.html"}))
+        records.write_text("\n".join(lines) + "\n")
+        (records.parent / "tests.jsonl").write_text("\n".join(entries) + "\n")
+        (records.parent / "log.html").write_text("<html><body>log</body></html>")
+    page = root / "site" / "trend.html"
+    assert main([str(results), "--html", str(page)]) == 3
+    return page
+
+
+def _visible_sections(dom: str) -> list[str]:
+    return re.findall(r'<section class="test [a-z]+" data-test="([^"]+)"', dom)
+
+
+def test_filters_in_the_url_fragment_select_sections(two_case_dashboard: Path,
+                                                     tmp_path: Path) -> None:
+    everything = chromium(tmp_path / "p1", "--dump-dom", two_case_dashboard.as_uri())
+    assert console_lines(everything.stderr) == []
+    assert len(_visible_sections(everything.stdout)) == 4
+    by_case = chromium(tmp_path / "p2", "--dump-dom",
+                       two_case_dashboard.as_uri() + "#case=ssl_proxy")
+    assert console_lines(by_case.stderr) == []
+    assert _visible_sections(by_case.stdout) == ["Tests.Tcp Term.flat-noisy"]
+    changes = chromium(tmp_path / "p3", "--dump-dom",
+                       two_case_dashboard.as_uri() + "#changes=1&stack=kernel")
+    visible = _visible_sections(changes.stdout)
+    assert "Tests.Tcp Term.flat-noisy" not in visible
+    assert sorted(visible) == ["Tests.Tcp Term.latency-step-up", "Tests.Tcp Term.step-down",
+                               "Tests.Tcp Term.step-up"]
+
+
+def test_regressions_come_first_and_every_sample_links_to_an_existing_log(
+        two_case_dashboard: Path) -> None:
+    page = two_case_dashboard.read_text()
+    order = re.findall(r'<section class="test ([a-z]+)"', page)
+    assert order == sorted(order, key=["regression", "progression", "normal"].index)
+    series = json.loads(re.search(r"const SERIES = (\[.*?\]);\n", page).group(1))
+    links = [link for s in series for link in s["log"]]
+    assert len(links) == 4 * 30 and all(links)
+    for link in set(links):
+        path, _, anchor = link.partition("#")
+        assert (two_case_dashboard.parent / path).is_file(), link
+        assert re.fullmatch(r"s1-t\d", anchor)

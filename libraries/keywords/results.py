@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import TESTBED_LIBRARY
 from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
+from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
-from libraries.results.records import append_record, make_test_id
+from libraries.results.records import RecordError, append_record, make_test_id
 from libraries.testbed.errors import HostStackError
+from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
 
 LOG = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -55,12 +58,61 @@ class ResultsKeywords:
         self._run_id: str | None = None
         self._records_path: Path | None = None
         self._revision: str | None = None
+        self._headline: str | None = None
+        self._metadata_set = False
 
     # -- listener ----------------------------------------------------------------------------
+
+    def start_suite(self, data: Any, result: Any) -> None:
+        """Listener hook: name the run id, the records and the run report in the metadata of
+        the top-level suite (the first suite this library sees)."""
+        if self._metadata_set:
+            return
+        self._metadata_set = True
+        top = result
+        while top.parent is not None:
+            top = top.parent
+        records = self._records_file()
+        top.metadata["Run id"] = self._run_id
+        top.metadata["Records"] = str(records)
+        log_file = self._variable("LOG FILE")
+        if log_file and str(log_file).upper() != "NONE":
+            report = os.path.relpath(records.parent / RUN_REPORT, Path(log_file).parent)
+            top.metadata["Run report"] = f"[{report}|{report}]"
 
     def start_test(self, data: Any, result: Any) -> None:
         """Listener hook: remember when the test started."""
         self._test_started = _now()
+        self._headline = None
+
+    def end_test(self, data: Any, result: Any) -> None:
+        """Listener hook: the test's message carries its figures (after a failure message),
+        and one line per test (status, message, log anchor) goes to ``tests.jsonl``."""
+        if self._headline:
+            result.message = (f"{result.message} | measured: {self._headline}"
+                              if result.message else self._headline)
+        if self._records_path is None:
+            return
+        log_file = self._variable("LOG FILE")
+        log = (os.path.relpath(log_file, self._records_path.parent)
+               if log_file and str(log_file).upper() != "NONE" else None)
+        entry = {"test_id": self._test_id_now(result.name), "name": result.name,
+                 "robot_id": result.id, "suite": result.parent.full_name if result.parent
+                 else "", "status": result.status, "message": result.message,
+                 "headline": self._headline, "log": log, "tags": list(result.tags)}
+        with (self._records_path.parent / TESTS_FILE).open("a") as stream:
+            stream.write(json.dumps(entry) + "\n")
+
+    def close(self) -> None:
+        """Listener hook at the end of the run: write ``<run dir>/report.html``."""
+        if self._records_path is None or not self._records_path.parent.is_dir():
+            return
+        try:
+            path = write_run_report(self._records_path.parent)
+        except (OSError, ValueError, RecordError) as error:
+            LOG.warning("run report not written: %s", error)
+            return
+        print(f"Run report: {path}", file=sys.__stdout__)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -94,6 +146,14 @@ class ResultsKeywords:
                           ) -> list[CriterionResult]:
         path = Path(self._variable("CRITERIA", DEFAULT_CRITERIA))
         return evaluate(load_criteria(path), measurement, topology, source=path.name)
+
+    def _test_id_now(self, test_name: str) -> str:
+        """The running test's record id (topology from the testbed, when one is up)."""
+        try:
+            topology, _ = self._testbed_context()
+        except (RuntimeError, AttributeError, HostStackError):
+            topology = str(self._variable("TOPOLOGY", "unknown"))
+        return make_test_id(topology, Path(self._variable("SUITE SOURCE", "unknown")), test_name)
 
     @staticmethod
     def _testbed_context() -> tuple[str, dict[str, dict[str, str]]]:
@@ -153,6 +213,7 @@ class ResultsKeywords:
             logger.info(note)
         logger.debug(json.dumps(record, indent=2, sort_keys=True))
         logger.info(f"record appended to {path}")
+        self._headline = headline(measurement)
         return str(path)
 
     @keyword("Check Criteria")

@@ -88,7 +88,9 @@ def _run_trend(args: argparse.Namespace, roots: list[Path]) -> int:
     sys.stdout.write(text_table(SUMMARY_HEADER, summary_rows(trends)))
     if args.html:
         args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(render_dashboard(trends, title=args.title), encoding="utf-8")
+        args.html.write_text(render_dashboard(trends, title=args.title,
+                                              base=args.html.resolve().parent),
+                             encoding="utf-8")
         LOG.info("dashboard written to %s", args.html)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

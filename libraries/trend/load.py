@@ -164,7 +164,10 @@ MAX_WORKERS = 4
 BYTES_PER_WORKER = 4_000_000
 """Large trees (~4k records per worker) are read by several processes, one file per task."""
 COLUMNS = ("test_id", "metric", "unit", "direction", "value", "low", "high", "stdev", "cv",
-           "trials", "run_id", "start_time", "versions", "revision", "verdict", "file", "line")
+           "trials", "run_id", "start_time", "versions", "revision", "verdict", "case", "stack",
+           "topology", "log", "file", "line")
+TESTS_FILE = "tests.jsonl"
+"""Written beside ``records.jsonl`` by the results listener: each test's log.html anchor."""
 
 
 def _spread(metric: dict[str, Any]) -> tuple[float, float, float]:
@@ -191,8 +194,9 @@ def load_records(roots: list[Path]) -> pd.DataFrame:
     Columns: ``test_id, metric, unit, direction, value`` (median of the trials), ``low, high``
     (trial min / max), ``stdev, cv, trials`` (count), ``run_id, start_time`` (UTC timestamp),
     ``versions`` (one line of text), ``revision`` (project git revision from the record or the
-    run's ``run.json``, else ``""``), ``verdict, file, line``. Raises :class:`RecordError`
-    (file and line) on an unreadable or invalid record.
+    run's ``run.json``, else ``""``), ``verdict, case, stack, topology``, ``log`` (absolute
+    ``log.html#<test>`` of the run from its ``tests.jsonl``, else ``""``), ``file, line``.
+    Raises :class:`RecordError` (file and line) on an unreadable or invalid record.
     """
     files = find_record_files(roots)
     size = sum(path.stat().st_size for path in files)
@@ -224,6 +228,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
     except (OSError, UnicodeDecodeError) as error:
         raise RecordError(f"{path}: cannot read records file: {error}") from None
     run_revision = str(load_run_metadata(path).get("project_revision", ""))
+    logs = load_log_anchors(path.parent / TESTS_FILE)
     validated = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -251,11 +256,29 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
                          low, high, stdev, float(cv), len(metric["trials"]), record["run_id"],
                          record["start_time"], versions,
                          record.get("project_revision", run_revision), record["verdict"],
-                         where, number))
+                         record["case"], record["stack"], record["topology"],
+                         logs.get(record["test_id"], ""), where, number))
     if not rows:
         return {column: [] for column in COLUMNS}
     return {column: list(items)
             for column, items in zip(COLUMNS, zip(*rows, strict=True), strict=True)}
+
+
+def load_log_anchors(tests_file: Path) -> dict[str, str]:
+    """test id -> absolute ``<log.html>#<robot id>`` from a run's ``tests.jsonl`` (``{}`` when
+    absent; unreadable lines are logged and skipped: links are a convenience, not data)."""
+    if not tests_file.is_file():
+        return {}
+    anchors: dict[str, str] = {}
+    for number, line in enumerate(tests_file.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            entry = json.loads(line)
+            if entry.get("log"):
+                log = (tests_file.parent / entry["log"]).resolve()
+                anchors[entry["test_id"]] = f"{log}#{entry['robot_id']}"
+        except (ValueError, AttributeError, KeyError, TypeError) as error:
+            LOG.warning("%s:%d: ignoring unreadable test entry: %s", tests_file, number, error)
+    return anchors
 
 
 def load_run_metadata(records_file: Path) -> dict[str, Any]:

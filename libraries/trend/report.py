@@ -1,0 +1,242 @@
+"""One run at a glance: ``<run dir>/report.html``, self-contained and offline.
+
+Per case (tcp_term, ssl_proxy, ebpf_stream, sslsniff): the variants side by side as bars (the
+median) with every trial as a point and the median labelled, one chart per unit (requests/s,
+Gbit/s, ...); then a table per test: stack, figures, ratios, verdict with its criteria, and a
+link into Robot's log.html at that test. Tests that recorded nothing (skipped, failed before
+measuring) are listed with Robot's status and message. The results listener writes the page at
+the end of every run; for any run directory::
+
+    python -m libraries.trend.report results/20261122-020000-1a2b [--output page.html]
+
+Inputs in the run directory: ``records.jsonl`` (the records), ``tests.jsonl`` (one line per
+test from the listener: status, message, log anchor; absent for runs made before it existed)
+and ``run.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from libraries.results.headline import figure as figure_text
+from libraries.results.records import RecordError, iter_records
+
+RUN_REPORT = "report.html"
+TESTS_FILE = "tests.jsonl"
+BAR_UNITS = ("requests/s", "Gbit/s")
+"""Units drawn as variant bars; other metrics (ratios, %, ms, counts) go to the table."""
+
+_STYLE = """
+body { font-family: sans-serif; margin: 1em 2em; color: #222; }
+table { border-collapse: collapse; font-size: 13px; margin: 0.5em 0 1em 0; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #eee; }
+td.PASS, td.pass { color: #070; font-weight: bold; }
+td.FAIL, td.fail { color: #a00; font-weight: bold; }
+td.SKIP, td.no_criteria { color: #a60; }
+section.case { margin-top: 1.5em; border-top: 2px solid #ccc; }
+div.chart { height: 360px; max-width: 1100px; }
+p.note { font-size: 12px; color: #555; max-width: 70em; }
+details { font-size: 12px; }
+"""
+
+
+def load_tests(run_dir: Path) -> list[dict[str, Any]]:
+    """``tests.jsonl`` of ``run_dir`` (empty when absent); ValueError naming the bad line."""
+    path = run_dir / TESTS_FILE
+    if not path.is_file():
+        return []
+    tests = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"{path}:{number}: not JSON ({error}): {line[:200]!r}") from None
+        if not isinstance(entry, dict) or "test_id" not in entry or "status" not in entry:
+            raise ValueError(f"{path}:{number}: expected an object with test_id and status, "
+                             f"got {line[:200]!r}")
+        tests.append(entry)
+    return tests
+
+
+def _load_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict]:
+    records_file = run_dir / "records.jsonl"
+    records = list(iter_records(records_file)) if records_file.is_file() else []
+    tests = load_tests(run_dir)
+    if not records and not tests:
+        raise ValueError(f"{run_dir}: no records.jsonl or {TESTS_FILE}: not a run directory")
+    run_file = run_dir / "run.json"
+    try:
+        run = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    except ValueError as error:
+        raise ValueError(f"{run_file}: not JSON: {error}") from None
+    return records, tests, run
+
+
+def _chart(case: str, unit: str, records: list[dict[str, Any]]) -> go.Figure | None:
+    """Grouped bars: one group per test, one bar per variant (metric) in ``unit``, labelled
+    with the median, each trial a point on its bar."""
+    variants: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for name, metric in record["metrics"].items():
+            if metric["unit"] == unit:
+                variants.setdefault(name, {})[record["name"]] = metric
+    if not variants:
+        return None
+    palette = ["#8fb3d9", "#f2b27a", "#9fd39a", "#d9a0c8", "#c9c27a", "#a0a8d9"]
+    traces: list[Any] = []
+    for number, (name, per_test) in enumerate(sorted(variants.items())):
+        tests = list(per_test)
+        colour = palette[number % len(palette)]
+        traces.append(go.Bar(
+            x=tests, y=[m["value"] for m in per_test.values()], name=name,
+            text=[figure_text(m["value"]) for m in per_test.values()], textposition="outside",
+            offsetgroup=name, marker_color=colour))
+        traces.append(go.Scatter(
+            x=[test for test, m in per_test.items() for _ in m["trials"]],
+            y=[value for m in per_test.values() for value in m["trials"]],
+            mode="markers", name=f"{name} trials", offsetgroup=name, showlegend=False,
+            marker={"color": "#1f3f66", "size": 7, "symbol": "circle-open"}))
+    figure = go.Figure(traces)
+    figure.update_layout(margin={"l": 70, "r": 20, "t": 40, "b": 80}, yaxis_title=unit,
+                         title={"text": f"{case}: {unit} (bars: median; points: trials)",
+                                "font": {"size": 14}},
+                         barmode="group", scattermode="group",
+                         legend={"orientation": "h", "y": 1.12, "x": 0.5})
+    return figure
+
+
+def _log_link(test: dict[str, Any] | None) -> str:
+    if not test or not test.get("log"):
+        return ""
+    return f'<a href="{html.escape(test["log"])}#{html.escape(test["robot_id"])}">log</a>'
+
+
+def _criteria_text(record: dict[str, Any]) -> str:
+    lines = [f"{'PASS' if c['passed'] else 'FAIL'} {c['metric']} {figure_text(c['measured'])} "
+             f"{c['op']} {figure_text(c['required'])}" for c in record.get("criteria", [])]
+    return "<br>".join(html.escape(line) for line in lines) or "not judged"
+
+
+def _metric_cells(record: dict[str, Any]) -> str:
+    parts = []
+    for name, metric in record["metrics"].items():
+        cv = f", cv {metric['cv']:.0%}" if metric.get("cv") is not None else ""
+        parts.append(f"{name} {figure_text(metric['value'])} {metric['unit']}{cv}")
+    return "<br>".join(html.escape(p) for p in parts)
+
+
+def _case_section(case: str, records: list[dict[str, Any]],
+                  tests: dict[str, dict[str, Any]], charts: list[str]) -> str:
+    rows = []
+    for record in records:
+        test = tests.get(record["test_id"])
+        status = test["status"] if test else record["verdict"]
+        message = (test or {}).get("message") or ""
+        rows.append(
+            f"<tr><td>{html.escape(record['name'])}</td><td>{html.escape(record['stack'])}</td>"
+            f'<td class="{html.escape(status)}">{html.escape(status)}</td>'
+            f"<td>{_metric_cells(record)}</td><td>{_criteria_text(record)}</td>"
+            f"<td>{html.escape(message)}</td><td>{_log_link(test)}</td></tr>")
+    blocks = []
+    for unit in BAR_UNITS:
+        figure = _chart(case, unit, records)
+        if figure is not None:
+            div = f"chart-{case}-{len(charts)}"
+            charts.append(figure.to_json())
+            blocks.append(f'<div class="chart" id="{div}"></div>')
+    return (f'<section class="case" id="case-{html.escape(case)}"><h2>{html.escape(case)}</h2>'
+            + "".join(blocks)
+            + "<table><tr><th>test</th><th>stack</th><th>status</th><th>metrics (median of "
+              "trials)</th><th>criteria</th><th>message</th><th></th></tr>"
+            + "".join(rows) + "</table></section>")
+
+
+def _unrecorded(tests: list[dict[str, Any]], recorded: set[str]) -> str:
+    rows = [f"<tr><td>{html.escape(t['name'])}</td><td>{html.escape(t.get('suite', ''))}</td>"
+            f'<td class="{html.escape(t["status"])}">{html.escape(t["status"])}</td>'
+            f"<td>{html.escape(t.get('message') or '')}</td><td>{_log_link(t)}</td></tr>"
+            for t in tests if t["test_id"] not in recorded]
+    if not rows:
+        return ""
+    return ("<section class=\"case\"><h2>Tests without a record</h2><table><tr><th>test</th>"
+            "<th>suite</th><th>status</th><th>message</th><th></th></tr>" + "".join(rows)
+            + "</table></section>")
+
+
+def render_run_report(run_dir: Path) -> str:
+    """The HTML page of the run in ``run_dir``."""
+    records, tests, run = _load_run(run_dir)
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_case[record["case"]].append(record)
+    latest_tests = {t["test_id"]: t for t in tests}
+    charts: list[str] = []
+    sections = [_case_section(case, by_case[case], latest_tests, charts)
+                for case in sorted(by_case)]
+    statuses = [t["status"] for t in latest_tests.values()]
+    counts = ", ".join(f"{statuses.count(s)} {s.lower()}" for s in ("PASS", "FAIL", "SKIP")
+                       if s in statuses) or f"{len(records)} record(s)"
+    run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
+    log = next((t["log"] for t in tests if t.get("log")), None)
+    log_link = f' &middot; <a href="{html.escape(log)}">log.html</a>' if log else ""
+    nav = " &middot; ".join(f'<a href="#case-{html.escape(c)}">{html.escape(c)}</a>'
+                            for c in sorted(by_case))
+    meta = ", ".join(f"{k} {html.escape(str(run[k]))}" for k in
+                     ("topology", "project_revision", "host", "start_time") if run.get(k))
+    charts_json = ("[" + ",".join(charts) + "]").replace("</", "<\\/")  # safe in <script>
+    draw = (f"const CHARTS = {charts_json};\n"
+            "document.querySelectorAll('div.chart').forEach((div, i) => Plotly.newPlot(div, "
+            "CHARTS[i].data, CHARTS[i].layout, {responsive: true, displaylogo: false}));\n")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>Run {html.escape(run_id)}</title><style>{_STYLE}</style>\n"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>\n'
+        f"<h1>Run {html.escape(run_id)}</h1>\n<p>{counts}{log_link}<br>{meta}</p>\n"
+        f"<p>{nav}</p>\n"
+        '<p class="note">Bars: the median of each variant\'s trials (labelled); points: every '
+        "trial. Variants of one test were measured interleaved in the same run, so their "
+        "ratios are the portable figures.</p>\n"
+        + "\n".join(sections) + _unrecorded(tests, {r["test_id"] for r in records})
+        + f"\n<script>{draw}</script>\n</body></html>\n")
+
+
+def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
+    """Write the run report of ``run_dir`` (default ``<run_dir>/report.html``); its path."""
+    target = output or run_dir / RUN_REPORT
+    target.write_text(render_run_report(run_dir), encoding="utf-8")
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m libraries.trend.report RUN_DIR...``: exit 0, or 2 on bad input."""
+    parser = argparse.ArgumentParser(prog="python -m libraries.trend.report",
+                                     description="Write report.html of one or more run dirs.")
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="results/<run-id> directories")
+    parser.add_argument("--output", type=Path, help="page to write (one run dir only)")
+    args = parser.parse_args(argv)
+    if args.output and len(args.run_dirs) > 1:
+        parser.error("--output takes one run directory")
+    for run_dir in args.run_dirs:
+        try:
+            print(write_run_report(run_dir, args.output))
+        except (OSError, ValueError, RecordError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Tests of libraries.trend.report: the per-run report.html, from a real run's files.
+
+``fixtures/runs/kernel-3node`` holds records.jsonl, tests.jsonl and run.json of a real run
+(3node, kernel stack, 2 trials of 2 s: tcp_term, ssl_proxy with wrk2, sslsniff, ebpf_stream
+native; the bpftime test skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from libraries.keywords.results import ResultsKeywords
+from libraries.trend.report import load_tests, main, render_run_report
+from utest.test_trend_browser import CHROMIUM, chromium, console_lines
+
+FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """The fixture run laid out as robot writes it: results/<run-id>/ beside results/log.html."""
+    target = tmp_path / "results" / "20261122-223030-9080"
+    shutil.copytree(FIXTURE, target)
+    (tmp_path / "results" / "log.html").write_text("<html><body>log</body></html>")
+    return target
+
+
+def test_every_case_has_its_section_and_every_test_its_row(run_dir: Path):
+    page = render_run_report(run_dir)
+    records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+    for case in {r["case"] for r in records}:
+        assert f'id="case-{case}"' in page
+    for record in records:
+        assert f"<td>{record['name']}</td>" in page
+    # the skipped test has no record: listed with Robot's status and reason
+    assert "Tests without a record" in page
+    assert re.search(r"1kb-10c-bpftime-sslsniff</td>.*?SKIP.*?bpftime not declared", page)
+    assert "11 pass, 1 skip" in page
+
+
+def test_charts_carry_every_trial_and_the_median_label(run_dir: Path):
+    page = render_run_report(run_dir)
+    charts = json.loads(re.search(r"const CHARTS = (\[.*?\]);\n", page).group(1))
+    assert len(charts) == 4  # Gbit/s for tcp_term and ebpf_stream, requests/s for two cases
+    ssl = next(c for c in charts if "ssl_proxy" in c["layout"]["title"]["text"])
+    bars = {t["name"]: t for t in ssl["data"] if t["type"] == "bar"}
+    assert set(bars) == {"rps", "direct_rps"}
+    record = next(json.loads(line) for line in (run_dir / "records.jsonl").read_text()
+                  .splitlines() if '"1kb-10c-kernel-ssl-proxy"' in line)
+    index = bars["rps"]["x"].index("1kb-10c-kernel-ssl-proxy")
+    assert bars["rps"]["y"][index] == pytest.approx(record["metrics"]["rps"]["value"])
+    points = next(t for t in ssl["data"] if t["name"] == "rps trials")
+    trials = [y for x, y in zip(points["x"], points["y"], strict=True)
+              if x == "1kb-10c-kernel-ssl-proxy"]
+    assert trials == pytest.approx(record["metrics"]["rps"]["trials"])
+
+
+def test_links_into_the_log_resolve(run_dir: Path):
+    page = render_run_report(run_dir)
+    links = re.findall(r'href="([^"#]+\.html)(#[^"]*)?"', page)
+    assert links
+    for path, anchor in links:
+        assert (run_dir / path).is_file(), path
+        assert anchor == "" or re.fullmatch(r"#s1(-s\d+)*-t\d+", anchor)
+
+
+def test_cli_writes_the_page_and_rejects_a_directory_without_a_run(run_dir: Path,
+                                                                   tmp_path: Path, capsys):
+    assert main([str(run_dir)]) == 0
+    assert (run_dir / "report.html").stat().st_size > 100_000  # plotly.js inlined
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([str(empty)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_garbled_tests_file_is_named_with_its_line(run_dir: Path):
+    with (run_dir / "tests.jsonl").open("a") as stream:
+        stream.write("{not json\n")
+    with pytest.raises(ValueError, match=r"tests.jsonl:13: not JSON"):
+        load_tests(run_dir)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (/usr/bin/chromium missing)")
+def test_the_page_renders_in_chromium_without_console_errors(run_dir: Path, tmp_path: Path):
+    assert main([str(run_dir)]) == 0
+    done = chromium(tmp_path / "profile", "--dump-dom", (run_dir / "report.html").as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert console_lines(done.stderr) == []
+    assert done.stdout.count('class="plot-container plotly"') == 4
+    shot = tmp_path / "report.png"
+    chromium(tmp_path / "profile2", "--hide-scrollbars", "--window-size=1280,2000",
+             f"--screenshot={shot}", (run_dir / "report.html").as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _listener_with_headline(text: str):
+    listener = ResultsKeywords()
+    listener._headline = text
+    return listener
+
+
+def test_a_passing_test_message_is_its_headline():
+    result = SimpleNamespace(message="", passed=True)
+    _listener_with_headline("throughput 14.2 Gbit/s (receiver, cv 3%)").end_test(None, result)
+    assert result.message == "throughput 14.2 Gbit/s (receiver, cv 3%)"
+
+
+def test_a_failed_test_keeps_its_failure_first_and_the_figures_after():
+    result = SimpleNamespace(message="criteria not met: rps 812 requests/s < required 1000",
+                             passed=False)
+    _listener_with_headline("rps 812 req/s (cv 4%)").end_test(None, result)
+    assert result.message == ("criteria not met: rps 812 requests/s < required 1000 | "
+                              "measured: rps 812 req/s (cv 4%)")
