@@ -1,0 +1,61 @@
+"""Tests of libraries.keywords.progress: per-trial console lines, verbose console only."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+from robot.output.console.dotted import DottedConsole
+from robot.output.console.verbose import VerboseConsole
+
+from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
+
+
+def _console() -> tuple[VerboseConsole, io.StringIO]:
+    out = io.StringIO()
+    console = VerboseConsole(width=60, colors="OFF", markers="OFF", stdout=out, stderr=out)
+    console.info("1kb-10c-kernel-ssl-proxy", "")
+    return console, out
+
+
+def test_a_trial_line_sits_between_two_copies_of_the_test_name():
+    console, out = _console()
+    progress = ConsoleProgress(console, clock=iter([0.0, 10.0]).__next__)
+    progress.trial_finished("proxy", 2, 5, SimpleNamespace(requests_per_second=15321.0))
+    lines = out.getvalue().split("\n")
+    assert lines[0].startswith("1kb-10c-kernel-ssl-proxy ")
+    assert lines[1] == "  proxy trial 2/5: 15.3k req/s"
+    assert lines[2].startswith("1kb-10c-kernel-ssl-proxy ")  # the status goes after it
+
+
+def test_lines_closer_than_the_interval_are_dropped():
+    console, out = _console()
+    times = iter([0.0, 1.0, 2.9, 3.1])
+    progress = ConsoleProgress(console, clock=times.__next__, min_interval=3.0)
+    for number in range(1, 5):
+        progress.trial_finished("iperf3", number, 4, SimpleNamespace(gbps=14.21))
+    printed = [line for line in out.getvalue().split("\n") if "trial" in line]
+    assert printed == ["  iperf3 trial 1/4: 14.2 Gbit/s", "  iperf3 trial 4/4: 14.2 Gbit/s"]
+
+
+def test_nothing_is_printed_without_a_verbose_console(capsys):
+    progress = ConsoleProgress(console=None)
+    progress._console = None  # e.g. --console dotted: verbose_console() gave None
+    progress.trial_finished("proxy", 1, 3, SimpleNamespace(requests_per_second=1.0))
+    assert capsys.readouterr().out == ""
+
+
+def test_the_active_console_kind_is_recognised(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr("robot.output.LOGGER._Logger__console",
+                        DottedConsole(width=60, colors="OFF", stdout=out, stderr=out))
+    assert verbose_console() is None
+    verbose = VerboseConsole(width=60, colors="OFF", stdout=out, stderr=out)
+    monkeypatch.setattr("robot.output.LOGGER._Logger__console", verbose)
+    assert verbose_console() is verbose
+
+
+def test_results_are_described_by_their_headline_figure():
+    assert describe_result(SimpleNamespace(requests_per_second=812.3)) == "812 req/s"
+    assert describe_result(SimpleNamespace(gbps=9.357)) == "9.36 Gbit/s"
+    assert describe_result(object()) == "done"
