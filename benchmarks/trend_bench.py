@@ -4,7 +4,7 @@
 
 Writes ``tests x runs`` schema-valid records (``metrics`` each; one series per test and metric;
 a few series get a step) into a temporary results tree, then times each phase and the whole
-command line (``python -m libraries.trend.cli DIR --html OUT``). Goal: 100k records <= 10 s.
+command line (``python -m libraries.trend DIR --html OUT``). Goal: 100k records <= 10 s.
 """
 
 from __future__ import annotations

@@ -36,7 +36,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from libraries.results.records import RecordError
 from libraries.trend import cli as trend
+from libraries.trend.report import write_run_report
 
 LOG = logging.getLogger(__name__)
 
@@ -223,6 +225,10 @@ def execute(plan: Plan, options: Options) -> Outcome:
         except (OSError, subprocess.TimeoutExpired) as error:
             LOG.error("rebot failed: %s", error)
             outcome.merge_code = -1
+    try:
+        LOG.info("run report: %s", write_run_report(plan.run_dir))
+    except (OSError, ValueError, RecordError) as error:
+        LOG.warning("run report not written: %s", error)
     outcome.trend_code = trend.main([str(options.results), "--html", str(plan.html),
                                      "--markdown", str(plan.markdown)])
     outcome.status = gate_status(outcome)

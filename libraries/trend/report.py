@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from libraries.results.headline import figure as figure_text
-from libraries.results.records import RecordError, iter_records
+from libraries.results.records import RecordError, find_record_files, iter_records
 
 RUN_REPORT = "report.html"
 TESTS_FILE = "tests.jsonl"
@@ -52,28 +53,31 @@ details { font-size: 12px; }
 
 
 def load_tests(run_dir: Path) -> list[dict[str, Any]]:
-    """``tests.jsonl`` of ``run_dir`` (empty when absent); ValueError naming the bad line."""
-    path = run_dir / TESTS_FILE
-    if not path.is_file():
-        return []
+    """Every ``tests.jsonl`` under ``run_dir`` (pabot and per-topology runs write one per
+    output folder), log links made relative to ``run_dir``; ValueError naming a bad line."""
     tests = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError as error:
-            raise ValueError(f"{path}:{number}: not JSON ({error}): {line[:200]!r}") from None
-        if not isinstance(entry, dict) or "test_id" not in entry or "status" not in entry:
-            raise ValueError(f"{path}:{number}: expected an object with test_id and status, "
-                             f"got {line[:200]!r}")
-        tests.append(entry)
+    for path in sorted(run_dir.rglob(TESTS_FILE)):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as error:
+                raise ValueError(f"{path}:{number}: not JSON ({error}): {line[:200]!r}"
+                                 ) from None
+            if not isinstance(entry, dict) or "test_id" not in entry or "status" not in entry:
+                raise ValueError(f"{path}:{number}: expected an object with test_id and "
+                                 f"status, got {line[:200]!r}")
+            if entry.get("log"):
+                entry["log"] = os.path.relpath(path.parent / entry["log"], run_dir)
+            tests.append(entry)
     return tests
 
 
 def _load_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict]:
-    records_file = run_dir / "records.jsonl"
-    records = list(iter_records(records_file)) if records_file.is_file() else []
+    if not run_dir.is_dir():
+        raise ValueError(f"{run_dir}: no such directory")
+    records = [record for path in find_record_files([run_dir]) for record in iter_records(path)]
     tests = load_tests(run_dir)
     if not records and not tests:
         raise ValueError(f"{run_dir}: no records.jsonl or {TESTS_FILE}: not a run directory")
