@@ -34,8 +34,10 @@ from libraries.results.records import RecordError, find_record_files, iter_recor
 
 RUN_REPORT = "report.html"
 TESTS_FILE = "tests.jsonl"
-BAR_UNITS = ("requests/s", "Gbit/s")
-"""Units drawn as variant bars; other metrics (ratios, %, ms, counts) go to the table."""
+def is_rate(unit: str) -> bool:
+    """Rates (requests/s, Gbit/s, ...) are drawn as variant bars; other metrics (ratios, %,
+    ms, counts) go to the table."""
+    return unit.endswith("/s")
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1em 2em; color: #222; }
@@ -155,7 +157,9 @@ def _case_section(case: str, records: list[dict[str, Any]],
             f"<td>{_metric_cells(record)}</td><td>{_criteria_text(record)}</td>"
             f"<td>{html.escape(message)}</td><td>{_log_link(test)}</td></tr>")
     blocks = []
-    for unit in BAR_UNITS:
+    units = sorted({metric["unit"] for record in records
+                    for metric in record["metrics"].values() if is_rate(metric["unit"])})
+    for unit in units:
         figure = _chart(case, unit, records)
         if figure is not None:
             div = f"chart-{case}-{len(charts)}"
