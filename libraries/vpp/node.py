@@ -19,6 +19,7 @@ from pathlib import Path
 
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.node import Node, Process
+from libraries.testbed.ssh import trusted_known_hosts
 from libraries.testbed.topology import VppInstall
 from libraries.vpp.config import VclParams, VppStartupParams
 from libraries.vpp.hoststack import HostStack
@@ -68,9 +69,10 @@ def _forward_socket(node: Node, remote: str, local: str) -> subprocess.Popen:
         "-i", str(Path(target.key_file).expanduser()), "-p", str(target.port),
         "-L", f"{local}:{remote}",
     ]
-    if target.known_hosts:
-        command += ["-o", f"UserKnownHostsFile={target.known_hosts}",
-                    "-o", "StrictHostKeyChecking=yes"]
+    known = trusted_known_hosts(target, node.where)
+    if known:
+        command += ["-o", f"UserKnownHostsFile={' '.join(known)}"]
+    command += ["-o", "StrictHostKeyChecking=yes"]
     command.append(f"{target.user}@{target.host}")
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
