@@ -28,7 +28,9 @@ from libraries.results.versions import tool_version
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology import parse_topology
+from libraries.vpp.node import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
+from utest.fake_vpp_daemon import fake_vpp_install
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = ("tests/smoke", "tests/tcp_term", "tests/ssl_proxy", "tests/ebpf_stream",
@@ -243,6 +245,25 @@ def test_preflight_names_a_router_that_does_not_forward(lab):
             lab_testbed(lab)
     finally:
         sh("ip", "netns", "exec", dut, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+
+
+def test_vpp_lifecycle_as_the_sudo_user(lab, tmp_path):
+    """VPP (the process-level fake of utest/test_vpp_node.py) started with sudo: its API
+    socket is root's, yet the sudo user's SSH forward reaches it; stopped and removed."""
+    testbed = lab_testbed(lab)
+    try:
+        node = testbed.node("dut")
+        install = fake_vpp_install(node, tmp_path)
+        instance = start_vpp(node, install)
+        try:
+            assert instance.hoststack.show_version().version == "26.10-rc0~fake"
+        finally:
+            output = stop_vpp(instance)
+        assert "fake vpp: stopped" in output
+        assert not node.is_running(instance.process)
+        assert node.run(f"test -e {install.api_socket}", check=False).exit_code == 1
+    finally:
+        testbed.down()
 
 
 def test_preflight_passes_on_the_intact_lab(lab):

@@ -128,6 +128,11 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
                 raise HostStackError(f"{node.where}: VPP created no API socket "
                                      f"{install.api_socket} in {timeout:g} s")
             time.sleep(0.2)
+        if node.target.user != "root":
+            # VPP runs as root: its API socket is root's, and the SSH forward opens it as the
+            # login user (a sudo lab); hand this run's socket to that user.
+            node.run(f"chown {shlex.quote(node.target.user)} {shlex.quote(install.api_socket)}",
+                     timeout=10, sudo=True)
         papi, forward = _connect_papi(node, install, Path(local_dir.name), deadline)
     except (HostStackError, NodeError):
         node.stop(process, grace=2)
