@@ -11,7 +11,9 @@ PACKAGES=(
   nginx-light libnginx-mod-stream   # HTTPS server / reverse proxy / stream proxy
   iperf3 wrk                        # traffic tools (wrk2 is not packaged: see README)
   openssh-server openssh-client     # each testbed node is reached over real SSH
+  sudo                              # lab users with sudo: true (and the real-lab e2e test)
   iproute2 procps psmisc util-linux # namespaces, veth, ss, taskset, kill
+  iputils-ping                      # pre-flight check of every link and route
   openssl ca-certificates curl      # certificates, HTTPS checks
   bpftrace bpftool                  # eBPF tracing (sslsniff suite), sockmap evidence
   chromium                          # headless check of the trend dashboard

@@ -12,8 +12,27 @@ import re
 import signal
 import sys
 import threading
+from pathlib import Path
+from typing import Any
 
-from utest.fake_vpp import FakeVpp
+from libraries.testbed.topology import VppInstall
+from utest.fake_vpp import FIXTURE_API_DIR, FakeVpp
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def fake_vpp_install(node: Any, directory: Path, fail: str | None = None) -> VppInstall:
+    """A VPP install whose ``bin`` runs this daemon (``fail``: exit at start-up with that
+    text), with its API and CLI sockets in ``node``'s work directory."""
+    script = directory / "vpp"
+    env = f"FAKE_VPP_EXIT={fail!r} " if fail else ""
+    script.write_text(f"#!/bin/sh\n{env}PYTHONPATH={REPO} exec {sys.executable} "
+                      f"-m utest.fake_vpp_daemon \"$@\"\n")
+    script.chmod(0o755)
+    return VppInstall(bin=str(script), vppctl="/bin/false", api_dir=FIXTURE_API_DIR,
+                      api_socket=f"{node.workdir}/api.sock",
+                      cli_socket=f"{node.workdir}/cli.sock",
+                      plugins="/nonexistent/plugins")
 
 
 def main(argv: list[str]) -> int:

@@ -68,7 +68,7 @@ class LocalNode:
                                result.stderr)
         return result
 
-    def put(self, text: str, path: str, mode: int = 0o644) -> None:
+    def put(self, text: str, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

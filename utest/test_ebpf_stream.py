@@ -1,7 +1,9 @@
 """Unit tests of libraries.tools.ebpf_stream on outputs captured from real runs on this machine.
 
-Fixtures (utest/fixtures/ebpf_stream/): ``nginx -V`` of the Debian nginx and of an nginx
-1.24.0 built with mrpre/nginx-stream-ebpf-module; the eBPF nginx's error logs (engaged; an
+Fixtures (utest/fixtures/ebpf_stream/): ``nginx -V`` of an nginx 1.24.0 built with
+mrpre/nginx-stream-ebpf-module; ``nginx -t`` of the detection config (``stream { ebpf_enable
+on; }``) by that build, by Debian's nginx (with and without its stream module loaded) and for
+a missing binary; the eBPF nginx's error logs (engaged; an
 ``ebpf_enable on`` server after an ``off`` one; workers without ``user root``); and
 ``bpftool -j prog show name stream_verdict`` with one and with two programs loaded.
 """
@@ -29,7 +31,7 @@ from libraries.tools.ebpf_stream import (
     bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
-    ebpf_module_in_version_output,
+    ebpf_module_in_test_output,
     has_ebpf_module,
     mark_engagement,
     read_verdict_stats,
@@ -52,6 +54,10 @@ class FakeNode:
     name: str = "dut"
     workdir: str = "/tmp/fake"
     history: list[tuple[str, bool]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def put(self, text: str, path: str, mode: int = 0o644, sudo: bool = False) -> None:
+        self.files[path] = text
 
     def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
             check: bool = True) -> CommandResult:
@@ -69,41 +75,66 @@ def answer(code: int, out: str) -> Callable[[str], tuple[int, str]]:
     return lambda _command: (code, out)
 
 
-# ---------------------------------------------------------------------------- nginx -V
-def test_ebpf_build_is_detected_from_nginx_v():
-    node = FakeNode([(r"-V", answer(0, fixture("nginx_V_ebpf.txt")))])
+# ---------------------------------------------------------------------------- detection
+def probe_node(code: int, out: str, version_output: str = "") -> FakeNode:
+    return FakeNode([(r"^mkdir", answer(0, "")), (r" -t -c ", answer(code, out)),
+                     (r" -V", answer(0, version_output))])
+
+
+def test_ebpf_build_is_detected_by_nginx_t_of_ebpf_enable():
+    node = probe_node(0, fixture("nginx_t_probe_ebpf.txt"))
     found, reason = has_ebpf_module(node, "/opt/nginx-ebpf/sbin/nginx")
-    assert found
-    assert "nginx/1.24.0" in reason and "--add-module=../nginx-stream-ebpf-module" in reason
-    assert node.history[0][0] == "/opt/nginx-ebpf/sbin/nginx -V 2>&1"
+    assert found, reason
+    assert reason == ("nginx at /opt/nginx-ebpf/sbin/nginx has the stream eBPF module "
+                      "(`nginx -t` accepts `stream { ebpf_enable on; }`)")
+    test = node.history[-1]
+    assert test == ("/opt/nginx-ebpf/sbin/nginx -t -c /tmp/fake/nginx-ebpf-probe/nginx.conf "
+                    "-p /tmp/fake/nginx-ebpf-probe/ 2>&1", True)  # as root, as the proxy runs
+    assert node.files["/tmp/fake/nginx-ebpf-probe/nginx.conf"] == (
+        "error_log /tmp/fake/nginx-ebpf-probe/error.log notice;\n"
+        "pid /tmp/fake/nginx-ebpf-probe/nginx.pid;\nevents {}\nstream { ebpf_enable on; }\n")
 
 
-def test_debian_nginx_has_no_module_and_the_reason_quotes_nginx_v():
-    node = FakeNode([(r"-V", answer(0, fixture("nginx_V_debian.txt")))])
+def test_module_built_with_a_relative_path_is_detected():
+    """The issue's build: --add-module=../module (the module's own config wants a relative
+    path), so nginx -V does not name the module; nginx -t still accepts ebpf_enable."""
+    version = fixture("nginx_V_ebpf.txt").replace("../nginx-stream-ebpf-module", "../module")
+    node = probe_node(0, fixture("nginx_t_probe_ebpf.txt"), version)
+    assert has_ebpf_module(node, "/usr/local/nginx/sbin/nginx")[0]
+
+
+def test_debian_nginx_has_no_module_and_the_reason_quotes_nginx():
+    node = probe_node(1, fixture("nginx_t_probe_debian.txt"))
     found, reason = has_ebpf_module(node, "/usr/sbin/nginx")
     assert not found
-    assert reason.startswith("nginx at /usr/sbin/nginx has no stream eBPF module (nginx -V: "
-                             "nginx/1.22.1; configure arguments: --with-cc-opt=")
+    assert reason.startswith("nginx at /usr/sbin/nginx has no stream eBPF module (no built-in "
+                             "stream module, which the module needs): `nginx -t` says "
+                             "'unknown directive \"stream\" in ")
+
+
+def test_nginx_with_stream_but_without_the_module_is_told_apart():
+    found, reason = ebpf_module_in_test_output(
+        1, fixture("nginx_t_probe_debian_stream_loaded.txt"), "/usr/sbin/nginx", "dut")
+    assert not found
+    assert reason.startswith("nginx at /usr/sbin/nginx has no stream eBPF module: `nginx -t` "
+                             "says 'unknown directive \"ebpf_enable\" in ")
 
 
 def test_missing_binary_says_so():
-    node = FakeNode([(r"-V", answer(127, "sh: 1: /opt/nginx-ebpf/sbin/nginx: not found\n"))])
-    found, reason = has_ebpf_module(node, "/opt/nginx-ebpf/sbin/nginx")
+    node = probe_node(127, fixture("nginx_t_probe_missing.txt"))
+    found, reason = has_ebpf_module(node, "/opt/nginx-ebpf/sbin/nginx-missing")
     assert not found
-    assert reason.startswith("nginx binary missing on dut: /opt/nginx-ebpf/sbin/nginx")
+    assert reason.startswith("nginx binary missing on dut: /opt/nginx-ebpf/sbin/nginx-missing")
     assert "not found" in reason
 
 
-def test_module_without_builtin_stream_is_refused():
-    text = fixture("nginx_V_debian.txt").rstrip() + " --add-module=/src/nginx-stream-ebpf-module\n"
-    found, reason = ebpf_module_in_version_output(text, "/usr/local/sbin/nginx")
-    assert not found
-    assert "no built-in stream module (--with-stream)" in reason
-
-
-def test_garbage_instead_of_nginx_v_raises():
-    with pytest.raises(ParseError, match="no 'nginx version:' line"):
-        ebpf_module_in_version_output("Segmentation fault", "/x/nginx")
+def test_other_nginx_t_failures_are_errors_not_skips():
+    text = ('nginx: [alert] could not open error log file: open() "/x/error.log" failed '
+            "(13: Permission denied)\n")
+    with pytest.raises(HostStackError, match=r"exited 1 without telling.*Permission denied"):
+        ebpf_module_in_test_output(1, text, "/opt/nginx-ebpf/sbin/nginx", "dut")
+    with pytest.raises(HostStackError, match="Segmentation fault"):
+        ebpf_module_in_test_output(139, "Segmentation fault", "/x/nginx", "dut")
 
 
 # ---------------------------------------------------------------------------- error log

@@ -121,12 +121,28 @@ def processes_in_group(node: LocalNode, group: int) -> list[str]:
     return [line for line in listing if line.split()[0] == str(group)]
 
 
-def test_binaries_are_told_apart():
-    node = LocalNode(workdir="/tmp")
+def test_binaries_are_told_apart(tmp_path: Path):
+    node = LocalNode(workdir=str(tmp_path))
     assert has_ebpf_module(node, NGINX_EBPF)[0]
     if Path("/usr/sbin/nginx").exists():
         found, reason = has_ebpf_module(node, "/usr/sbin/nginx")
         assert not found and "has no stream eBPF module" in reason
+
+
+def test_build_whose_nginx_v_does_not_name_the_module_is_detected(tmp_path: Path):
+    """The issue's build, configured with --add-module=../module: the real eBPF nginx behind a
+    wrapper whose ``-V`` shows that path."""
+    wrapper = tmp_path / "nginx"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -V ]; then {NGINX_EBPF} -V 2>&1 | '
+        "sed 's#--add-module=[^ ]*#--add-module=../module#'; exit 0; fi\n"
+        f'exec {NGINX_EBPF} "$@"\n')
+    wrapper.chmod(0o755)
+    node = LocalNode(workdir=str(tmp_path))
+    assert "--add-module=../module" in node.run(f"{wrapper} -V").stdout
+    found, reason = has_ebpf_module(node, str(wrapper))
+    assert found, reason
 
 
 def test_ebpf_proxy_engages_and_leaves_nothing_behind(loopback: Loopback, tmp_path: Path):

@@ -39,7 +39,12 @@ from libraries.tools.sslsniff import (
     check_attachment,
     parse_sslsniff_output,
 )
-from libraries.tools.sslsniff_run import bcc_command, detect_kernel_tracer, uprobe_leftovers
+from libraries.tools.sslsniff_run import (
+    TracerFootprint,
+    bcc_command,
+    detect_kernel_tracer,
+    uprobe_leftovers,
+)
 from libraries.tools.wrk_output import parse_wrk_output
 from utest.localnode import LocalNode
 
@@ -376,6 +381,28 @@ def test_leftovers_include_loaded_sslsniff_programs_and_tracefs_events():
         "bpftool prog 7: kprobe SSL_write still loaded",
         f"tracefs uprobe_events: p:uprobes/p_ssl_0 {DEFAULT_LIBSSL}:0x35a40",
     ]
+
+
+def test_with_a_footprint_only_the_tracers_own_probes_are_leftovers():
+    """The machine is shared: another run's sslsniff (bcc/libbpf-tools names its programs
+    probe_SSL_*) and its tracefs events are not this tracer's leftovers."""
+    listing = json.loads((FIXTURES / "bpftool_perf_attached.json").read_text())
+    ours = frozenset({listing[0]["prog_id"]})
+    progs = json.dumps([{"id": listing[0]["prog_id"], "type": "kprobe", "name": "SSL_write"},
+                        {"id": 1084, "type": "kprobe", "name": "probe_SSL_write_exit"}])
+    other_event = f"p:uprobes/p_other {DEFAULT_LIBSSL}:0x35a40"
+    node = FakeNode({"perf show": json.dumps(listing), "link show": "[]", "prog show": progs,
+                     "uprobe_events": other_event + "\n"})
+    footprint = TracerFootprint(programs=ours, events_before=frozenset({other_event}))
+    first = listing[0]
+    assert uprobe_leftovers(node, settle=0, footprint=footprint) == [
+        f"bpftool perf: pid {first['pid']} fd {first['fd']} prog {first['prog_id']} "
+        f"{first['fd_type']} {DEFAULT_LIBSSL}+{first['offset']}",
+        f"bpftool prog {first['prog_id']}: kprobe SSL_write still loaded",
+    ]
+    everything = uprobe_leftovers(node, settle=0)  # without a footprint: everything counts
+    assert "bpftool prog 1084: kprobe probe_SSL_write_exit still loaded" in everything
+    assert f"tracefs uprobe_events: {other_event}" in everything
 
 
 # ---------------------------------------------------------------------------- bpftime

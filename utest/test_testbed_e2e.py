@@ -17,9 +17,17 @@ import pytest
 
 from libraries.results.versions import tool_version
 from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
-from libraries.testbed.netns import STATE_ROOT, LocalTestbed, make_prefix, sweep_stale
+from libraries.testbed.netns import (
+    STATE_ROOT,
+    LocalTestbed,
+    make_prefix,
+    sweep_stale,
+    teardown_prefix,
+)
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology import load_topology, parse_topology
+
+REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.e2e,
@@ -129,8 +137,10 @@ def test_timeout_raises_with_partial_output_and_kills_the_command(testbed):
 def test_topology_values_cannot_inject_commands(testbed, tmp_path):
     node = testbed.node("tg")
     marker = f"/tmp/hoststack-injected-{os.getpid()}"
-    with pytest.raises(ToolMissing, match="does not answer"):
+    with pytest.raises(ToolMissing, match="not found"):
         tool_version(node, "nginx", f"nginx; touch {marker}")
+    with pytest.raises(ToolMissing, match="does not answer"):
+        tool_version(node, "nginx", f"/usr/sbin/nginx; touch {marker}")
     node.put("payload", f"{node.workdir}/odd name; touch {marker}")
     assert not Path(marker).exists()
 
@@ -199,6 +209,48 @@ def test_cli_up_status_down_leaves_nothing(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert down.returncode == 0, down.stderr
     assert _leftovers(prefix) == []
+
+
+_SLOW_INIT = """
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the CLI's orphans come to us, as to init
+subprocess.run([sys.executable, "-m", "libraries.testbed", "up", "2node"], check=True,
+               stdout=subprocess.DEVNULL)
+print("up", flush=True)
+sys.stdin.readline()
+time.sleep(3.0)  # a busy init reaps late (the CLI alone takes ~1 s to start)
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+"""
+
+
+def test_cli_down_returns_only_once_its_sshd_processes_are_gone():
+    """The issue's `down` returned while its sshd processes were still exiting: the sshds of
+    a CLI testbed are orphans (the `up` process exited), reaped by init whenever it gets to
+    it. `down` must not return before they are gone from the process table."""
+    reaper = subprocess.Popen([os.sys.executable, "-c", _SLOW_INIT], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    prefix = make_prefix("2node", "cli")
+    try:
+        assert reaper.stdout.readline().strip() == "up"
+        pids = [int(pid) for ns in (f"{prefix}-tg", f"{prefix}-dut") for pid in
+                subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
+                               check=True).stdout.split()]
+        assert len(pids) == 2  # one sshd per node
+        reaper.stdin.write("go\n")
+        reaper.stdin.flush()
+        down = subprocess.run([os.sys.executable, "-m", "libraries.testbed", "down", "2node"],
+                              capture_output=True, text=True, timeout=60, cwd=REPO)
+        assert down.returncode == 0, down.stderr
+        assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+        assert _leftovers(prefix) == []
+    finally:
+        reaper.stdin.close()
+        reaper.wait(timeout=30)
+        teardown_prefix(prefix)
 
 
 def test_put_files_writes_several_files_with_their_modes_in_one_command(testbed):

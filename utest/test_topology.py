@@ -136,3 +136,39 @@ def test_unknown_role_query_names_roles_present():
     topology = load_topology("2node")
     with pytest.raises(TopologyError, match=r"no node or role 'client'"):
         topology.resolve_node("client")
+
+
+def _lab() -> dict:
+    return yaml.safe_load((TOPOLOGY_DIR / "examples" / "lab-3node.yaml").read_text())
+
+
+def test_a_lab_may_not_change_mtus_or_addresses_unless_it_says_so():
+    data = _lab()
+    del data["may_change"]
+    lab = parse_topology(data, "lab.yaml")
+    assert not lab.allows_change("mtu") and not lab.allows_change("addresses")
+    data["may_change"] = ["mtu"]
+    lab = parse_topology(data, "lab.yaml")
+    assert lab.allows_change("mtu") and not lab.allows_change("addresses")
+    built = load_topology("3node")  # the library's own testbed
+    assert built.allows_change("mtu") and built.allows_change("addresses")
+    data["may_change"] = ["routes"]
+    with pytest.raises(TopologyError, match=r"lab\.yaml: may_change\.0: Input should be 'mtu' "
+                       r"or 'addresses', got 'routes'"):
+        parse_topology(data, "lab.yaml")
+
+
+def test_known_hosts_files_per_node_first_then_top_level():
+    data = _lab()
+    data["nodes"]["dut"]["known_hosts"] = "dut_known_hosts"
+    lab = parse_topology(data, "lab.yaml")
+    assert lab.known_hosts_files("dut") == ("dut_known_hosts", "topologies/lab-known_hosts")
+    assert lab.known_hosts_files("tg") == ("topologies/lab-known_hosts",)
+
+
+def test_known_hosts_is_refused_on_a_testbed_the_library_builds():
+    data = copy.deepcopy(GOOD)
+    data["known_hosts"] = "x"
+    with pytest.raises(TopologyError, match=r"3node\.yaml: known_hosts: must be absent with "
+                       r"provision: netns"):
+        parse_topology(data, "3node.yaml")

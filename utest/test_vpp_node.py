@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from libraries.testbed.errors import HostStackError, PapiError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import VppInstall
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
 from libraries.vpp.node import start_vpp, stop_vpp, vcl_config
-from utest.fake_vpp import FIXTURE_API_DIR
-
-REPO = Path(__file__).resolve().parent.parent
+from utest.fake_vpp_daemon import fake_vpp_install
 
 pytestmark = [
     pytest.mark.e2e,
@@ -40,20 +36,8 @@ def node():
         testbed.down()
 
 
-def _install(node, tmp_path: Path, fail: str | None = None) -> VppInstall:
-    script = tmp_path / "vpp"
-    env = f"FAKE_VPP_EXIT={fail!r} " if fail else ""
-    script.write_text(f"#!/bin/sh\n{env}PYTHONPATH={REPO} exec {sys.executable} "
-                      f"-m utest.fake_vpp_daemon \"$@\"\n")
-    script.chmod(0o755)
-    return VppInstall(bin=str(script), vppctl="/bin/false", api_dir=FIXTURE_API_DIR,
-                      api_socket=f"{node.workdir}/api.sock",
-                      cli_socket=f"{node.workdir}/cli.sock",
-                      plugins="/nonexistent/plugins")
-
-
 def test_start_configure_and_stop_leave_nothing_behind(node, tmp_path):
-    install = _install(node, tmp_path)
+    install = fake_vpp_install(node, tmp_path)
     instance = start_vpp(node, install, main_core=0)
     try:
         startup = node.get(instance.startup_path)
@@ -76,7 +60,7 @@ def test_start_configure_and_stop_leave_nothing_behind(node, tmp_path):
 
 
 def test_vpp_failing_at_start_up_reports_its_output(node, tmp_path):
-    install = _install(node, tmp_path, fail="vlib_physmem_init: pmalloc error")
+    install = fake_vpp_install(node, tmp_path, fail="vlib_physmem_init: pmalloc error")
     with pytest.raises(HostStackError, match="VPP exited during start-up.*pmalloc error"):
         start_vpp(node, install, timeout=10)
     assert node.processes == ()

@@ -64,7 +64,7 @@ class SslsniffKeywords:
         target = testbed.node(node)
         bpftrace = testbed.topology.nodes[target.name].tools.get("bpftrace", "bpftrace")
         try:
-            self._tracer = detect_kernel_tracer(target, bpftrace)
+            self._tracer = detect_kernel_tracer(target, bpftrace, sudo=True)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
         for note in self._tracer.notes:
@@ -100,7 +100,7 @@ class SslsniffKeywords:
                 result = run()
             finally:
                 seen = stop_sslsniff(dut, running)
-            leftovers = uprobe_leftovers(dut)
+            leftovers = uprobe_leftovers(dut, footprint=running.footprint)
             if leftovers:
                 raise HostStackError(f"{dut.where}: the tracer left probes attached: "
                                      f"{leftovers}")
@@ -153,7 +153,7 @@ class SslsniffKeywords:
         traced_nginx = None
         try:
             # the same server config on other ports and its own prefix
-            config = (dut.get(server.config_path)
+            config = (dut.get(server.config_path, sudo=True)
                       .replace(f"listen {server.ports[0]} ssl", f"listen {BPFTIME_PORT} ssl")
                       .replace(f"127.0.0.1:{server.ports[1]}", f"127.0.0.1:{BPFTIME_PORT + 1}")
                       .replace(server.prefix, f"{server.prefix}-bpftime"))
@@ -161,7 +161,9 @@ class SslsniffKeywords:
             dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
             dut.put(config, f"{prefix}/nginx.conf", sudo=True)
             nginx = spec.tools.get("nginx", "nginx")
-            binary = dut.run(f"command -v {shlex.quote(nginx)}", timeout=10).stdout.strip()
+            binary = dut.which(nginx)
+            if binary is None:
+                raise HostStackError(f"{dut.where}: nginx ({nginx}) not found")
             traced_nginx = dut.start(start_command(setup, binary, f"{prefix}/nginx.conf",
                                                    prefix + "/"), "nginx-bpftime",
                                      env=dict(setup.env), sudo=True)

@@ -112,10 +112,15 @@ class TcpTermKeywords:
     def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:
         """Set ``mtu`` on both ends of the link joining ``node_a`` and ``node_b``; the old
         MTUs come back with ``Restore Link MTUs``. Skips when the nodes share no link
-        (e.g. the 1node loopback testbed)."""
+        (e.g. the 1node loopback testbed) or the topology does not allow MTU changes (a lab
+        without ``may_change: [mtu]``)."""
         testbed = current_testbed()
         a = testbed.topology.resolve_node(node_a)
         b = testbed.topology.resolve_node(node_b)
+        if not testbed.topology.allows_change("mtu"):
+            raise SkipExecution(f"topology {testbed.topology.name} does not allow changing "
+                                "the lab's interface MTUs (add `may_change: [mtu]` to let the "
+                                "test set them and put them back)")
         for link in testbed.topology.links:
             ends = link.ends()
             if {ends[0][0], ends[1][0]} == {a, b}:

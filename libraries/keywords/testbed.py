@@ -159,15 +159,17 @@ class TestbedKeywords:
 
     @keyword("Require Tool On Node")
     def require_tool_on_node(self, node: str, tool: str) -> str:
-        """Return the path of ``tool`` on ``node``; skip the test, with the reason, when the
-        topology declares no such tool or it does not answer there."""
+        """Return the absolute path of ``tool`` on ``node`` (a bare name resolved as the node
+        runs it, sudo's PATH included); skip the test, with the reason, when the topology
+        declares no such tool or it does not answer there."""
         name = self.testbed.topology.resolve_node(node)
         binary = self.testbed.topology.nodes[name].tools.get(tool)
         if binary is None:
             raise SkipExecution(f"{tool} not declared on {name} in topology "
                                 f"{self.testbed.topology.name}")
+        target = self.testbed.nodes[name]
         try:
-            tool_version(self.testbed.nodes[name], tool, binary)
+            tool_version(target, tool, binary)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
-        return binary
+        return target.which(binary) or binary

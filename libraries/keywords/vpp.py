@@ -18,7 +18,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from robot.api import logger
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
@@ -114,6 +114,16 @@ def require_app_on_vpp(node: str, port: int, app: str) -> None:
     vpp.require_app_on_vpp(node, port, app)
 
 
+def _require_address_change(name: str) -> None:
+    """Skip, with the reason, unless the topology lets tests move ``name``'s link addresses
+    from the kernel into VPP (and back): a lab must say ``may_change: [addresses]``."""
+    topology = current_testbed().topology
+    if not topology.allows_change("addresses"):
+        raise SkipExecution(f"topology {topology.name} does not allow moving {name}'s link "
+                            "addresses from the kernel into VPP (add `may_change: [addresses]` "
+                            "to let the test move them and put them back)")
+
+
 @library(scope="SUITE", auto_keywords=False)
 class VppKeywords:
     """Start and stop VPP, configure its host stack through PAPI, launch apps over it."""
@@ -181,8 +191,11 @@ class VppKeywords:
         """Start VPP on ``node`` and lay out its host stack for ``apps`` (e.g. server proxy
         client): the loopback layout when the topology has one node, else the Ethernet
         layout (the node's link interfaces handed to VPP)."""
+        one_node = len(current_testbed().topology.nodes) == 1
+        if not one_node:
+            _require_address_change(current_testbed().topology.resolve_node(node))
         self.start_vpp_on_node(node)
-        if len(current_testbed().topology.nodes) == 1:
+        if one_node:
             self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
         else:
             self.give_node_interfaces_to_vpp(node)
@@ -212,6 +225,7 @@ class VppKeywords:
         on it, admin up. The kernel addresses come back with ``Stop VPP On All Nodes``."""
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
+        _require_address_change(name)
         instance = self._instances[name]
         moved = self._moved.setdefault(name, [])
         for link in testbed.topology.links:

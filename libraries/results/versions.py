@@ -1,7 +1,11 @@
 """Ask a node's tools for their versions, to record them with every result.
 
 Each tool has a version command and a pattern that its answer must match: a tool that does not
-answer (missing binary, crash, unexpected output) is reported with what it printed.
+answer (missing binary, crash, unexpected output) is reported with what it printed. A bare tool
+name is resolved the way the node runs it (:meth:`Node.which`: the login PATH, and sudo's
+secure_path for a sudo user, where /usr/sbin tools such as nginx and bpftool live). The patterns
+accept every answer of the packaged tools (fixtures in ``utest/fixtures/versions/``), e.g.
+bpftool's, which starts with the path it was called by.
 """
 
 from __future__ import annotations
@@ -30,11 +34,20 @@ PROBES: dict[str, VersionProbe] = {
     "wrk2": VersionProbe("-v", r"^wrk (\S+)"),
     "openssl": VersionProbe("version", r"^OpenSSL (\S+)"),
     "bpftrace": VersionProbe("--version", r"^bpftrace v?(\S+)"),
-    "bpftool": VersionProbe("version", r"^bpftool v?(\S+)"),
+    "bpftool": VersionProbe("version", r"^(?:\S*/)?bpftool v?(\S+)"),
     "sslsniff": VersionProbe("-h", r"(usage|Usage)()"),
     "bpftime": VersionProbe("--version", r"bpftime\S*\s+v?(\S+)"),
     "taskset": VersionProbe("--version", r"util-linux (\S+)"),
 }
+
+
+def parse_version(tool: str, output: str) -> str | None:
+    """The version in ``output`` of ``tool``'s version command (``present`` for tools that
+    only print a usage), or None when the output is not that tool's answer."""
+    match = re.search(PROBES[tool].pattern, output, flags=re.M)
+    if match is None:
+        return None
+    return match.group(1) or "present"
 
 
 def tool_version(node: Node, tool: str, binary: str) -> str:
@@ -45,16 +58,21 @@ def tool_version(node: Node, tool: str, binary: str) -> str:
     probe = PROBES.get(tool)
     if probe is None:
         raise ValueError(f"no version probe for tool {tool!r}: known {sorted(PROBES)}")
-    result = node.run(f"{shlex.quote(binary)} {probe.args} 2>&1", timeout=15, check=False,
+    path = node.which(binary)
+    if path is None:
+        where = "PATH" + (" nor in sudo's secure_path" if node.target.sudo else "")
+        raise ToolMissing(f"{node.name}: tool {tool} ({binary}) not found: not in "
+                          f"{node.target.user}'s {where}")
+    result = node.run(f"{shlex.quote(path)} {probe.args} 2>&1", timeout=15, check=False,
                       quiet=True)
-    match = re.search(probe.pattern, result.stdout, flags=re.M)
-    if match is None:
+    version = parse_version(tool, result.stdout)
+    if version is None:
         output = result.stdout.strip()[-300:] or "(no output)"
         raise ToolMissing(
-            f"{node.name}: tool {tool} ({binary}) does not answer `{binary} {probe.args}` "
+            f"{node.name}: tool {tool} ({path}) does not answer `{path} {probe.args}` "
             f"(exit {result.exit_code}): {output}"
         )
-    return match.group(1) or "present"
+    return version
 
 
 def node_versions(node: Node, tools: dict[str, str]) -> dict[str, str]:

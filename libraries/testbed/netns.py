@@ -172,7 +172,7 @@ class LocalTestbed:
         targets = {
             node: SshTarget(host=ip, port=22, user="root",
                             key_file=str(self.rundir / "id_ed25519"),
-                            known_hosts=str(known_hosts))
+                            known_hosts=(str(known_hosts),), system_known_hosts=False)
             for node, ip in mgmt_ips.items()
         }
         for node, ip in mgmt_ips.items():
@@ -300,20 +300,42 @@ def _namespaces_with_prefix(prefix: str) -> list[str]:
     return [name for name in names if name.startswith(prefix + "-")]
 
 
-def _kill_namespace_processes(namespaces: list[str]) -> None:
+def _reaped(pid: int) -> bool:
+    """True once ``pid`` is gone from the process table: a zombie child of ours is reaped here;
+    one whose parent is someone else (init, after the CLI's ``up`` exited) is waited for."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    return not Path(f"/proc/{pid}").exists()
+
+
+def _kill_namespace_processes(namespaces: list[str], reap_timeout: float = 10.0) -> None:
+    """SIGTERM every process in ``namespaces``, SIGKILL what is left after 2 s, and return
+    only once every one of them is gone from the process table (reaped), so that nothing of
+    the testbed is visible after ``down`` returns."""
+    seen: set[int] = set()
     for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
         pids = []
         for ns in namespaces:
             out = _ip("netns", "pids", ns, check=False).stdout
             pids += [int(pid) for pid in out.split()]
+        seen.update(pids)
+        pids = [pid for pid in pids if _pid_alive(pid)]
         if not pids:
-            return
+            break
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and any(_pid_alive(pid) for pid in pids):
             time.sleep(0.02)
+    deadline = time.monotonic() + reap_timeout
+    while not all(_reaped(pid) for pid in seen):
+        if time.monotonic() > deadline:
+            LOG.warning("local testbed: processes %s exited but their parent has not reaped "
+                        "them after %g s", sorted(p for p in seen if not _reaped(p)),
+                        reap_timeout)
+            return
+        time.sleep(0.02)
 
 
 def teardown_prefix(prefix: str) -> None:

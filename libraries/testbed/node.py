@@ -12,18 +12,16 @@ from __future__ import annotations
 import io
 import logging
 import re
-import select
 import shlex
-import socket
 import tarfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import paramiko
 
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
 from libraries.testbed.shell import env_exports
+from libraries.testbed.ssh import collect, open_client
 
 LOG = logging.getLogger(__name__)
 # How long the local side waits past the node-side timeout before giving up on the channel.
@@ -40,7 +38,8 @@ class SshTarget:
     key_file: str | None = None
     password: str | None = None
     sudo: bool = False
-    known_hosts: str | None = None  # a known_hosts file to trust (testbeds we built ourselves)
+    known_hosts: tuple[str, ...] = ()  # known_hosts files to trust (the topology's)
+    system_known_hosts: bool = True  # also trust ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts
     connect_timeout: float = 10.0
 
 
@@ -57,13 +56,15 @@ class CommandResult:
 
 @dataclass
 class Process:
-    """A background process started by :meth:`Node.start` (``pid`` is its process group)."""
+    """A background process started by :meth:`Node.start` (``pid`` is its process group;
+    ``sudo``: started as root through sudo, so signalled and read through sudo too)."""
 
     node: str
     name: str
     command: str
     pid: int
     log_path: str
+    sudo: bool = False
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
 
@@ -81,6 +82,7 @@ class Node:
         self.workdir = workdir
         self._client: paramiko.SSHClient | None = None
         self._processes: list[Process] = []
+        self._which: dict[str, str | None] = {}
 
     # -- connection ------------------------------------------------------------------------
 
@@ -93,34 +95,7 @@ class Node:
         """Open the SSH connection (idempotent) and create the work directory."""
         if self._client is not None:
             return
-        client = paramiko.SSHClient()
-        if self.target.known_hosts:
-            client.load_host_keys(self.target.known_hosts)
-        else:
-            client.load_system_host_keys()
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        key_file = str(Path(self.target.key_file).expanduser()) if self.target.key_file else None
-        try:
-            # TCP_NODELAY: without it every command waits out a delayed ACK (~40 ms here).
-            sock = socket.create_connection((self.target.host, self.target.port),
-                                            timeout=self.target.connect_timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            client.connect(
-                self.target.host,
-                sock=sock,
-                port=self.target.port,
-                username=self.target.user,
-                key_filename=key_file,
-                password=self.target.password,
-                timeout=self.target.connect_timeout,
-                banner_timeout=self.target.connect_timeout,
-                auth_timeout=self.target.connect_timeout,
-                allow_agent=False,
-                look_for_keys=key_file is None and self.target.password is None,
-            )
-        except (OSError, paramiko.SSHException) as error:
-            client.close()
-            raise NodeError(f"{self.where}: cannot connect over SSH: {error}") from None
+        client = open_client(self.target, self.where)
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(15)
@@ -129,17 +104,41 @@ class Node:
         self.run(f"mkdir -p {shlex.quote(self.workdir)}", timeout=10)
 
     def close(self, remove_workdir: bool = False) -> None:
-        """Stop every tracked process, optionally remove the work directory, disconnect."""
+        """Stop every tracked process, optionally remove the work directory (and its parent,
+        ``/tmp/hoststack-<run>``, once empty), disconnect."""
         if self._client is None:
             return
         try:
             self.stop_all()
             if remove_workdir:
-                self.run(f"rm -rf {shlex.quote(self.workdir)}", timeout=20, sudo=True,
-                         check=False)
+                parent = shlex.quote(self.workdir.rstrip("/").rsplit("/", 1)[0] or "/")
+                self.run(f"rm -rf {shlex.quote(self.workdir)} && "
+                         f"{{ rmdir {parent} 2>/dev/null || true; }}", timeout=20,
+                         sudo=self.can_sudo, check=False)
         finally:
             self._client.close()
             self._client = None
+
+    @property
+    def can_sudo(self) -> bool:
+        """True when commands may run as root here (the login user is root, or sudo: true)."""
+        return self.target.user == "root" or self.target.sudo
+
+    def which(self, binary: str) -> str | None:
+        """Absolute path of ``binary`` as this node finds it, or None: a path is taken as it
+        is; a bare name is looked up in the login user's PATH and, for a sudo user, in sudo's
+        (secure_path has /usr/sbin, where nginx and bpftool live; a non-root login PATH has
+        not)."""
+        if "/" in binary:
+            return binary
+        if binary not in self._which:
+            lookup = f"command -v {shlex.quote(binary)}"
+            found = self.run(lookup, timeout=10, check=False, quiet=True).stdout.strip()
+            if not found.startswith("/") and self.target.sudo and self.target.user != "root":
+                found = self.run(lookup, timeout=10, sudo=True, check=False,
+                                 quiet=True).stdout.strip()
+            self._which[binary] = found if found.startswith("/") else None
+        return self._which[binary]
 
     # -- commands --------------------------------------------------------------------------
 
@@ -183,7 +182,7 @@ class Node:
             channel.shutdown_write()
         except (OSError, paramiko.SSHException) as error:
             raise NodeError(f"{self.where}: cannot run {command!r}: {error}") from None
-        out, err, status = self._collect(channel, start + timeout + _BACKSTOP)
+        out, err, status = collect(channel, start + timeout + _BACKSTOP)
         duration = time.monotonic() - start
         stdout = out.decode(errors="replace")
         stderr = err.decode(errors="replace")
@@ -200,33 +199,6 @@ class Node:
         if check and status != 0:
             raise CommandError(self.where, command, status, stdout, stderr)
         return CommandResult(command, status, stdout, stderr, duration)
-
-    @staticmethod
-    def _collect(
-        channel: paramiko.Channel, deadline: float
-    ) -> tuple[bytes, bytes, int | None]:
-        out, err = bytearray(), bytearray()
-        try:
-            while True:
-                while channel.recv_ready():
-                    out += channel.recv(65536)
-                while channel.recv_stderr_ready():
-                    err += channel.recv_stderr(65536)
-                if (
-                    channel.exit_status_ready()
-                    and channel.eof_received
-                    and not channel.recv_ready()
-                    and not channel.recv_stderr_ready()
-                ):
-                    return bytes(out), bytes(err), channel.recv_exit_status()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return bytes(out), bytes(err), None
-                select.select([channel], [], [], min(remaining, 1.0))
-        except (OSError, paramiko.SSHException) as error:
-            raise NodeError(f"lost the SSH channel: {error}") from None
-        finally:
-            channel.close()
 
     def put(self, text: str | bytes, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         """Write ``text`` to ``path`` on the node (parent directories created)."""
@@ -297,22 +269,21 @@ class Node:
             raise NodeError(
                 f"{self.where}: starting {name!r} printed no PID: {result.stdout!r}"
             ) from None
-        process = Process(self.name, name, command, pid, log_path)
+        process = Process(self.name, name, command, pid, log_path, sudo=sudo)
         self._processes.append(process)
         LOG.info("%s: started %s (pid %d): %s", self.name, name, pid, command)
         return process
 
     def is_running(self, process: Process) -> bool:
         """True while the process (group leader) exists and is not a zombie."""
-        result = self.run(
-            f"ps -o stat= -p {process.pid}", timeout=10, check=False, quiet=True
-        )
+        result = self.run(f"ps -o stat= -p {process.pid}", timeout=10, sudo=process.sudo,
+                          check=False, quiet=True)
         state = result.stdout.strip()
         return result.exit_code == 0 and bool(state) and not state.startswith("Z")
 
     def read_log(self, process: Process) -> str:
-        """The process's output so far (stdout and stderr)."""
-        return self.get(process.log_path, check=False)
+        """The process's output so far (stdout and stderr; read as the user who started it)."""
+        return self.get(process.log_path, sudo=process.sudo, check=False)
 
     def stop(self, process: Process, grace: float = 5.0) -> str:
         """Stop the process group: SIGTERM, up to ``grace`` s, then SIGKILL. Returns its log."""
@@ -323,9 +294,16 @@ class Node:
                 f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null; "
                 f"i=0; while {alive} && [ $i -lt {int(grace * 10)} ]; "
                 f"do sleep 0.1; i=$((i+1)); done; "
-                f"if {alive}; then kill -s KILL -- -{pid}; echo killed; fi"
+                f"if {alive}; then kill -s KILL -- -{pid}; echo killed; i=0; "
+                f"while {alive} && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; fi; "
+                f"if {alive}; then echo 'still running after SIGKILL' >&2; exit 1; fi"
             )
-            result = self.run(script, timeout=grace + 10, check=False, quiet=True)
+            result = self.run(script, timeout=grace + 10, sudo=process.sudo, check=False,
+                              quiet=True)
+            if result.exit_code != 0:
+                raise NodeError(f"{self.where}: cannot stop {process.name} (pid {pid}"
+                                f"{', started with sudo' if process.sudo else ''}): "
+                                f"{(result.stderr or result.stdout).strip()[-500:]}")
             process.stopped = True
             how = "SIGKILL after grace" if "killed" in result.stdout else "SIGTERM"
             LOG.info("%s: stopped %s (pid %d) with %s", self.name, process.name, pid, how)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from libraries.testbed.errors import HostStackError, NodeError, TopologyError
 from libraries.testbed.netns import LocalTestbed, list_testbeds, make_prefix, teardown_prefix
 from libraries.testbed.node import Node, SshTarget
+from libraries.testbed.preflight import check_paths
 from libraries.testbed.topology import Topology, load_topology
 
 LOG = logging.getLogger(__name__)
@@ -38,7 +39,8 @@ class Testbed:
 
     @classmethod
     def up(cls, topology: Topology | str, owner: str = "robot") -> Testbed:
-        """Provision (``provision: netns``) and connect to every node.
+        """Provision (``provision: netns``), connect to every node and check the paths between
+        them (:func:`check_paths`: pings across each link and route, from the nodes).
 
         On failure everything built so far is removed before the error propagates.
         """
@@ -59,6 +61,7 @@ class Testbed:
                 node = Node(name, target, f"{workdir_root}/{name}")
                 testbed.nodes[name] = node
                 node.connect()
+            check_paths(topology, testbed.nodes)
         except BaseException:
             testbed.down()
             raise
@@ -93,7 +96,8 @@ def _lab_target(name: str, topology: Topology) -> SshTarget:
     spec = topology.nodes[name]
     assert spec.host is not None  # validated: a lab node has a host
     return SshTarget(host=spec.host, port=spec.port, user=spec.user, key_file=spec.key,
-                     password=spec.password, sudo=spec.sudo)
+                     password=spec.password, sudo=spec.sudo,
+                     known_hosts=topology.known_hosts_files(name))
 
 
 def _cli_up(name: str) -> int:
@@ -108,7 +112,7 @@ def _cli_up(name: str) -> int:
           f"management {info.mgmt_subnet})")
     for node, target in info.targets.items():
         print(f"  {node:8} ns {info.namespaces[node]:16} ssh -i {target.key_file} "
-              f"-o UserKnownHostsFile={target.known_hosts} root@{target.host}")
+              f"-o UserKnownHostsFile={target.known_hosts[0]} root@{target.host}")
     return 0
 
 

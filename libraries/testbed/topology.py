@@ -33,6 +33,8 @@ TOPOLOGY_DIR = Path(__file__).resolve().parents[2] / "topologies"
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,9}$")]
 IfName = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")]
 Role = Literal["tg", "dut", "server"]
+#: lab settings a test may change (and put back) when the topology allows it in ``may_change``
+Setting = Literal["mtu", "addresses"]
 CpuList = list[Annotated[int, Field(ge=0)]]
 KNOWN_TOOLS = (
     "nginx", "nginx_ebpf", "iperf3", "wrk", "wrk2", "sslsniff", "bpftrace", "bpftime",
@@ -81,6 +83,7 @@ class Node(_Strict):
     key: str | None = None
     password: str | None = None
     sudo: bool = False
+    known_hosts: str | None = None
     cpus: dict[str, CpuList] = Field(default_factory=dict)
     tools: dict[str, str] = Field(default_factory=dict)
     optional_tools: list[str] = Field(default_factory=list)
@@ -129,6 +132,8 @@ class Topology(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
     description: str = ""
     provision: Literal["netns"] | None = None
+    known_hosts: str | None = None
+    may_change: list[Setting] | None = None
     nodes: dict[Name, Node] = Field(min_length=1)
     links: list[Link] = Field(default_factory=list)
 
@@ -169,9 +174,31 @@ class Topology(_Strict):
                 )
             if node.key is not None and node.password is not None:
                 raise _PathError(f"nodes.{name}.password", "give either key or password, not both")
+        self._own_keys_when_provisioned()
         return self
 
+    def _own_keys_when_provisioned(self) -> None:
+        if self.provision != "netns":
+            return
+        if self.known_hosts is not None:
+            raise _PathError("known_hosts", _OWN_KEYS)
+        for name, node in self.nodes.items():
+            if node.known_hosts is not None:
+                raise _PathError(f"nodes.{name}.known_hosts", _OWN_KEYS)
+
     # -- queries used by keyword libraries --------------------------------------------------
+
+    def allows_change(self, setting: str) -> bool:
+        """Whether a test may change ``setting`` (``mtu``, ``addresses``) on the nodes and put
+        it back afterwards: as ``may_change`` lists; without it, yes on a testbed the library
+        builds (``provision: netns``) and no on a lab."""
+        if self.may_change is None:
+            return self.provision == "netns"
+        return setting in self.may_change
+
+    def known_hosts_files(self, node: str) -> tuple[str, ...]:
+        """known_hosts files the topology names for ``node`` (its own, then the top-level)."""
+        return tuple(f for f in (self.nodes[node].known_hosts, self.known_hosts) if f)
 
     def node_with_role(self, role: str) -> str:
         """Name of the first node carrying ``role`` (fails naming the roles present)."""
@@ -221,6 +248,9 @@ class Topology(_Strict):
     def cpus_of(self, node: str, purpose: str) -> list[int] | None:
         """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
         return self.nodes[self.resolve_node(node)].cpus.get(purpose)
+
+
+_OWN_KEYS = "must be absent with provision: netns (the testbed trusts its own host keys)"
 
 
 class _PathError(ValueError):

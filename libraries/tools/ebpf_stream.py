@@ -1,9 +1,9 @@
 """nginx stream eBPF (sockmap) module: detect it, and prove that it really spliced connections.
 
 The module (github mrpre/nginx-stream-ebpf-module) is compiled into nginx, so an nginx with
-it is a separate binary (:func:`has_ebpf_module` reads ``nginx -V``). Misconfigured (an
-``ebpf_enable on`` server after an ``off`` one, workers not root) it silently proxies natively,
-so each eBPF trial collects :class:`EngagementEvidence` from two sources:
+it is a separate binary (:func:`has_ebpf_module` asks it to accept ``ebpf_enable on;``).
+Misconfigured (an ``ebpf_enable on`` server after an ``off`` one, workers not root) it
+silently proxies natively, so each eBPF trial collects :class:`EngagementEvidence` from two sources:
 
 - the error log: ``[stream_ebpf]  update sock map index N to client fd X`` (and ``upstream``)
   per spliced connection, logged at ``error`` severity (``error_log ... notice`` shows them and
@@ -52,45 +52,53 @@ LOG = logging.getLogger(__name__)
 EBPF_MAP_SIZE = 100000
 BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 
-_ADD_MODULE = re.compile(r"--add(?:-dynamic)?-module=(\S+)")
-
 
 # ---------------------------------------------------------------------------- the binary
+#: a config only an nginx with the stream eBPF module accepts (``ebpf_enable`` is valid in the
+#: stream block itself, so no server, no listen socket and no port is involved)
+PROBE_CONFIG = """\
+error_log {prefix}/error.log notice;
+pid {prefix}/nginx.pid;
+events {{}}
+stream {{ ebpf_enable on; }}
+"""
+
+
 def has_ebpf_module(node: Node, nginx_binary: str) -> tuple[bool, str]:
-    """Whether ``nginx_binary`` on ``node`` was built with the stream eBPF module.
+    """Whether ``nginx_binary`` on ``node`` has the stream eBPF module, told by what it does:
+    ``nginx -t`` (as root, as the proxy runs) of :data:`PROBE_CONFIG`. The module's own
+    ``config`` wants a relative ``--add-module=`` path, so ``nginx -V`` need not name it.
 
-    Returns ``(True, description)`` or ``(False, reason to skip)``. The module shows in
-    ``nginx -V`` as an ``--add-module=`` path naming it (the repository's directory,
-    ``nginx-stream-ebpf-module``); stream must be compiled in (``--with-stream``), the only
-    way the module links.
+    Returns ``(True, description)`` or ``(False, reason to skip)``; raises HostStackError
+    quoting nginx when the test fails for another reason.
     """
-    result = node.run(f"{shlex.quote(nginx_binary)} -V 2>&1", timeout=15, check=False)
-    output = result.stdout.strip()
-    if result.exit_code != 0 or "nginx version:" not in output:
-        return False, (f"nginx binary missing on {node.name}: {nginx_binary} "
-                       f"(`{nginx_binary} -V` exited {result.exit_code}: {output[-300:]!r})")
-    return ebpf_module_in_version_output(output, nginx_binary)
+    prefix = f"{node.workdir}/nginx-ebpf-probe"
+    # <prefix>/logs: a source build opens its compiled-in error log before reading the config
+    node.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
+    node.put(PROBE_CONFIG.format(prefix=prefix), f"{prefix}/nginx.conf", sudo=True)
+    result = node.run(f"{shlex.quote(nginx_binary)} -t -c {shlex.quote(prefix)}/nginx.conf "
+                      f"-p {shlex.quote(prefix)}/ 2>&1", timeout=20, sudo=True, check=False)
+    return ebpf_module_in_test_output(result.exit_code, result.stdout, nginx_binary, node.name)
 
 
-def ebpf_module_in_version_output(output: str, nginx_binary: str) -> tuple[bool, str]:
-    """The decision of :func:`has_ebpf_module` for an ``nginx -V`` text already read."""
-    version = re.search(r"nginx version: (\S+)", output)
-    arguments = re.search(r"^configure arguments:(.*)$", output, flags=re.M)
-    if version is None:
-        raise ParseError(f"`{nginx_binary} -V`", "no 'nginx version:' line", output)
-    summary = f"{version.group(1)}; configure arguments:" + (
-        arguments.group(1)[:400] if arguments else " (none)"
-    )
-    modules = _ADD_MODULE.findall(arguments.group(1)) if arguments else []
-    ebpf = [m for m in modules if "ebpf" in m.rsplit("/", 1)[-1].lower()]
-    if not ebpf:
-        return False, (f"nginx at {nginx_binary} has no stream eBPF module (nginx -V: "
-                       f"{summary})")
-    if not re.search(r"--with-stream(\s|$)", arguments.group(1) if arguments else ""):
-        return False, (f"nginx at {nginx_binary} names the eBPF module but has no built-in "
-                       f"stream module (--with-stream) (nginx -V: {summary})")
-    return True, (f"nginx at {nginx_binary} ({version.group(1)}) has the stream eBPF module "
-                  f"(--add-module={ebpf[0]})")
+def ebpf_module_in_test_output(exit_code: int, output: str, nginx_binary: str,
+                               node: str) -> tuple[bool, str]:
+    """The decision of :func:`has_ebpf_module` for the ``nginx -t`` answer already read."""
+    text = output.strip()
+    if exit_code == 0 and "test is successful" in text:
+        return True, (f"nginx at {nginx_binary} has the stream eBPF module (`nginx -t` "
+                      "accepts `stream { ebpf_enable on; }`)")
+    unknown = re.search(r'unknown directive "(ebpf_enable|stream)".*', text)
+    if unknown is not None:
+        lacks = ("stream eBPF module" if unknown.group(1) == "ebpf_enable" else
+                 "stream eBPF module (no built-in stream module, which the module needs)")
+        return False, (f"nginx at {nginx_binary} has no {lacks}: `nginx -t` says "
+                       f"{unknown.group(0)!r}")
+    if exit_code in (126, 127):
+        return False, f"nginx binary missing on {node}: {nginx_binary} ({text[-300:]!r})"
+    raise HostStackError(f"{node}: `{nginx_binary} -t` of a stream block with `ebpf_enable on;` "
+                         f"exited {exit_code} without telling whether the eBPF module is "
+                         f"there: {text[-600:]!r}")
 
 
 def check_ebpf_config(params: StreamProxyParams) -> None:

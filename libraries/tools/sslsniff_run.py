@@ -56,16 +56,29 @@ class KernelTracer:
     notes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class TracerFootprint:
+    """What one tracer put into the kernel, so that its leftovers are judged for it alone on a
+    machine other runs share: ``programs`` (ids of the BPF programs behind its uprobes, from
+    ``bpftool perf show``) and ``events_before`` (tracefs uprobe events that existed before it
+    started)."""
+
+    programs: frozenset[int] = frozenset()
+    events_before: frozenset[str] = frozenset()
+
+
 @dataclass
 class RunningTracer:
     """A started tracer: ``process`` (node process handle), ``tracer``, ``command``,
-    ``library`` probed, ``params`` (bpftrace script parameters)."""
+    ``library`` probed, ``params`` (bpftrace script parameters), ``footprint`` (filled once
+    attached)."""
 
     process: Any
     tracer: KernelTracer
     command: str
     library: str
     params: SslsniffParams
+    footprint: TracerFootprint = TracerFootprint()
 
 
 _PROBE_SCRIPT = """
@@ -79,12 +92,14 @@ echo "uid=$(id -u)"
 """
 
 
-def detect_kernel_tracer(node: Any, bpftrace: str = "bpftrace") -> KernelTracer:
+def detect_kernel_tracer(node: Any, bpftrace: str = "bpftrace",
+                         sudo: bool = False) -> KernelTracer:
     """Which kernel sslsniff can run on ``node``: bcc's when it can compile (kernel headers
     present), else bpftrace. Raises :class:`ToolMissing` naming what is absent when neither
-    can run (the suite skips with that message)."""
+    can run (the suite skips with that message). ``sudo``: look the tools up as the tracer
+    will run, through sudo (whose PATH has /usr/sbin, where bpftool lives)."""
     script = _PROBE_SCRIPT.format(bcc_names=" ".join(BCC_NAMES), bpftrace=shlex.quote(bpftrace))
-    out = node.run(script, timeout=20, check=False).stdout
+    out = node.run(script, timeout=20, check=False, sudo=sudo).stdout
     facts: dict[str, list[str]] = {}
     for line in out.splitlines():
         key, sep, value = line.partition("=")
@@ -147,6 +162,7 @@ def start_sslsniff(
     ``attach_timeout`` seconds (the tracer is stopped then).
     """
     mount_tracing(node)
+    events_before = frozenset(_uprobe_events(node, sudo=True))
     all_env = {**params.env, **(env or {})}
     if tracer.kind == "bpftrace":
         script_path = f"{node.workdir}/{name}.bt"
@@ -157,7 +173,8 @@ def start_sslsniff(
         all_env["PYTHONUNBUFFERED"] = "1"  # SIGTERM must not lose buffered event lines
     extra = {"sudo": True} if sudo else {}
     process = node.start(command, name=name, env=all_env or None, cpus=cpus, **extra)
-    running = RunningTracer(process, tracer, command, params.library, params)
+    running = RunningTracer(process, tracer, command, params.library, params,
+                            TracerFootprint(events_before=events_before))
     try:
         wait_attached(node, running, attach_timeout)
     except BaseException:
@@ -168,14 +185,17 @@ def start_sslsniff(
     return running
 
 
-def _alive(node: Any, pid: int) -> bool:
-    result = node.run(f"ps -o stat= -p {int(pid)}", timeout=10, check=False)
+def _alive(node: Any, process: _Process) -> bool:
+    result = node.run(f"ps -o stat= -p {int(process.pid)}", timeout=10, check=False,
+                      sudo=getattr(process, "sudo", False))
     state = result.stdout.strip()
     return result.exit_code == 0 and bool(state) and not state.startswith("Z")
 
 
 def _log(node: Any, process: _Process) -> str:
-    return node.run(f"cat {shlex.quote(process.log_path)}", timeout=20, check=False).stdout
+    """The tracer's output so far, read as the user who started it (root through sudo)."""
+    return node.run(f"cat {shlex.quote(process.log_path)}", timeout=20, check=False,
+                    sudo=getattr(process, "sudo", False)).stdout
 
 
 def group_pids(node: Any, pgid: int) -> set[int]:
@@ -213,8 +233,11 @@ def wait_attached(node: Any, running: RunningTracer, timeout: float = 30.0) -> i
                 probes = perf_uprobes(node, running.library, sudo=True)
                 seen = [e for e in probes if e.get("pid") in group]
                 if len(seen) >= UPROBE_COUNT:
+                    running.footprint = TracerFootprint(
+                        frozenset(int(e["prog_id"]) for e in seen if "prog_id" in e),
+                        running.footprint.events_before)
                     return len(seen)
-        if not _alive(node, process.pid):
+        if not _alive(node, process):
             raise TracerError(
                 f"{node.name}: {running.tracer.kind} sslsniff exited before attaching to "
                 f"{running.library}; its output:\n    {log.strip()[-2000:] or '(empty)'}"
@@ -246,45 +269,57 @@ def stop_sslsniff(node: Any, running: RunningTracer, grace: float = 15.0) -> Ssl
 
 
 def uprobe_leftovers(node: Any, library: str = DEFAULT_LIBSSL, sudo: bool = True,
-                     settle: float = 5.0) -> list[str]:
+                     settle: float = 5.0, footprint: TracerFootprint | None = None) -> list[str]:
     """Probes still attached to ``library`` or still loaded after the tracers stopped.
 
     Looks at ``bpftool perf show`` (perf-event uprobes of any process), ``bpftool link
     show`` (uprobe links), ``bpftool prog show`` (sslsniff probe programs still loaded) and
-    tracefs ``uprobe_events`` (mounting tracefs if needed). The kernel frees a dead tracer's
-    programs asynchronously, so the check is repeated for up to ``settle`` seconds until clean.
-    Returns one line per leftover; an empty list means clean.
+    tracefs ``uprobe_events`` (mounting tracefs if needed). With a tracer's ``footprint`` only
+    what that tracer loaded counts (its programs, tracefs events that were not there before
+    it), so another run's tracer on the same machine is not taken for a leftover. The kernel
+    frees a dead tracer's programs asynchronously, so the check is repeated for up to
+    ``settle`` seconds until clean. Returns one line per leftover; an empty list means clean.
     """
     mount_tracing(node, sudo=sudo)
     deadline = time.monotonic() + settle
     while True:
-        leftovers = _leftovers_now(node, library, sudo)
+        leftovers = _leftovers_now(node, library, sudo, footprint)
         if not leftovers or time.monotonic() >= deadline:
             return leftovers
         time.sleep(0.2)
 
 
-def _leftovers_now(node: Any, library: str, sudo: bool) -> list[str]:
+def _uprobe_events(node: Any, sudo: bool) -> list[str]:
+    text = node.run(f"cat {TRACEFS}/uprobe_events", timeout=10, sudo=sudo).stdout
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _leftovers_now(node: Any, library: str, sudo: bool,
+                   footprint: TracerFootprint | None) -> list[str]:
+    def ours(prog_id: Any) -> bool:
+        return footprint is None or prog_id in footprint.programs
+
     leftovers = [
         f"bpftool perf: pid {e.get('pid')} fd {e.get('fd')} prog {e.get('prog_id')} "
         f"{e.get('fd_type')} {e.get('filename')}+{e.get('offset')}"
-        for e in perf_uprobes(node, library, sudo=sudo)
+        for e in perf_uprobes(node, library, sudo=sudo) if ours(e.get("prog_id"))
     ]
     links = json.loads(node.run("bpftool -j link show", timeout=20, sudo=sudo).stdout or "[]")
     leftovers += [
         f"bpftool link {link.get('id')}: {link.get('type')} prog {link.get('prog_id')}"
-        for link in links if "uprobe" in json.dumps(link)
+        for link in links if "uprobe" in json.dumps(link) and ours(link.get("prog_id"))
     ]
     progs = json.loads(node.run("bpftool -j prog show", timeout=20, sudo=sudo).stdout or "[]")
     leftovers += [
         f"bpftool prog {prog.get('id')}: {prog.get('type')} {prog.get('name')} still loaded"
-        for prog in progs if PROG_NAMES.match(str(prog.get("name", "")))
+        for prog in progs if PROG_NAMES.match(str(prog.get("name", ""))) and ours(prog.get("id"))
     ]
     try:
-        events = node.run(f"cat {TRACEFS}/uprobe_events", timeout=10, sudo=sudo).stdout
+        events = _uprobe_events(node, sudo)
     except CommandError as error:
         leftovers.append(f"cannot read {TRACEFS}/uprobe_events: {error}")
     else:
-        leftovers += [f"tracefs uprobe_events: {line}" for line in events.splitlines()
-                      if line.strip() and library in line]
+        before = footprint.events_before if footprint else frozenset()
+        leftovers += [f"tracefs uprobe_events: {line}" for line in events
+                      if library in line and line not in before]
     return leftovers

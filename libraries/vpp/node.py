@@ -19,6 +19,7 @@ from pathlib import Path
 
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.node import Node, Process
+from libraries.testbed.ssh import trusted_known_hosts
 from libraries.testbed.topology import VppInstall
 from libraries.vpp.config import VclParams, VppStartupParams
 from libraries.vpp.hoststack import HostStack
@@ -68,9 +69,10 @@ def _forward_socket(node: Node, remote: str, local: str) -> subprocess.Popen:
         "-i", str(Path(target.key_file).expanduser()), "-p", str(target.port),
         "-L", f"{local}:{remote}",
     ]
-    if target.known_hosts:
-        command += ["-o", f"UserKnownHostsFile={target.known_hosts}",
-                    "-o", "StrictHostKeyChecking=yes"]
+    known = trusted_known_hosts(target, node.where)
+    if known:
+        command += ["-o", f"UserKnownHostsFile={' '.join(known)}"]
+    command += ["-o", "StrictHostKeyChecking=yes"]
     command.append(f"{target.user}@{target.host}")
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -126,6 +128,11 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
                 raise HostStackError(f"{node.where}: VPP created no API socket "
                                      f"{install.api_socket} in {timeout:g} s")
             time.sleep(0.2)
+        if node.target.user != "root":
+            # VPP runs as root: its API socket is root's, and the SSH forward opens it as the
+            # login user (a sudo lab); hand this run's socket to that user.
+            node.run(f"chown {shlex.quote(node.target.user)} {shlex.quote(install.api_socket)}",
+                     timeout=10, sudo=True)
         papi, forward = _connect_papi(node, install, Path(local_dir.name), deadline)
     except (HostStackError, NodeError):
         node.stop(process, grace=2)

@@ -1,0 +1,138 @@
+"""Opening the SSH connection to a node: which host keys are trusted, and errors that say who
+tried to log in where, with what.
+
+Host keys are trusted from the runner's ``~/.ssh/known_hosts``, the system-wide
+``/etc/ssh/ssh_known_hosts`` (as OpenSSH does) and the known_hosts files a topology names
+(``known_hosts:`` top level or per node). A testbed the library built itself trusts only its
+own file. Unknown hosts are refused, naming the files consulted and the key offered.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import select
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import paramiko
+
+from libraries.testbed.errors import NodeError
+
+if TYPE_CHECKING:
+    from libraries.testbed.node import SshTarget
+
+#: what OpenSSH trusts by default: the user's file, then the system-wide one
+SYSTEM_KNOWN_HOSTS = ("~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts")
+
+
+class UnknownHostKey(paramiko.SSHException):
+    """The host offered a key that no trusted known_hosts file lists."""
+
+
+class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
+    def __init__(self, files: list[str]):
+        self.files = files
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                         key: paramiko.PKey) -> None:
+        digest = base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+        consulted = ", ".join(self.files) or "none (no known_hosts file exists)"
+        raise UnknownHostKey(
+            f"host key {key.get_name()} SHA256:{digest} of {hostname} is not in any trusted "
+            f"known_hosts file (consulted: {consulted}); unknown hosts are refused: add it "
+            f"(ssh-keyscan) to one of them or name the lab's file in the topology "
+            f"(known_hosts:)")
+
+
+def trusted_known_hosts(target: SshTarget, where: str) -> list[str]:
+    """The known_hosts files trusted for ``target``: the system ones that exist, and every file
+    the topology names (which must exist)."""
+    files = []
+    if target.system_known_hosts:
+        files += [str(Path(f).expanduser()) for f in SYSTEM_KNOWN_HOSTS
+                  if Path(f).expanduser().is_file()]
+    for name in target.known_hosts:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise NodeError(f"{where}: known_hosts file {name} (named by the topology) does "
+                            "not exist or is not a file")
+        files.append(str(path))
+    return files
+
+
+def _credentials(target: SshTarget, key_file: str | None) -> str:
+    if key_file:
+        return f"key {key_file}"
+    if target.password is not None:
+        return "a password"
+    return "the runner's default keys (~/.ssh/id_*)"
+
+
+def open_client(target: SshTarget, where: str) -> paramiko.SSHClient:
+    """A connected, authenticated paramiko client for ``target`` (``where`` names the node in
+    errors). Raises :class:`NodeError` naming user, host:port and key on every failure."""
+    files = trusted_known_hosts(target, where)
+    client = paramiko.SSHClient()
+    for path in files:
+        client.load_system_host_keys(path)
+    client.set_missing_host_key_policy(_RefuseUnknownHost(files))
+    key_file = str(Path(target.key_file).expanduser()) if target.key_file else None
+    try:
+        # TCP_NODELAY: without it every command waits out a delayed ACK (~40 ms here).
+        sock = socket.create_connection((target.host, target.port),
+                                        timeout=target.connect_timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        client.connect(
+            target.host,
+            sock=sock,
+            port=target.port,
+            username=target.user,
+            key_filename=key_file,
+            password=target.password,
+            timeout=target.connect_timeout,
+            banner_timeout=target.connect_timeout,
+            auth_timeout=target.connect_timeout,
+            allow_agent=False,
+            look_for_keys=key_file is None and target.password is None,
+        )
+    except paramiko.AuthenticationException as error:
+        client.close()
+        raise NodeError(
+            f"{where}: cannot log in as {target.user!r} with {_credentials(target, key_file)}: "
+            f"{error} Expected: the key's public half in {target.user}'s authorized_keys on "
+            f"{target.host}, and an unlocked account (`passwd -S {target.user}` there must "
+            "not say L)") from None
+    except (OSError, paramiko.SSHException) as error:
+        client.close()
+        raise NodeError(f"{where}: cannot connect over SSH as {target.user!r}: {error}") from None
+    return client
+
+
+def collect(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, int | None]:
+    """Read a command's stdout and stderr until it exits (or ``deadline``: exit status None);
+    closes the channel."""
+    out, err = bytearray(), bytearray()
+    try:
+        while True:
+            while channel.recv_ready():
+                out += channel.recv(65536)
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(65536)
+            if (
+                channel.exit_status_ready()
+                and channel.eof_received
+                and not channel.recv_ready()
+                and not channel.recv_stderr_ready()
+            ):
+                return bytes(out), bytes(err), channel.recv_exit_status()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return bytes(out), bytes(err), None
+            select.select([channel], [], [], min(remaining, 1.0))
+    except (OSError, paramiko.SSHException) as error:
+        raise NodeError(f"lost the SSH channel: {error}") from None
+    finally:
+        channel.close()
