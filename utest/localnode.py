@@ -7,6 +7,7 @@ can run the real wrk / iperf3 / nginx through the same runner code a suite uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -75,7 +76,7 @@ class LocalNode:
         target.chmod(mode)
 
     def start(self, command: str, name: str, env: dict[str, str] | None = None,
-              cpus: list[int] | None = None) -> LocalProcess:
+              cpus: list[int] | None = None, sudo: bool = False) -> LocalProcess:
         log_path = os.path.join(self.workdir, f"{name}.log")
         if cpus:
             command = f"taskset -c {','.join(map(str, cpus))} {command}"
@@ -89,16 +90,39 @@ class LocalNode:
         return LocalProcess(name, command, popen, log_path)
 
     def stop(self, process: LocalProcess, grace: float = 5.0) -> str:
-        if process.popen.poll() is None:
+        """Stop the process group as ``Node.stop`` does: SIGTERM, up to ``grace`` s, then
+        SIGKILL; members outliving the leader (reparented children) are stopped too."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.popen.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.popen.wait()
+                os.killpg(process.pid, sig)
             except ProcessLookupError:
-                pass
+                break
+            deadline = time.monotonic() + grace
+            while self._group_alive(process.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not self._group_alive(process.pid):
+                break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.popen.wait(timeout=grace)
         return Path(process.log_path).read_text(errors="replace")
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        """A non-zombie process is left in group ``pgid``."""
+        listing = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True,
+                                 check=True).stdout
+        return any(fields[0] == str(pgid) and not fields[1].startswith("Z")
+                   for fields in (line.split() for line in listing.splitlines()))
+
+    def wait_for_listener(self, port: int, process: LocalProcess, timeout: float = 10.0) -> None:
+        """Wait until something listens on TCP ``port``; fail when ``process`` exits first."""
+        deadline = time.monotonic() + timeout
+        while not subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True,
+                                 text=True, check=True).stdout.strip():
+            if process.popen.poll() is not None or time.monotonic() > deadline:
+                log = Path(process.log_path).read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"{process.name} does not listen on {port}: {log}")
+            time.sleep(0.05)
 
 
 def free_port(low: int = 18000, high: int = 19999) -> int:

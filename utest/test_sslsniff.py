@@ -1,5 +1,5 @@
-"""Unit tests of the sslsniff bpftrace script, its output parser, tracer choice and bpftime
-command builders.
+"""Unit tests of the sslsniff bpftrace script, its output parser and tracer choice (the seed's
+sslsniff program and bpftime: ``test_sslsniff_libbpf.py``, ``test_bpftime.py``).
 
 The parser fixtures in ``fixtures/sslsniff/`` are real bpftrace 0.17 outputs captured on this
 machine while wrk (``-t1 -c10 -d2s``) loaded nginx HTTPS (1 KiB file) on 127.0.0.1; the wrk
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,16 +19,6 @@ import pytest
 
 from libraries.testbed.errors import ParseError, RenderError, ToolMissing
 from libraries.testbed.node import CommandResult
-from libraries.tools.bpftime import (
-    RUNTIME_LOG,
-    SHM_PATH,
-    BpftimeSetup,
-    cleanup_command,
-    detect_bpftime,
-    interrupt_command,
-    load_command,
-    start_command,
-)
 from libraries.tools.sslsniff import (
     DEFAULT_LIBSSL,
     MAX_PIDS,
@@ -403,76 +391,3 @@ def test_with_a_footprint_only_the_tracers_own_probes_are_leftovers():
     everything = uprobe_leftovers(node, settle=0)  # without a footprint: everything counts
     assert "bpftool prog 1084: kprobe probe_SSL_write_exit still loaded" in everything
     assert f"tracefs uprobe_events: {other_event}" in everything
-
-
-# ---------------------------------------------------------------------------- bpftime
-def test_bpftime_commands_use_the_form_that_works():
-    setup = BpftimeSetup(sslsniff="/opt/bpftime/example/sslsniff/sslsniff",
-                         env={"BPFTIME_VM_NAME": "ubpf"})
-    assert load_command(setup) == (
-        '"$HOME"/.bpftime/bpftime load /opt/bpftime/example/sslsniff/sslsniff')
-    start = start_command(setup, "/usr/sbin/nginx", "/tmp/run/n.conf", "/tmp/run/n")
-    assert start == (
-        '"$HOME"/.bpftime/bpftime start /usr/sbin/nginx -c /tmp/run/n.conf -p /tmp/run/n')
-    assert " -- " not in start
-    assert setup.env == {"BPFTIME_VM_NAME": "ubpf"}
-    assert interrupt_command(1234) == "kill -s INT -- -1234"
-
-
-def test_bpftime_paths_with_spaces_are_quoted():
-    setup = BpftimeSetup(binary="/opt/bpf time/bpftime", sslsniff="~/ex amples/sslsniff")
-    assert load_command(setup) == "'/opt/bpf time/bpftime' load \"$HOME\"/'ex amples/sslsniff'"
-
-
-@pytest.mark.parametrize(
-    ("call", "message"),
-    [
-        (lambda: BpftimeSetup(sslsniff="sslsniff"), "sslsniff: expected an absolute"),
-        (lambda: BpftimeSetup(sslsniff="/s", env={"BAD-NAME": "1"}), "NAME=string"),
-        (lambda: BpftimeSetup(sslsniff="/s", env={"A": 1}), "NAME=string"),
-        (lambda: start_command(BpftimeSetup(sslsniff="/s"), "nginx", "/c", "/p"),
-         "absolute nginx binary"),
-        (lambda: interrupt_command(1), "PID > 1"),
-    ],
-)
-def test_bpftime_builders_refuse_bad_values(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
-
-
-def test_bpftime_absent_is_reported_as_tool_missing(tmp_path):
-    node = LocalNode(workdir=str(tmp_path))
-    with pytest.raises(ToolMissing, match=r"bpftime not installed on local: "
-                       r"/nonexistent/bpftime missing"):
-        detect_bpftime(node, BpftimeSetup(binary="/nonexistent/bpftime", sslsniff="/x"))
-
-
-def test_bpftime_present_without_its_sslsniff_program_and_with_it(tmp_path):
-    binary = tmp_path / "bpftime"
-    binary.write_text("#!/bin/sh\necho 'bpftime 0.2.0'\n")
-    binary.chmod(0o755)
-    node = LocalNode(workdir=str(tmp_path))
-    missing = BpftimeSetup(binary=str(binary), sslsniff=str(tmp_path / "sslsniff"))
-    with pytest.raises(ToolMissing, match="bpftime sslsniff program missing on local"):
-        detect_bpftime(node, missing)
-    (tmp_path / "sslsniff").write_text("#!/bin/sh\n")
-    (tmp_path / "sslsniff").chmod(0o755)
-    assert detect_bpftime(node, missing) == "bpftime 0.2.0"
-
-
-def test_bpftime_cleanup_removes_shared_memory_and_runtime_log(tmp_path):
-    if Path(SHM_PATH).exists():
-        pytest.skip(f"{SHM_PATH} exists: a bpftime may be running here; not touching it")
-    log = tmp_path / RUNTIME_LOG
-    log.parent.mkdir()
-    log.write_text("runtime log")
-    Path(SHM_PATH).write_text("maps")
-    try:
-        subprocess.run(["sh", "-c", cleanup_command()], check=True,
-                       env={**os.environ, "HOME": str(tmp_path)})
-    finally:
-        leftover = Path(SHM_PATH).exists()
-        Path(SHM_PATH).unlink(missing_ok=True)
-    assert not leftover and not log.exists()
-    subprocess.run(["sh", "-c", cleanup_command()], check=True,  # idempotent
-                   env={**os.environ, "HOME": str(tmp_path)})

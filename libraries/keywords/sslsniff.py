@@ -1,12 +1,15 @@
-"""Keywords for the sslsniff overhead case (seed 004): nginx HTTPS throughput untraced, with a
-kernel eBPF sslsniff (bcc, or the project's bpftrace script) and with bpftime's userspace
-sslsniff, measured interleaved in one run."""
+"""Keywords for the sslsniff overhead case (seed 004): nginx HTTPS throughput untraced and with
+a tracer, measured interleaved in one run. Tracers: the packaged kernel path (bcc, or the
+project's bpftrace script), and the seed's sslsniff program (bpftime's libbpf example) attached
+by the kernel or run under bpftime."""
 
 from __future__ import annotations
 
 import logging
 import shlex
+import sys
 from collections.abc import Callable
+from typing import Any
 
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
@@ -15,16 +18,17 @@ from robot.libraries.BuiltIn import BuiltIn
 from libraries.keywords import current_testbed, log_folded
 from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
 from libraries.testbed.errors import HostStackError, ToolMissing
-from libraries.tools.bpftime import (
-    BpftimeSetup,
-    cleanup_bpftime,
-    detect_bpftime,
-    load_command,
-    start_command,
-    stop_with_sigint,
-)
+from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
+from libraries.tools.bpftime_run import TracedNginx, run_bpftime_trial, traced_config
 from libraries.tools.nginx_service import NginxHandle, nginx_is_alive
-from libraries.tools.sslsniff import SslsniffParams, check_attachment, parse_sslsniff_output
+from libraries.tools.sslsniff import SslsniffParams, SslsniffResult, check_attachment
+from libraries.tools.sslsniff_libbpf import (
+    SeedSslsniff,
+    detect_seed_sslsniff,
+    nginx_worker,
+    start_kernel_sslsniff,
+    stop_kernel_sslsniff,
+)
 from libraries.tools.sslsniff_run import (
     KernelTracer,
     detect_kernel_tracer,
@@ -47,6 +51,7 @@ class SslsniffKeywords:
 
     def __init__(self) -> None:
         self._tracer: KernelTracer | None = None
+        self._seed: KernelTracer | None = None
 
     @staticmethod
     def _server() -> NginxHandle:
@@ -123,16 +128,77 @@ class SslsniffKeywords:
                         [e["events"] / max(1, e["wrk_requests"]) for e in evidence], "events")
         return measurement
 
+    @keyword("Require Seed Sslsniff On Node")
+    def require_seed_sslsniff_on_node(self, node: str = "dut") -> str:
+        """Check that ``node`` has the seed's sslsniff program (bpftime's libbpf example;
+        topology ``tools.bpftime_sslsniff``) and bpftool; return its version. Skips with the
+        reason where it is not declared or not installed."""
+        testbed = current_testbed()
+        target = testbed.node(node)
+        binary = testbed.topology.nodes[target.name].tools.get("bpftime_sslsniff")
+        if binary is None:
+            raise SkipExecution(f"bpftime_sslsniff not declared on {target.name} in topology "
+                                f"{testbed.topology.name}")
+        try:
+            self._seed = detect_seed_sslsniff(target, binary)
+        except ToolMissing as error:
+            raise SkipExecution(str(error)) from None
+        return self._seed.version
+
+    @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
+    def measure_https_load_with_seed_sslsniff_in_kernel(
+        self, client: str = "tg", path: str = "/1kb", connections: int = 10,
+        trials: int = 3, duration: int = 3, warmup: int = 1,
+    ) -> Measurement:
+        """As the kernel variant, with the seed's sslsniff binary run as root (``sudo
+        ./sslsniff``) and given nginx's worker (``-p``): started before and stopped (SIGINT)
+        after every traced trial; each must count events from nginx only and leave no uprobe.
+        """
+        if self._seed is None:
+            raise HostStackError("call 'Require Seed Sslsniff On Node' first")
+        seed = self._seed
+        server = self._server()
+        dut = current_testbed().nodes[server.node]
+        evidence: list[dict] = []
+
+        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+            pids = sorted(group_pids(dut, server.process.pid))
+            program = SeedSslsniff(binary=seed.binary,
+                                   pid=nginx_worker(pids, server.process.pid))
+            running = None
+            try:
+                running = start_kernel_sslsniff(dut, program, seed)
+                result = run()
+            finally:
+                failing = sys.exc_info()[0] is not None
+                try:
+                    if running is not None:
+                        seen = stop_kernel_sslsniff(dut, running)
+                finally:
+                    _no_uprobe_left(dut, failing)
+            check_attachment(seen, pids, "nginx", dut.where)
+            if seconds == plan.duration:
+                evidence.append(_trial_evidence(seen, result))
+            return result
+
+        measurement = self._measure(client, path, connections, trials, duration, warmup,
+                                    traced, variant="kernel-libbpf")
+        return _with_tracer_evidence(measurement, evidence, {
+            "kind": "libbpf", "program": seed.binary, "version": seed.version,
+            "mode": "kernel uprobes, run as root, -p <nginx worker>",
+            "output": "every event with its data, counted on the node"})
+
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
         trials: int = 3, duration: int = 3, warmup: int = 1,
     ) -> Measurement:
-        """As the kernel variant, with bpftime: ``bpftime load <sslsniff>`` runs for the whole
-        measurement and a second nginx (same config, port 8447) runs under ``bpftime start``;
-        wrk alternates between the untraced server and the bpftime one. Skips with the
-        reason where bpftime or its sslsniff program is absent (topology ``tools.bpftime``
-        and ``tools.bpftime_sslsniff``, environment from ``tool_env.bpftime``)."""
+        """As the kernel variant, with the same sslsniff binary under bpftime: every traced
+        trial runs ``bpftime load <sslsniff>`` and a second nginx (same config, port 8447)
+        under ``bpftime start``, stops both and checks that bpftime left nothing behind; wrk
+        alternates between the untraced server and the bpftime one. Skips with the reason
+        where bpftime or its sslsniff program is absent (topology ``tools.bpftime`` and
+        ``tools.bpftime_sslsniff``, environment from ``tool_env.bpftime``)."""
         server = self._server()
         testbed = current_testbed()
         dut = testbed.nodes[server.node]
@@ -146,43 +212,38 @@ class SslsniffKeywords:
                              env=spec.tool_env.get("bpftime", {}))
         try:
             version = detect_bpftime(dut, setup)
+            program = detect_seed_sslsniff(dut, setup.sslsniff)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
-        loader = dut.start(load_command(setup), "bpftime-sslsniff", env=dict(setup.env),
-                           sudo=True)
-        traced_nginx = None
-        try:
-            # the same server config on other ports and its own prefix
-            config = (dut.get(server.config_path, sudo=True)
-                      .replace(f"listen {server.ports[0]} ssl", f"listen {BPFTIME_PORT} ssl")
-                      .replace(f"127.0.0.1:{server.ports[1]}", f"127.0.0.1:{BPFTIME_PORT + 1}")
-                      .replace(server.prefix, f"{server.prefix}-bpftime"))
-            prefix = f"{server.prefix}-bpftime"
-            dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
-            dut.put(config, f"{prefix}/nginx.conf", sudo=True)
-            nginx = spec.tools.get("nginx", "nginx")
-            binary = dut.which(nginx)
-            if binary is None:
-                raise HostStackError(f"{dut.where}: nginx ({nginx}) not found")
-            traced_nginx = dut.start(start_command(setup, binary, f"{prefix}/nginx.conf",
-                                                   prefix + "/"), "nginx-bpftime",
-                                     env=dict(setup.env), sudo=True)
-            dut.wait_for_listener(BPFTIME_PORT, traced_nginx)
-            measurement = self._measure(client, path, connections, trials, duration, warmup,
-                                        None, variant="bpftime", traced_port=BPFTIME_PORT)
-            pids = group_pids(dut, traced_nginx.pid)
-        finally:
-            if traced_nginx is not None:
-                dut.stop(traced_nginx)
-            output = stop_with_sigint(dut, loader)
-            cleanup_bpftime(dut)
-        seen = parse_sslsniff_output(output, source=f"{dut.name}: bpftime sslsniff",
-                                     tracer="bpftime")
-        check_attachment(seen, pids, "nginx under bpftime", dut.where)
-        measurement.evidence["tracer"] = {"kind": "bpftime", "version": version,
-                                          "events": seen.total_events,
-                                          "lost": seen.lost_events}
-        return measurement
+        prefix = f"{server.prefix}-bpftime"
+        dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
+        dut.put(traced_config(dut.get(server.config_path, sudo=True), server.prefix, prefix,
+                              server.ports, BPFTIME_PORT), f"{prefix}/nginx.conf", sudo=True)
+        nginx = spec.tools.get("nginx", "nginx")
+        binary = dut.which(nginx)
+        if binary is None:
+            raise HostStackError(f"{dut.where}: nginx ({nginx}) not found on the login PATH "
+                                 "or sudo's PATH")
+        target = TracedNginx(binary=binary, config=f"{prefix}/nginx.conf", prefix=prefix + "/",
+                             port=BPFTIME_PORT,
+                             error_log=server.error_log.replace(server.prefix, prefix))
+        shm_name = f"hoststack_bpftime_{server.process.pid}"
+        evidence: list[dict] = []
+
+        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+            trial = run_bpftime_trial(dut, setup, SeedSslsniff(binary=setup.sslsniff), target,
+                                      run, shm_name)
+            if seconds == plan.duration:
+                evidence.append(_trial_evidence(trial.seen, trial.result))
+            return trial.result
+
+        measurement = self._measure(client, path, connections, trials, duration, warmup,
+                                    traced, variant="bpftime", traced_port=BPFTIME_PORT)
+        return _with_tracer_evidence(measurement, evidence, {
+            "kind": "bpftime", "bpftime": setup.binary, "version": version,
+            "program": setup.sslsniff, "program_version": program.version,
+            "env": dict(setup.env), "mode": "bpftime userspace uprobes (load + start)",
+            "output": "every event with its data, counted on the node"})
 
     def _measure(self, client: str, path: str, connections: int, trials: int, duration: int,
                  warmup: int, traced: Callable | None, variant: str,
@@ -211,9 +272,10 @@ class SslsniffKeywords:
             return wrk(server.ports[0], seconds)
 
         def with_tracer(seconds: int) -> WrkResult:
-            if traced is None:  # userspace: the traced server is another nginx
-                return wrk(traced_port or server.ports[0], seconds)
-            return traced(lambda: wrk(server.ports[0], seconds), seconds, plan)
+            port = traced_port or server.ports[0]  # userspace: the traced server is another
+            if traced is None:
+                return wrk(port, seconds)
+            return traced(lambda: wrk(port, seconds), seconds, plan)
 
         results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
                                             plan)
@@ -235,3 +297,32 @@ class SslsniffKeywords:
                                          zip(with_, base, strict=True)], "%",
                         "lower_is_better")
         return measurement
+
+
+def _no_uprobe_left(dut: Any, failing: bool) -> None:
+    """Fail when a uprobe on libssl is still in the kernel after the tracer stopped (only log
+    it when the trial is already failing, so the first error is the one reported)."""
+    leftovers = uprobe_leftovers(dut)
+    if leftovers and failing:
+        LOG.error("%s: the tracer left probes attached: %s", dut.where, leftovers)
+    elif leftovers:
+        raise HostStackError(f"{dut.where}: the tracer left probes attached: {leftovers}")
+
+
+def _trial_evidence(seen: SslsniffResult, result: WrkResult) -> dict:
+    """One traced trial's proof: events seen (per PID), events lost, requests served."""
+    return {"events": seen.total_events, "lost": seen.lost_events,
+            "events_per_pid": {str(p): n for p, n in seen.events_per_pid.items()},
+            "wrk_requests": result.total_requests}
+
+
+def _with_tracer_evidence(measurement: Measurement, evidence: list[dict],
+                          tracer: dict) -> Measurement:
+    """Attach the tracer's identity and per-trial proofs; ``events_per_request`` counts the
+    events the probes fired (seen + reported lost) per request served."""
+    measurement.evidence["tracer_trials"] = evidence
+    measurement.evidence["tracer"] = tracer
+    measurement.add("events_per_request",
+                    [(e["events"] + e["lost"]) / max(1, e["wrk_requests"]) for e in evidence],
+                    "events")
+    return measurement

@@ -36,7 +36,9 @@ PROBES: dict[str, VersionProbe] = {
     "bpftrace": VersionProbe("--version", r"^bpftrace v?(\S+)"),
     "bpftool": VersionProbe("version", r"^(?:\S*/)?bpftool v?(\S+)"),
     "sslsniff": VersionProbe("-h", r"(usage|Usage)()"),
-    "bpftime": VersionProbe("--version", r"bpftime\S*\s+v?(\S+)"),
+    # bpftime's CLI answers argparse's default "1.0" (no release version is compiled in)
+    "bpftime": VersionProbe("--version", r"^(?:bpftime\S*\s+v?)?(\d+\.\d+\S*)\s*$"),
+    "bpftime_sslsniff": VersionProbe("--version", r"^sslsniff (\S+)$"),
     "taskset": VersionProbe("--version", r"util-linux (\S+)"),
 }
 

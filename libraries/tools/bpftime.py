@@ -1,15 +1,25 @@
 """The userspace sslsniff variant: bpftime runs the sslsniff eBPF program with its own uprobes.
 
-Two processes (LAB-NOTES): ``bpftime load <sslsniff>`` loads the program into bpftime's shared
-memory and waits; ``bpftime start /usr/sbin/nginx -c CONF -p PREFIX`` starts nginx with the
-bpftime agent injected, which attaches the uprobes inside nginx only. (The seed's
-``bpftime start nginx -- -c ...`` form passes ``--`` to nginx, which exits.) A bpftime built
-without its LLVM JIT needs ``BPFTIME_VM_NAME=ubpf`` in *both* processes' environment or nothing
-attaches: the topology's per-tool environment goes in :attr:`BpftimeSetup.env`. bpftime leaves
-``/dev/shm/bpftime_maps_shm`` and ``~/.bpftime/runtime.log`` behind: :func:`cleanup_bpftime`.
+Two processes (LAB-NOTES, checked with bpftime built from source here): ``bpftime load
+<sslsniff> [ARGS]`` loads the program into bpftime's shared memory and keeps running;
+``bpftime start /usr/sbin/nginx -c CONF -p PREFIX`` then starts nginx with bpftime's agent
+preloaded, which attaches the uprobes inside nginx only (master and workers; nothing in the
+kernel). The seed's ``bpftime start nginx -- -c ...`` form passes ``--`` to nginx, which exits.
+A bpftime built without its LLVM JIT needs ``BPFTIME_VM_NAME=ubpf`` in *both* processes'
+environment: the topology's per-tool environment goes in :attr:`BpftimeSetup.env`.
 
-bpftime is not packaged; :func:`detect_bpftime` raises :class:`ToolMissing` with the reason so
-the suite skips the variant.
+What bpftime leaves behind, and how :func:`run_env` avoids it: its maps live in
+``/dev/shm/<BPFTIME_GLOBAL_SHM_NAME>`` (default ``bpftime_maps_shm``), never removed, so each
+run names its own and :func:`cleanup_command` removes it; without ``BPFTIME_LOG_OUTPUT`` every
+process logs to ``~/.bpftime/runtime.log`` (created on first use), so it is set to a file of
+the run. :func:`bpftime_state` / :func:`bpftime_leftovers` prove a run left nothing (shared
+memory, log growth, a process with bpftime's agent or syscall server still mapped).
+
+nginx under the agent may outlive one SIGTERM (the agent's thread can take the signal while
+the master waits in sigsuspend): :func:`stop_group` repeats the signal. ``bpftime --version``
+prints argparse's default "1.0", not a bpftime version: :func:`detect_bpftime` adds the
+binary's SHA-256 to tell builds apart. bpftime is not packaged; :func:`detect_bpftime` raises
+:class:`ToolMissing` with the reason so the suite skips the variant.
 """
 
 from __future__ import annotations
@@ -26,9 +36,14 @@ from libraries.testbed.errors import NodeError, ToolMissing
 
 LOG = logging.getLogger(__name__)
 DEFAULT_BINARY = "~/.bpftime/bpftime"
-SHM_PATH = "/dev/shm/bpftime_maps_shm"
+SHM_DIR = "/dev/shm"
+DEFAULT_SHM_NAME = "bpftime_maps_shm"
+SHM_PATH = f"{SHM_DIR}/{DEFAULT_SHM_NAME}"
 RUNTIME_LOG = ".bpftime/runtime.log"  # under the node user's home
+#: shared objects whose presence in a process's maps means bpftime is (still) injected
+INJECTED = ("libbpftime-agent", "libbpftime-syscall-server")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 def _path(value: object, what: str) -> str:
@@ -72,10 +87,11 @@ class BpftimeSetup:
         object.__setattr__(self, "env", env)
 
 
-def load_command(setup: BpftimeSetup) -> str:
-    """``bpftime load <sslsniff>``: loads the program and keeps running (start it in the
-    background with ``env=setup.env``; stop it with SIGINT so it prints its totals)."""
-    return f"{_shell_path(setup.binary)} load {_shell_path(setup.sslsniff)}"
+def load_command(setup: BpftimeSetup, args: tuple[str, ...] | list[str] = ()) -> str:
+    """``bpftime load <sslsniff> [ARGS]``: loads the program and keeps running (start it in
+    the background with :func:`run_env`; stop it with SIGINT so it detaches and exits)."""
+    quoted = "".join(" " + shlex.quote(str(arg)) for arg in args)
+    return f"{_shell_path(setup.binary)} load {_shell_path(setup.sslsniff)}{quoted}"
 
 
 def start_command(setup: BpftimeSetup, nginx: str, config: str, prefix: str) -> str:
@@ -91,20 +107,38 @@ def start_command(setup: BpftimeSetup, nginx: str, config: str, prefix: str) -> 
     return f"{_shell_path(setup.binary)} start " + " ".join(shlex.quote(a) for a in argv)
 
 
-def interrupt_command(pgid: int) -> str:
-    """SIGINT to a process group: libbpf-style loaders print totals only on SIGINT."""
+def run_env(setup: BpftimeSetup, log_path: str, shm_name: str) -> dict[str, str]:
+    """Environment of a bpftime process: the topology's, a log file of the run instead of
+    ``~/.bpftime/runtime.log``, and the run's own shared-memory name (both processes of a run
+    must use the same)."""
+    if not isinstance(log_path, str) or not log_path.startswith("/"):
+        raise ValueError(f"bpftime log: expected an absolute path, got {log_path!r}")
+    if not isinstance(shm_name, str) or not _SHM_NAME.match(shm_name):
+        raise ValueError(f"bpftime shared memory name: expected 1-64 letters, digits or _.-, "
+                         f"got {shm_name!r}")
+    return {**setup.env, "BPFTIME_LOG_OUTPUT": log_path, "BPFTIME_GLOBAL_SHM_NAME": shm_name}
+
+
+def interrupt_command(pgid: int, signal: str = "INT") -> str:
+    """``signal`` (default SIGINT) to a process group: libbpf-style loaders print totals and
+    detach only on SIGINT."""
     if isinstance(pgid, bool) or not isinstance(pgid, int) or pgid < 2:
         raise ValueError(f"process group: expected a PID > 1, got {pgid!r}")
-    return f"kill -s INT -- -{pgid}"
+    if signal not in ("INT", "TERM"):
+        raise ValueError(f"signal: expected INT or TERM, got {signal!r}")
+    return f"kill -s {signal} -- -{pgid}"
 
 
-def cleanup_command() -> str:
-    """Remove what bpftime leaves behind: its shared-memory maps and runtime log."""
-    return f"rm -f {SHM_PATH} \"$HOME\"/{RUNTIME_LOG}"
+def cleanup_command(shm_name: str = DEFAULT_SHM_NAME) -> str:
+    """Remove the run's shared-memory maps (bpftime never does)."""
+    if not _SHM_NAME.match(shm_name):
+        raise ValueError(f"bpftime shared memory name: got {shm_name!r}")
+    return f"rm -f {SHM_DIR}/{shm_name}"
 
 
 def detect_bpftime(node: Any, setup: BpftimeSetup) -> str:
-    """The bpftime version line when bpftime and the sslsniff program are on ``node``.
+    """bpftime's version line and its binary's SHA-256 (first 16 hex digits) when bpftime and
+    the sslsniff program are on ``node``.
 
     Raises :class:`ToolMissing` naming what is absent ("bpftime not installed on dut:
     ~/.bpftime/bpftime missing") so the suite skips the userspace variant with that reason.
@@ -113,7 +147,8 @@ def detect_bpftime(node: Any, setup: BpftimeSetup) -> str:
         f"b={_shell_path(setup.binary)}; s={_shell_path(setup.sslsniff)}; "
         'if [ ! -x "$b" ]; then b=$(command -v "$b") || { echo "missing=bpftime"; exit 0; }; fi; '
         'test -x "$s" || echo "missing=sslsniff"; '
-        'echo "version=$("$b" --version 2>&1 | head -n 1)"'
+        'echo "version=$("$b" --version 2>&1 | head -n 1)"; '
+        'echo "sha256=$(sha256sum "$b" | cut -c1-16)"'
     )
     out = node.run(script, timeout=20, check=False).stdout
     if "missing=bpftime" in out:
@@ -121,27 +156,97 @@ def detect_bpftime(node: Any, setup: BpftimeSetup) -> str:
                           "(not packaged; build it from source)")
     if "missing=sslsniff" in out:
         raise ToolMissing(f"bpftime sslsniff program missing on {node.name}: {setup.sslsniff}")
-    match = re.search(r"^version=(.*)$", out, re.MULTILINE)
-    return match.group(1).strip() if match else "unknown"
+    version = re.search(r"^version=(.+)$", out, re.MULTILINE)
+    digest = re.search(r"^sha256=([0-9a-f]{16})$", out, re.MULTILINE)
+    if version is None or digest is None:
+        raise ToolMissing(f"{node.name}: {setup.binary} does not answer --version: {out!r}")
+    return f"{version.group(1).strip()} sha256:{digest.group(1)}"
 
 
-def cleanup_bpftime(node: Any) -> None:
-    """Remove bpftime's shared memory and runtime log on ``node`` (idempotent)."""
-    node.run(cleanup_command(), timeout=20, sudo=True)
+@dataclass(frozen=True)
+class BpftimeState:
+    """What bpftime may leave on a node: ``shm`` (the run's shared memory exists),
+    ``runtime_log_bytes`` (size of ``~/.bpftime/runtime.log``; None when absent),
+    ``injected`` ("PID COMM" of processes with bpftime's agent or syscall server mapped)."""
+
+    shm: bool
+    runtime_log_bytes: int | None
+    injected: tuple[str, ...]
 
 
-def stop_with_sigint(node: Any, process: Any, wait: float = 5.0) -> str:
-    """Send SIGINT to ``process``'s group, give it ``wait`` s to print and exit, then stop it
-    the Node way (SIGTERM, SIGKILL). Returns its log."""
-    node.run(interrupt_command(process.pid), timeout=10, check=False, sudo=True)
+def bpftime_state(node: Any, shm_name: str = DEFAULT_SHM_NAME) -> BpftimeState:
+    """Look at ``node`` for bpftime's shared memory, runtime log and injected processes."""
+    if not _SHM_NAME.match(shm_name):
+        raise ValueError(f"bpftime shared memory name: got {shm_name!r}")
+    pattern = "|".join(INJECTED)
+    script = (
+        f"test -e {SHM_DIR}/{shm_name} && echo shm=present; "
+        f'test -e "$HOME"/{RUNTIME_LOG} && echo "log=$(stat -c %s "$HOME"/{RUNTIME_LOG})"; '
+        f"for m in /proc/[0-9]*/maps; do grep -qE '{pattern}' \"$m\" 2>/dev/null || continue; "
+        'p=${m#/proc/}; p=${p%/maps}; echo "injected=$p $(cat /proc/$p/comm 2>/dev/null)"; done; '
+        "echo done"
+    )
+    out = node.run(script, timeout=30, check=False, sudo=True).stdout
+    if "done" not in out.splitlines():
+        raise NodeError(f"{node.name}: bpftime state check printed no end marker: {out!r}")
+    size = re.search(r"^log=(\d+)$", out, re.MULTILINE)
+    return BpftimeState(
+        shm="shm=present" in out.splitlines(),
+        runtime_log_bytes=int(size.group(1)) if size else None,
+        injected=tuple(line.split("=", 1)[1].strip() for line in out.splitlines()
+                       if line.startswith("injected=")),
+    )
+
+
+def bpftime_leftovers(before: BpftimeState, after: BpftimeState,
+                      shm_name: str = DEFAULT_SHM_NAME) -> list[str]:
+    """What a bpftime run left, comparing the state before it with the state after its
+    cleanup: one line per problem; empty when clean."""
+    problems = []
+    if after.shm:
+        problems.append(f"{SHM_DIR}/{shm_name} still exists")
+    grown = (after.runtime_log_bytes or 0) - (before.runtime_log_bytes or 0)
+    if after.runtime_log_bytes is not None and (before.runtime_log_bytes is None or grown > 0):
+        problems.append(f"~/{RUNTIME_LOG} grew by {grown} bytes (BPFTIME_LOG_OUTPUT not "
+                        "honoured)")
+    problems += [f"bpftime still injected in pid {p}" for p in after.injected
+                 if p not in before.injected]
+    return problems
+
+
+def _group_alive_command(pgid: int) -> str:
+    return f"ps -eo pgid=,stat= | awk '$1 == {int(pgid)} && $2 !~ /^Z/' | grep -q ."
+
+
+def stop_group(node: Any, process: Any, signal: str = "INT", wait: float = 5.0,
+               repeat: float | None = None) -> str:
+    """Send ``signal`` to ``process``'s group (again every ``repeat`` s if given), wait up to
+    ``wait`` s for *every* process of the group to exit (a counter behind a pipe prints its
+    totals after the tracer is gone), then stop it the Node way (SIGTERM, SIGKILL).
+    Returns its log."""
+    command = interrupt_command(process.pid, signal)
+    node.run(command, timeout=10, check=False, sudo=True)
     deadline = time.monotonic() + wait
+    last = time.monotonic()
     while time.monotonic() < deadline:
-        state = node.run(f"ps -o stat= -p {int(process.pid)}", timeout=10, check=False)
-        if state.exit_code != 0 or state.stdout.strip().startswith("Z"):
+        alive = node.run(_group_alive_command(process.pid), timeout=10, check=False)
+        if alive.exit_code != 0:
             break
+        if repeat is not None and time.monotonic() - last >= repeat:
+            node.run(command, timeout=10, check=False, sudo=True)
+            last = time.monotonic()
         time.sleep(0.1)
+    else:
+        LOG.warning("%s: %s still running %g s after SIG%s", node.name, process.name, wait,
+                    signal)
     try:
         return node.stop(process)
     except NodeError as error:
-        LOG.warning("%s: stopping %s after SIGINT: %s", node.name, process, error)
+        LOG.warning("%s: stopping %s after SIG%s: %s", node.name, process, signal, error)
         raise
+
+
+def stop_with_sigint(node: Any, process: Any, wait: float = 5.0) -> str:
+    """SIGINT to ``process``'s group (libbpf-style loaders detach and exit on it), then
+    :func:`stop_group`'s wait and fallback. Returns its log."""
+    return stop_group(node, process, "INT", wait)

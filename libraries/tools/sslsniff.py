@@ -35,7 +35,7 @@ MAX_DATA_BYTES = 200  # bpftrace 0.17 refuses BPFTRACE_STRLEN above 200
 SUMMARY_BEGIN = "=== sslsniff summary ==="
 SUMMARY_END = "=== sslsniff end ==="
 
-TracerKind = Literal["bpftrace", "bcc", "bpftime"]
+TracerKind = Literal["bpftrace", "bcc", "libbpf", "bpftime"]
 
 
 class TracerError(HostStackError):
@@ -152,7 +152,8 @@ class SslsniffResult:
     ``events_per_pid`` / ``events_per_comm`` / ``events_per_function`` (FUNC label ->
     count), ``comms`` (pid -> command name), ``printed_events`` (per-event lines in the
     output; lower than the total when events were lost), ``lost_events`` (perf buffer
-    overflows reported by the tracer), ``tracer`` ("bpftrace", "bcc" or "bpftime"),
+    overflows reported by the tracer), ``tracer`` ("bpftrace", "bcc", "libbpf": the seed's
+    sslsniff binary in the kernel, or "bpftime": the same binary under bpftime),
     ``diagnostics``
     (ERROR/WARNING lines the tracer printed, e.g. detach problems).
     """
@@ -186,8 +187,9 @@ def parse_sslsniff_output(
     """Parse the whole output of a stopped tracer into an :class:`SslsniffResult`.
 
     For the bpftrace script the counts come from its end-of-run summary (complete even when
-    per-event lines were lost); for bcc's and bpftime's sslsniff (no summary) from their
-    event lines.
+    per-event lines were lost); for the seed's sslsniff binary (kernel or bpftime) from the
+    same summary, printed by the event counter its output goes through
+    (:mod:`libraries.tools.sslsniff_libbpf`); for bcc's sslsniff from its event lines.
     Raises :class:`ParseError` quoting the text when the header is missing (the tracer never
     started), the summary is missing or cut off (killed before printing its maps), or an
     event or summary line is malformed.
@@ -222,7 +224,7 @@ def parse_sslsniff_output(
             key = (int(match["pid"]), match["comm"].strip(), match["func"])
             printed[key] = printed.get(key, 0) + 1
     counts = printed
-    if tracer == "bpftrace":
+    if tracer != "bcc":
         if summary_at is None:
             raise ParseError(source, f"no {SUMMARY_BEGIN!r} block: the tracer was killed or "
                              "cut off before printing its maps", text)

@@ -1,6 +1,8 @@
 *** Settings ***
-Documentation       sslsniff overhead with bpftime's userspace uprobes; skipped with the reason
-...                 where the DUT has no bpftime (topology ``tools.bpftime``).
+Documentation       sslsniff overhead with bpftime's userspace uprobes running seed 004's
+...                 sslsniff program (the binary the kernel variant ``-libbpf`` attaches); skipped
+...                 with the reason where the DUT has no bpftime (topology ``tools.bpftime``,
+...                 ``tools.bpftime_sslsniff``).
 Resource            ../../resources/sslsniff.resource
 Suite Setup         Set Up Suite Testbed
 Suite Teardown      Tear Down Suite Testbed
@@ -10,7 +12,8 @@ Test Tags           KERNEL
 
 *** Test Cases ***
 1kb-10c-bpftime-sslsniff
-    [Documentation]    bpftime's userspace uprobes running the sslsniff program.
+    [Documentation]    ``bpftime load <sslsniff>`` + ``bpftime start /usr/sbin/nginx -c CONF -p
+    ...    PREFIX``, per traced trial; bpftime must leave nothing behind.
     [Tags]    BPFTIME
     Start Traced HTTPS Server
     ${result}=    Measure HTTPS Load With Userspace Tracer    tg    path=/1kb    connections=10
