@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from libraries.results.stats import TrialSummary, summarize
 
@@ -75,6 +75,7 @@ class Measurement:
     evidence: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     trial_seconds: float = 0.0
+    telemetry: dict[str, Any] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
@@ -90,13 +91,27 @@ class Measurement:
         return self.metrics[name].value
 
 
+class TrialObserver(Protocol):
+    """Told around every measured trial (never around a warm-up), e.g. to read CPU counters
+    at its start and end, or to print progress. Its time is not counted as trial time."""
+
+    def trial_started(self, variant: str, round_number: int, total: int) -> None:
+        """Trial ``round_number`` of ``total`` of ``variant`` is about to run."""
+
+    def trial_finished(self, variant: str, round_number: int, total: int,
+                       result: Any) -> None:
+        """Trial ``round_number`` of ``total`` of ``variant`` returned ``result``."""
+
+
 def run_interleaved(
-    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan
+    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan,
+    observer: TrialObserver | None = None,
 ) -> tuple[dict[str, list[Any]], float]:
     """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
 
-    Each callable takes the duration in seconds and returns its trial result. Returns the
-    results per variant (in trial order) and the seconds spent inside measured trials.
+    Each callable takes the duration in seconds and returns its trial result; ``observer``
+    hears of each measured trial's start and end. Returns the results per variant (in trial
+    order) and the seconds spent inside measured trials.
     """
     results: dict[str, list[Any]] = {name: [] for name in variants}
     if plan.warmup:
@@ -106,8 +121,13 @@ def run_interleaved(
     measured = 0.0
     for round_number in range(1, plan.trials + 1):
         for name, trial in variants.items():
+            if observer is not None:
+                observer.trial_started(name, round_number, plan.trials)
             started = time.monotonic()
-            results[name].append(trial(plan.duration))
+            result = trial(plan.duration)
             measured += time.monotonic() - started
+            results[name].append(result)
+            if observer is not None:
+                observer.trial_finished(name, round_number, plan.trials, result)
             LOG.info("trial %d/%d of %s done", round_number, plan.trials, name)
     return results, measured

@@ -3,7 +3,9 @@
 Owns jinja2 rendering (``render``), nginx configs and instances (``nginx_config``,
 ``nginx_stream``, ``nginx_service``), certificates and content files, wrk/wrk2 (``wrk``,
 ``wrk_output``), iperf3, the nginx stream eBPF module's evidence (``ebpf_stream``,
-``ebpf_evidence``), sslsniff tracers (``sslsniff``, ``sslsniff_run``) and bpftime. A runner
-builds a command line and runs it on a ``testbed.node.Node``; a parser turns the tool's output
-into a typed result or raises ``ParseError`` quoting it. Imports only ``libraries.testbed``.
+``ebpf_evidence``), sslsniff tracers (``sslsniff``, ``sslsniff_run``), bpftime, and
+per-trial CPU telemetry read from ``/proc`` (``cpu_stat`` parsers, ``cpu_telemetry``
+snapshots and usage). A runner builds a command line and runs it on a
+``testbed.node.Node``; a parser turns the tool's output into a typed result or raises
+``ParseError`` quoting it. Imports only ``libraries.testbed``.
 """
