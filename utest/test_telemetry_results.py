@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from libraries.results.criteria import evaluate, load_criteria
 from libraries.results.efficiency import (
     ProcessCost,
     RateCost,
@@ -223,3 +224,17 @@ def test_observer_hears_measured_trials_only_in_order():
         ("end", "b", 1, 2, "b4"), ("start", "a", 2, 2), ("end", "a", 2, 2, "a5"),
         ("start", "b", 2, 2), ("end", "b", 2, 2, "b6")]
     assert results == {"a": ["a3", "a5"], "b": ["b4", "b6"]}
+
+
+def test_ebpf_worker_cpu_criterion_is_a_portable_ceiling():
+    def judged(ratio: float, ebpf: bool = True) -> list[tuple[float, bool]]:
+        m = Measurement(case="ebpf_stream", stack="kernel", parameters={"ebpf": ebpf})
+        m.add("native_direct_ratio", [0.4], "ratio")
+        m.add("ebpf_native_ratio", [0.8], "ratio")
+        m.add("ebpf_nginx_worker_cpu_ratio", [ratio], "ratio", "lower_is_better")
+        return [(r.required, r.passed) for r in evaluate(load_criteria(), m, "lab-x")
+                if r.metric == "ebpf_nginx_worker_cpu_ratio"]
+
+    assert judged(0.02) == [(0.25, True)]
+    assert judged(0.95) == [(0.25, False)]  # fell back to native copying
+    assert judged(0.95, ebpf=False) == []
