@@ -183,6 +183,13 @@ def test_garbled_block_raises():
         parse_snapshot(text, "dut")
 
 
+def test_uptime_read_next_to_the_counters_is_the_window_edge():
+    text = fixture("snapshot_before.txt").replace("@stat", "@uptime\n934.00 309.35\n@stat", 1)
+    assert parse_snapshot(text, "dut").uptime == 934.0
+    with pytest.raises(ParseError, match="bad '@uptime' block"):
+        parse_snapshot(text.replace("934.00 309.35", "soon"), "dut")
+
+
 def test_script_refuses_names_that_are_not_words():
     with pytest.raises(ValueError):
         snapshot_script([], sections={"a b": "true"})
@@ -197,17 +204,27 @@ def test_live_snapshots_and_ledger_through_a_local_shell(tmp_path: Path):
     sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
     ledger = str(tmp_path / "ledger")
     try:
-        before = take_snapshot(node, [sleeper.pid], ledger=ledger, sections={"hi": "echo hi"})
+        before = take_snapshot(node, [sleeper.pid], ledger=ledger, sections={"hi": "echo hi"},
+                               counters_last=True)
         busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"
         result = node.run(accounted_command(busy, ledger, "busy"), timeout=60)
         assert result.exit_code == 0
         assert node.run(accounted_command("exit 3", ledger, "fails"), check=False).exit_code == 3
         time.sleep(0.05)
-        after = take_snapshot(node, [sleeper.pid], ledger=ledger)
+        after = take_snapshot(node, [], ledger=ledger, pids=list(before.processes))
+        # members known from an earlier read are trusted while alive, listed again otherwise
+        trusted = take_snapshot(node, [sleeper.pid], pids=[sleeper.pid, os.getpid()])
+        relisted = take_snapshot(node, [sleeper.pid], pids=[sleeper.pid, 2 ** 22 + 1])
     finally:
         sleeper.kill()
         sleeper.wait()
     assert before.sections == {"hi": "hi"}
+    assert sorted(trusted.processes) == sorted([sleeper.pid, os.getpid()])
+    assert sorted(relisted.processes) == [sleeper.pid]
+    end_read = node.history[3]
+    assert "pgrep" not in end_read and "pgrep" in node.history[0]
+    assert node.history[0].index("@stat") > node.history[0].index("@section hi")
+    assert end_read.index("@stat") < end_read.index("@ledger")
     assert sleeper.pid in after.processes
     usage = cpu_usage(before, after, {sleeper.pid: "sleeper"})
     assert usage.processes["sleeper"].cpu < 5.0

@@ -57,6 +57,8 @@ class TrialTelemetry:
         self._vpp = dict(vpp or {})
         self._before: dict[str, Snapshot | str] = {}
         self._names: dict[str, dict[int, str]] = {}
+        # per node: (tracked groups, their members at the last end read), to skip pgrep
+        self._members: dict[str, tuple[tuple[int, ...], list[int]]] = {}
         self.trials: dict[str, list[dict[str, dict[str, Any]]]] = {}
         self.raw_runtime: list[tuple[str, str, str]] = []
 
@@ -105,11 +107,23 @@ class TrialTelemetry:
         return {"runtime": cli("show", "runtime"), "sessions": cli("show", "session")}
 
     def _read(self, name: str, when: str) -> Snapshot | str:
+        """At the start, list each tracked group's members (``pgrep``) and read the counters
+        last; at the end, read the counters first, then the members found at the start and
+        the leaders of groups started meanwhile (no ``pgrep`` inside the window)."""
         node = self._nodes[name]
         sections = self._sections(name, when)
+        groups = sorted(self._names[name])
+        before = self._before.get(name)
         try:
-            return take_snapshot(node, sorted(self._names[name]), ledger=ledger_dir(node),
-                                 sections=sections, sudo=bool(sections))
+            if when == "start" or not isinstance(before, Snapshot):
+                cached = self._members.get(name)
+                members = cached[1] if cached and cached[0] == tuple(groups) else []
+                return take_snapshot(node, groups, ledger=ledger_dir(node), sections=sections,
+                                     sudo=bool(sections), counters_last=True, pids=members)
+            known = {sample.stat.pgid for sample in before.processes.values()}
+            pids = [*before.processes, *(g for g in groups if g not in known)]
+            return take_snapshot(node, [], ledger=ledger_dir(node), sections=sections,
+                                 sudo=bool(sections), pids=pids)
         except HostStackError as error:
             return _reason(error)
 
@@ -125,6 +139,7 @@ class TrialTelemetry:
             return {"unavailable": f"/proc not readable: {before}"}
         if isinstance(after, str):
             return {"unavailable": f"/proc not readable: {after}"}
+        self._members[name] = (tuple(sorted(self._names[name])), sorted(after.processes))
         try:
             reading = cpu_usage(before, after, self._names[name]).as_record()
         except HostStackError as error:

@@ -146,8 +146,10 @@ def parse_times(text: str, source: str = "sh times") -> float:
 
 
 def parse_snapshot(text: str, source: str) -> Snapshot:
-    """A whole snapshot: header, ``@stat``, ``@pid``/``@cmdline`` blocks, ``@fg`` ledger
-    entries, ``@section`` outputs and the closing ``@end`` + ``times``.
+    """A whole snapshot: header (CLK_TCK, boot id, /proc/uptime), ``@stat``, ``@pid`` /
+    ``@cmdline`` blocks, ``@fg`` ledger entries, ``@section`` outputs, an optional
+    ``@uptime`` (read next to ``/proc/stat`` when that comes last) and the closing ``@end``
+    + ``times``.
 
     A process that exited between listing and reading leaves an empty ``@pid`` block and is
     left out; anything else missing or malformed raises :class:`ParseError` quoting ``text``.
@@ -164,6 +166,8 @@ def parse_snapshot(text: str, source: str) -> Snapshot:
         reader.read(tag, body)
     if reader.cores is None or reader.sampler is None:
         raise ParseError(source, "no '@stat' block", text)
+    if reader.read_uptime is not None:  # read next to /proc/stat: the window's edge
+        uptime = reader.read_uptime
     return Snapshot(clk_tck, boot_id, uptime, reader.cores, reader.processes,
                     tuple(reader.ledger), reader.sections, reader.sampler)
 
@@ -192,6 +196,7 @@ class _BlockReader:
         self.ledger: list[tuple[str, TaskStat]] = []
         self.sections: dict[str, str] = {}
         self.sampler: float | None = None
+        self.read_uptime: float | None = None
         self.pending: tuple[int, list[TaskStat]] | None = None
 
     def fail(self, problem: str) -> ParseError:
@@ -199,7 +204,8 @@ class _BlockReader:
 
     def read(self, tag: str, body: list[str]) -> None:
         kind, _, argument = tag.partition(" ")
-        handler = {"@stat": self.stat, "@pid": self.pid, "@cmdline": self.cmdline,
+        handler = {"@stat": self.stat, "@uptime": self.uptime, "@pid": self.pid,
+                   "@cmdline": self.cmdline,
                    "@fg": self.foreground, "@section": self.section, "@end": self.end,
                    "@ledger": lambda _argument, _body: None}.get(kind)
         if handler is None:
@@ -208,6 +214,12 @@ class _BlockReader:
 
     def stat(self, _argument: str, body: list[str]) -> None:
         self.cores = parse_proc_stat("\n".join(body), source=f"{self.source}: /proc/stat")
+
+    def uptime(self, _argument: str, body: list[str]) -> None:
+        try:
+            self.read_uptime = float(body[0].split()[0])
+        except (ValueError, IndexError):
+            raise self.fail("bad '@uptime' block") from None
 
     def pid(self, argument: str, body: list[str]) -> None:
         if not argument.isdigit():

@@ -43,33 +43,56 @@ class TelemetryError(HostStackError):
 
 
 def snapshot_script(groups: list[int], ledger: str | None = None,
-                    sections: Mapping[str, str] | None = None) -> str:
-    """The one shell command of a sample (POSIX sh; only ``cat``, ``grep``, ``pgrep`` and
-    ``getconf`` run besides shell builtins).
+                    sections: Mapping[str, str] | None = None, *, pids: list[int] = (),
+                    counters_last: bool = False) -> str:
+    """The one shell command of a read (POSIX sh). Only ``getconf`` runs, plus ``pgrep``
+    when there are ``groups`` and ``rm`` when the ledger has entries: the rest is shell
+    builtins, so a read costs a few ms of CPU.
 
-    ``groups``: process group ids to read; ``ledger``: a directory whose ``*.stat`` files
-    (left by :func:`accounted_command`) are read and removed; ``sections``: name -> command
-    whose output is passed through (names are single words).
+    ``groups``: process group ids whose members are listed with ``pgrep``; ``pids``:
+    processes read directly; both: ``pids`` are the groups' members from an earlier read,
+    listed again (``pgrep``) only when one of them is gone. ``ledger``: a directory whose
+    ``*.stat`` files (left by :func:`accounted_command`) are read and removed;
+    ``sections``: name -> command whose output is passed through (single-word names).
+    ``counters_last`` reads ``/proc/uptime`` and ``/proc/stat`` after everything else (a
+    trial's start: the read's own cost then falls before the measured window; at the end
+    they are read first).
     """
-    parts = [f"echo '{MAGIC}'", "getconf CLK_TCK",
-             "cat /proc/sys/kernel/random/boot_id /proc/uptime",
-             "echo @stat", "grep '^cpu' /proc/stat"]
+    read = 'read -r l < "$f" && echo "$l"'
+    head = [f"echo '{MAGIC}'", "getconf CLK_TCK",
+            'read -r l < /proc/sys/kernel/random/boot_id; echo "$l"',
+            'read -r l < /proc/uptime; echo "$l"']
+    counters = ['echo @uptime; read -r l < /proc/uptime; echo "$l"', "echo @stat",
+                'while read -r l; do case "$l" in cpu*) echo "$l";; *) break;; esac; done '
+                "< /proc/stat"]
+    body = []
+    known = " ".join(str(int(p)) for p in sorted(set(pids)))
     if groups:
-        ids = ",".join(str(int(g)) for g in sorted(set(groups)))
-        parts.append(
-            f"for p in $(pgrep -g {ids}); do echo \"@pid $p\"; "
-            "cat /proc/$p/stat /proc/$p/task/*/stat 2>/dev/null; echo \"@cmdline $p\"; "
-            "c=; read -r c < /proc/$p/cmdline 2>/dev/null; echo \"=$c\"; done")
+        listing = f"pgrep -g {','.join(str(int(g)) for g in sorted(set(groups)))}"
+        if known:  # members known from an earlier read: list again only if one is gone
+            body.append(f'm="{known}"; for p in $m; do [ -d /proc/$p ] || '
+                        f'{{ m=$({listing}); break; }}; done')
+        else:
+            body.append(f"m=$({listing})")
+    elif known:
+        body.append(f'm="{known}"')
+    if groups or known:
+        body.append(
+            "for p in $m; do echo \"@pid $p\"; "
+            f"for f in /proc/$p/stat /proc/$p/task/*/stat; do {read}; done 2>/dev/null; "
+            "echo \"@cmdline $p\"; c=; read -r c < /proc/$p/cmdline 2>/dev/null; "
+            "echo \"=$c\"; done")
     if ledger:
         quoted = shlex.quote(ledger)
-        parts.append(f"echo @ledger; for f in {quoted}/*.stat; do [ -f \"$f\" ] || continue; "
-                     "echo \"@fg ${f##*/}\"; cat \"$f\"; rm -f \"$f\"; done")
+        body.append(f"echo @ledger; n=0; for f in {quoted}/*.stat; do [ -f \"$f\" ] || "
+                    f"continue; echo \"@fg ${{f##*/}}\"; {read}; n=1; done; "
+                    f"[ $n = 0 ] || rm -f {quoted}/*.stat")
     for name, command in (sections or {}).items():
         if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
             raise ValueError(f"section name {name!r}: expected one word")
-        parts.append(f"echo '@section {name}'; {command} 2>&1")
-    parts.extend(["echo @end", "times"])
-    return "; ".join(parts)
+        body.append(f"echo '@section {name}'; {command} 2>&1")
+    parts = head + body + counters if counters_last else head + counters + body
+    return "; ".join([*parts, "echo @end", "times"])
 
 
 def accounted_command(command: str, ledger: str, name: str) -> str:
@@ -88,9 +111,11 @@ def accounted_command(command: str, ledger: str, name: str) -> str:
 
 def take_snapshot(node: Node, groups: list[int], ledger: str | None = None,
                   sections: Mapping[str, str] | None = None, sudo: bool = False,
-                  timeout: float = 15.0) -> Snapshot:
-    """Read a :class:`Snapshot` of ``node`` in one command; ParseError quotes bad output."""
-    script = snapshot_script(groups, ledger, sections)
+                  timeout: float = 15.0, *, pids: list[int] = (),
+                  counters_last: bool = False) -> Snapshot:
+    """Read a :class:`Snapshot` of ``node`` in one command (:func:`snapshot_script`);
+    ParseError quotes bad output."""
+    script = snapshot_script(groups, ledger, sections, pids=pids, counters_last=counters_last)
     result = node.run(script, timeout=timeout, sudo=sudo, quiet=True)
     return parse_snapshot(result.stdout, source=f"{node.name}: telemetry snapshot")
 
