@@ -85,10 +85,6 @@ def observer_effect(testbed: Testbed, rounds: int, duration: int) -> None:
           f"per-round ratio median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, "
           f"max {max(ratios):.3f}, stdev {statistics.stdev(ratios):.3f}")
     print(f"  run-to-run noise (CV of the off trials): {cv_off:.1%}")
-    sampler = [reading["sampler_cpu_s"] for trial in telemetry.trials["on"]
-               for reading in trial.values() if "sampler_cpu_s" in reading]
-    print(f"  sampling shells' own CPU (times builtin, both reads, 10 ms resolution): "
-          f"median {statistics.median(sampler) * 1000:.1f} ms per node and trial")
 
 
 def telemetry_cpu(testbed: Testbed, reads: int, duration: int) -> None:
