@@ -23,7 +23,7 @@ from libraries.keywords import log_folded
 from libraries.keywords.vpp import vpp_library
 from libraries.results.measurement import Measurement
 from libraries.results.telemetry import format_cpu_table, shared_kernels, telemetry_block
-from libraries.testbed.errors import HostStackError
+from libraries.testbed.errors import CommandError, HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
 from libraries.tools.cpu_stat import Snapshot
@@ -41,6 +41,11 @@ def ledger_dir(node: Node) -> str:
 
 
 def _reason(error: Exception) -> str:
+    """One line saying why a read failed (a failed read's own output, not its long command)."""
+    if isinstance(error, CommandError):
+        output = (error.stderr.strip() or error.stdout.strip()).splitlines()
+        return f"{error.where}: the read exited {error.exit_code}: " \
+               f"{output[-1] if output else '(no output)'}"[:300]
     text = str(error).strip().splitlines()
     return (text[0] if text else type(error).__name__)[:300]
 
