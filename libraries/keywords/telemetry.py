@@ -151,9 +151,11 @@ class TrialTelemetry:
             return {"unavailable": _reason(error)}
         if name in self._vpp:
             runtime = after.sections.get("runtime", "")
-            self.raw_runtime.append((name, f"{variant} trial {round_number}", runtime))
+            sessions = after.sections.get("sessions", "")
+            self.raw_runtime.append((name, f"{variant} trial {round_number}",
+                                     f"{runtime}\n\nvppctl show session:\n{sessions}"))
             try:
-                reading["vpp"] = runtime_summary(runtime, after.sections.get("sessions", ""))
+                reading["vpp"] = runtime_summary(runtime, sessions)
             except HostStackError as error:
                 reading["vpp"] = {"unavailable": f"VPP runtime data: {_reason(error)}"}
         return reading
@@ -182,7 +184,7 @@ class TrialTelemetry:
             log_folded(f"CPU telemetry: {variant} (median of measured trials)",
                        "\n\n".join(tables))
         for node, label, text in self.raw_runtime:
-            log_folded(f"{node}: vppctl show runtime after {label}", text)
+            log_folded(f"{node}: vppctl show runtime and show session after {label}", text)
         unavailable = [f"{variant}/{node}: {summary['unavailable']}"
                        for variant, entry in block["variants"].items()
                        for node, summary in entry["nodes"].items() if "unavailable" in summary]

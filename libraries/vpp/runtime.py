@@ -24,8 +24,11 @@ _TIME = re.compile(r"^Time ([\d.]+), (?:[\d.]+ sec )?internal node vector rate (
 _RATES = re.compile(r"^vector rates in ([-+\d.eE]+), out ([-+\d.eE]+), drop ([-+\d.eE]+), "
                     r"punt ([-+\d.eE]+)$")
 _HEADER = re.compile(r"^Name\s+State\s+Calls\s+Vectors\s+Suspends\s+\S*Clocks\s+Vectors/Call$")
-_ROW = re.compile(r"^(\S+)\s+([a-z][a-z ]*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+([-+\d.eE]+|[-+]NaN)"
-                  r"\s+([\d.]+)$")
+_NUMBERS = re.compile(r"^(\d+)\s+(\d+)\s+(\d+)\s+([-+\d.eE]+|[-+]NaN)\s+([\d.]+)$")
+NAME_WIDTH, STATE_WIDTH = 30, 12
+"""Row columns: ``%-30v%=12U%16Ld%16Ld%16Ld%16.2e%16.2f``; VPP cuts a longer name or state
+to the width (``ip4-full-reassembly-expire-wal``, ``interrupt wa``) and prints a process
+node's state in quotes (``"any wait"``)."""
 # show session: "N sessions"; verbose: "active sessions N [closed M]", or "N sessions. Verbose
 # output suppressed. ..." past 50 sessions (src/vnet/session/session_cli.c)
 _SESSIONS = re.compile(r"^Thread (\d+): (?:(\d+) sessions\b.*|active sessions (\d+)(?: closed \d+)?"
@@ -118,16 +121,26 @@ def parse_show_runtime(text: str) -> list[ThreadRuntime]:
                                 zip(("in", "out", "drop", "punt"), match.groups(), strict=True)}
         elif _HEADER.match(line):
             continue
-        elif match := _ROW.match(line):
-            name, state, calls, vectors, suspends, clocks, per_call = match.groups()
-            current["nodes"].append(NodeRuntime(name, state, int(calls), int(vectors),
-                                                int(suspends), float(clocks), float(per_call)))
+        elif node := _row(raw.rstrip()):
+            current["nodes"].append(node)
         else:
             raise ParseError("vppctl show runtime", f"unexpected line {line!r}", text)
     close()
     if not threads:
         raise ParseError("vppctl show runtime", "no 'Time ..., loops/sec' line", text)
     return threads
+
+
+def _row(line: str) -> NodeRuntime | None:
+    """A node row by its fixed columns, or None when the line is not one."""
+    name = line[:NAME_WIDTH].strip()
+    state = line[NAME_WIDTH:NAME_WIDTH + STATE_WIDTH].strip().strip('"')
+    numbers = _NUMBERS.match(line[NAME_WIDTH + STATE_WIDTH:].strip())
+    if not name or " " in name or not state or numbers is None:
+        return None
+    calls, vectors, suspends, clocks, per_call = numbers.groups()
+    return NodeRuntime(name, state, int(calls), int(vectors), int(suspends), float(clocks),
+                       float(per_call))
 
 
 def parse_session_counts(text: str) -> dict[str, int]:
