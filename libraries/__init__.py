@@ -4,9 +4,10 @@ Packages, lowest layer first (a package imports only from the layers below it; t
 ``utest/test_layers.py`` test enforces it):
 
 - ``testbed``  topology model, node access over SSH, namespace provisioning, shared errors;
-- ``tools``    config rendering and the runners/parsers of nginx, wrk/wrk2, iperf3, eBPF tools;
-- ``results``  trials and statistics, criteria, JSON records, tool versions;
-- ``vpp``      VPP startup, PAPI, host-stack layout, vppctl;
+- ``tools``    config rendering and the runners/parsers of nginx, wrk/wrk2, iperf3, eBPF tools,
+               /proc CPU telemetry;
+- ``results``  trials and statistics, criteria, JSON records, telemetry block, efficiency, versions;
+- ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters;
 - ``trend``    trend dashboard, run comparison and the nightly runner (reads records only);
 - ``keywords`` the Robot Framework surface composing all of the above.
 """

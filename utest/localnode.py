@@ -48,7 +48,7 @@ class LocalNode:
         return f"{self.name} (localhost)"
 
     def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
-            check: bool = True) -> CommandResult:
+            check: bool = True, quiet: bool = False) -> CommandResult:
         self.history.append(command)
         start = time.monotonic()
         proc = subprocess.Popen(

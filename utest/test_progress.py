@@ -9,6 +9,7 @@ from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
 from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
+from libraries.results.measurement import AllObservers, TrialPlan, run_interleaved
 
 
 def _console() -> tuple[VerboseConsole, io.StringIO]:
@@ -59,3 +60,25 @@ def test_results_are_described_by_their_headline_figure():
     assert describe_result(SimpleNamespace(requests_per_second=812.3)) == "812 req/s"
     assert describe_result(SimpleNamespace(gbps=9.357)) == "9.36 Gbit/s"
     assert describe_result(object()) == "done"
+
+
+def test_all_observers_wrap_in_order_and_unwrap_in_reverse():
+    calls = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def trial_started(self, variant, round_number, total):
+            calls.append(("start", self.name, variant, round_number, total))
+
+        def trial_finished(self, variant, round_number, total, result):
+            calls.append(("finish", self.name, variant, round_number, result))
+
+    plan = TrialPlan(trials=2, duration=1, warmup=1)
+    results, _ = run_interleaved({"a": lambda s: s * 10}, plan,
+                                 AllObservers(Recorder("progress"), Recorder("cpu")))
+    assert results == {"a": [10, 10]}
+    assert calls[:4] == [("start", "progress", "a", 1, 2), ("start", "cpu", "a", 1, 2),
+                         ("finish", "cpu", "a", 1, 10), ("finish", "progress", "a", 1, 10)]
+    assert len(calls) == 8  # the warm-up is not observed

@@ -10,7 +10,21 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
 from libraries.keywords import current_testbed, log_folded
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.efficiency import (
+    ProcessCost,
+    RateCost,
+    add_process_costs,
+    add_rate_costs,
+    add_ratio,
+)
+from libraries.results.measurement import (
+    AllObservers,
+    Measurement,
+    TrialPlan,
+    run_interleaved,
+)
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
 from libraries.tools.ebpf_stream import (
@@ -125,6 +139,12 @@ class EbpfStreamKeywords:
         (sockmap updates in the error log, ``stream_verdict`` run count growing with
         ``kernel.bpf_stats_enabled=1``, restored afterwards) or the test fails with
         "eBPF path not engaged".
+
+        Every node's CPU is read around each measured trial (seed 003's ``mpstat`` tables,
+        logged per variant, and the record's ``telemetry``). Efficiency metrics per variant
+        ``<v>_gbps_per_dut_core``, ``<v>_dut_busy_cores``, ``<v>_dut_softirq_share``, and
+        the proxies' worker CPU: ``native_nginx_worker_cpu``, ``ebpf_nginx_worker_cpu`` and
+        ``ebpf_nginx_worker_cpu_ratio`` (eBPF / native, per round: the module's effect).
         """
         if self._server is None:
             raise HostStackError("start the stream test server first")
@@ -144,13 +164,14 @@ class EbpfStreamKeywords:
         dut = testbed.nodes[ebpf.node] if ebpf else None
         if dut is not None:
             bpftool = testbed.topology.nodes[dut.name].tools.get("bpftool", "bpftool")
+        telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def trial(variant: str, seconds: int) -> IperfResult:
             host, port = targets[variant]
             options = IperfClientOptions(server=host, port=port, duration=seconds,
                                          reverse=bool(reverse), cpus=cpus)
             mark = mark_engagement(dut, ebpf.error_log, bpftool) if variant == "ebpf" else None
-            result = run_iperf3_client(tg, binary, options)
+            result = run_iperf3_client(tg, binary, options, cpu_ledger=telemetry.ledger(tg.name))
             if mark is not None:
                 engaged = collect_engagement(dut, mark, bpftool)
                 engaged.require_engaged()
@@ -168,7 +189,8 @@ class EbpfStreamKeywords:
                 previous = stack.enter_context(bpf_stats_enabled(dut))
                 logger.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
                             "measurement, restored afterwards")
-            results, measured = run_interleaved(variants, plan)
+            results, measured = run_interleaved(variants, plan,
+                                                AllObservers(ConsoleProgress(), telemetry))
         measurement = Measurement(
             case="ebpf_stream", stack="kernel",
             parameters={"reverse": bool(reverse), "pinned": self._pinned,
@@ -192,4 +214,19 @@ class EbpfStreamKeywords:
                 log_folded(f"{name} trial {number}: iperf3 JSON", run.raw)
         measurement.evidence["sender_gbps"] = {
             name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
+        self._cpu_metrics(measurement, telemetry)
         return measurement
+
+    def _cpu_metrics(self, measurement: Measurement, telemetry: TrialTelemetry) -> None:
+        """Seed 003's CPU evidence: per-variant DUT cost and the proxies' worker CPU."""
+        telemetry.finish(measurement)
+        dut = next(iter(self._proxies.values())).node if self._proxies else "dut"
+        add_rate_costs(measurement, telemetry.trials,
+                       [RateCost(v, v, "gbps", prefix=f"{v}_", dut=dut)
+                        for v in telemetry.trials])
+        add_process_costs(measurement, telemetry.trials, [
+            ProcessCost(v, handle.node, f"{handle.process.name} worker",
+                        f"{v}_nginx_worker_cpu") for v, handle in self._proxies.items()])
+        if "ebpf" in self._proxies:
+            add_ratio(measurement, "ebpf_nginx_worker_cpu", "native_nginx_worker_cpu",
+                      "ebpf_nginx_worker_cpu_ratio")

@@ -20,7 +20,8 @@ from libraries.keywords import TESTBED_LIBRARY
 from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
-from libraries.results.records import RecordError, append_record, make_test_id
+from libraries.results.records import CURRENT_VERSION, RecordError, append_record, make_test_id
+from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
 from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
 
@@ -179,7 +180,7 @@ class ResultsKeywords:
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
         record: dict[str, Any] = {
-            "schema_version": 1,
+            "schema_version": CURRENT_VERSION,
             "run_id": "",
             "test_id": make_test_id(topology, suite_source, test_name),
             "suite": self._variable("SUITE NAME", ""),
@@ -197,6 +198,8 @@ class ResultsKeywords:
             "versions": versions,
             "evidence": measurement.evidence,
             "host": socket.gethostname(),
+            "telemetry": measurement.telemetry or unavailable_block(
+                f"case {measurement.case} collected no per-trial telemetry"),
         }
         path = self._records_file()
         record["run_id"] = self._run_id

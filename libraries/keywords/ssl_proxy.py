@@ -9,8 +9,16 @@ from dataclasses import dataclass
 from robot.api.deco import keyword, library
 
 from libraries.keywords import current_testbed, log_folded
+from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
+from libraries.results.measurement import (
+    AllObservers,
+    Measurement,
+    TrialPlan,
+    run_interleaved,
+)
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -185,7 +193,9 @@ class SslProxyKeywords:
         the server counted during each proxied trial (proves the proxy forwarded them) and
         bytes per response (proves full files were served). Latency percentiles come from a
         second, constant-rate wrk2 pass at half the measured maximum; with plain wrk they are
-        recorded as unavailable.
+        recorded as unavailable. Every node's CPU is read around each measured trial (record
+        ``telemetry``); from it ``rps_per_dut_core``, ``dut_busy_cores``,
+        ``dut_softirq_share`` and ``proxy_nginx_worker_cpu`` (``vpp_cpu`` on VPP).
         """
         if self._server is None or self._proxy is None:
             raise HostStackError("start the HTTPS server and the reverse proxy first")
@@ -208,6 +218,7 @@ class SslProxyKeywords:
             del urls["direct"]  # the server demands the proxy's client certificate
         forwarded: list[int] = []
         status = self._server.status
+        telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def trial(variant: str, seconds: int) -> WrkResult:
             options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
@@ -216,7 +227,8 @@ class SslProxyKeywords:
             measured = seconds == plan.duration  # warm-ups only warm up
             count = status and measured and variant == "proxy"
             before = stub_status_requests(server, STATUS_PORT) if count else 0
-            result = run_wrk(tg, binary, options, flavour=flavour, env=env)
+            result = run_wrk(tg, binary, options, flavour=flavour, env=env,
+                             cpu_ledger=telemetry.ledger(tg.name))
             if count:
                 forwarded.append(stub_status_requests(server, STATUS_PORT) - before - 1)
             if measured:
@@ -226,7 +238,8 @@ class SslProxyKeywords:
             return result
 
         variants = {name: (lambda s, n=name: trial(n, s)) for name in urls}
-        results, measured = run_interleaved(variants, plan)
+        results, measured = run_interleaved(variants, plan,
+                                            AllObservers(ConsoleProgress(), telemetry))
         measurement = Measurement(
             case="ssl_proxy", stack=stack,
             parameters={"file_size": size_name(size), "connections": int(connections),
@@ -260,6 +273,14 @@ class SslProxyKeywords:
         else:
             measurement.notes.append("direct path not measured: the server requires the "
                                      "proxy's client certificate (mTLS variant)")
+        telemetry.finish(measurement)
+        add_rate_costs(measurement, telemetry.trials,
+                       [RateCost("proxy", "rps", "rps", dut=proxy.name)])
+        costs = [ProcessCost("proxy", proxy.name, f"{self._proxy.process.name} worker",
+                             "proxy_nginx_worker_cpu")]
+        if stack == "vpp":
+            costs.append(ProcessCost("proxy", proxy.name, "vpp", "vpp_cpu"))
+        add_process_costs(measurement, telemetry.trials, costs)
         self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
                            plan, env)
         for variant, runs in results.items():

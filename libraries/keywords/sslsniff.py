@@ -16,7 +16,15 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
+from libraries.results.measurement import (
+    AllObservers,
+    Measurement,
+    TrialPlan,
+    run_interleaved,
+)
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
 from libraries.tools.bpftime_run import TracedNginx, run_bpftime_trial, traced_config
@@ -256,12 +264,14 @@ class SslsniffKeywords:
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         plan = TrialPlan(int(trials), int(duration), int(warmup))
+        telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def wrk(port: int, seconds: int) -> WrkResult:
             options = WrkOptions(url=f"https://{address}:{port}{path}", threads=1,
                                  connections=int(connections), duration=seconds,
                                  rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
-            result = run_wrk(tg, binary, options, flavour=flavour)
+            result = run_wrk(tg, binary, options, flavour=flavour,
+                             cpu_ledger=telemetry.ledger(tg.name))
             if result.total_requests == 0 or result.total_errors:
                 raise HostStackError(f"wrk against port {port}: {result.total_requests} "
                                      f"requests, {result.total_errors} errors")
@@ -278,7 +288,7 @@ class SslsniffKeywords:
             return traced(lambda: wrk(port, seconds), seconds, plan)
 
         results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
-                                            plan)
+                                            plan, AllObservers(ConsoleProgress(), telemetry))
         measurement = Measurement(
             case="sslsniff", stack="kernel",
             parameters={"tracer": variant, "file": path, "connections": int(connections),
@@ -296,6 +306,23 @@ class SslsniffKeywords:
         measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
                                          zip(with_, base, strict=True)], "%",
                         "lower_is_better")
+        telemetry.finish(measurement)
+        add_rate_costs(measurement, telemetry.trials, [
+            RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut.name)
+            for v in ("baseline", "traced")])
+        traced_server = "nginx-bpftime" if traced is None else server.process.name
+        add_process_costs(measurement, telemetry.trials, [
+            ProcessCost("baseline", dut.name, f"{server.process.name} worker",
+                        "baseline_nginx_worker_cpu"),
+            ProcessCost("traced", dut.name, f"{traced_server} worker",
+                        "traced_nginx_worker_cpu")])
+        if traced is None:
+            add_process_costs(measurement, telemetry.trials, [
+                ProcessCost("traced", dut.name, "bpftime-sslsniff", "tracer_cpu")])
+        else:
+            measurement.notes.append(
+                "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
+                "shows in the per-core table (sys/soft of the DUT), not as a process")
         return measurement
 
 

@@ -10,8 +10,16 @@ from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
 from libraries.keywords import current_testbed, log_folded
+from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
+from libraries.results.measurement import (
+    AllObservers,
+    Measurement,
+    TrialPlan,
+    run_interleaved,
+)
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.tools.iperf3 import (
@@ -64,6 +72,9 @@ class TcpTermKeywords:
 
         Metric ``throughput`` is the receiver's Gbit/s (with ``-R`` the client is the
         receiver). Retransmits per trial are evidence (unavailable on VPP's host stack).
+        Every node's CPU is read around each measured trial (record ``telemetry``); from it
+        ``gbps_per_dut_core``, ``dut_busy_cores``, ``dut_softirq_share`` and the server's
+        CPU (``iperf3_server_cpu``; ``vpp_cpu`` on VPP).
         """
         if self._server is None:
             raise HostStackError("start the iperf3 server first")
@@ -76,19 +87,21 @@ class TcpTermKeywords:
         env = app_environment(tg.name, "client", stack, event_driven=False)
         plan = TrialPlan(int(trials), int(duration), int(warmup))
         tcp_info = stack == "kernel"
+        telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def trial(seconds: int) -> IperfResult:
             options = IperfClientOptions(server=address, port=IPERF_PORT, duration=seconds,
                                          reverse=bool(reverse), parallel=int(streams),
                                          cpus=testbed.topology.cpus_of(tg.name, "load"))
             result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info,
-                                       env=env)
+                                       env=env, cpu_ledger=telemetry.ledger(tg.name))
             if not server.is_running(server_process):
                 raise HostStackError(f"{server.where}: the iperf3 server died: "
                                      f"{server.read_log(server_process)[-1000:]!r}")
             return result
 
-        results, measured = run_interleaved({"iperf3": trial}, plan)
+        results, measured = run_interleaved({"iperf3": trial}, plan,
+                                            AllObservers(ConsoleProgress(), telemetry))
         runs = results["iperf3"]
         measurement = Measurement(
             case="tcp_term", stack=stack,
@@ -106,6 +119,13 @@ class TcpTermKeywords:
                                      "does not report TCP_INFO to iperf3")
         for number, run in enumerate(runs, start=1):
             log_folded(f"trial {number}: iperf3 JSON", run.raw)
+        telemetry.finish(measurement)
+        add_rate_costs(measurement, telemetry.trials,
+                       [RateCost("iperf3", "throughput", "gbps", dut=server.name)])
+        costs = [ProcessCost("iperf3", server.name, server_process.name, "iperf3_server_cpu")]
+        if stack == "vpp":
+            costs.append(ProcessCost("iperf3", server.name, "vpp", "vpp_cpu"))
+        add_process_costs(measurement, telemetry.trials, costs)
         return measurement
 
     @keyword("Set Link MTU Between Nodes")

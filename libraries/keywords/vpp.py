@@ -136,6 +136,10 @@ class VppKeywords:
 
     # -- Python API used by the case libraries ------------------------------------------------
 
+    def running_instances(self) -> dict[str, VppInstance]:
+        """The VPPs this suite runs, by node name."""
+        return dict(self._instances)
+
     def runs_vpp(self, node: str) -> bool:
         """True while this suite's VPP runs on ``node``."""
         return current_testbed().topology.resolve_node(node) in self._instances

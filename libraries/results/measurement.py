@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from libraries.results.stats import TrialSummary, summarize
 
@@ -75,6 +75,7 @@ class Measurement:
     evidence: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     trial_seconds: float = 0.0
+    telemetry: dict[str, Any] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
@@ -90,13 +91,47 @@ class Measurement:
         return self.metrics[name].value
 
 
+class TrialObserver(Protocol):
+    """Told around every measured trial (never around a warm-up), e.g. to read CPU counters
+    at its start and end, or to print progress. Its time is not counted as trial time."""
+
+    def trial_started(self, variant: str, round_number: int, total: int) -> None:
+        """Trial ``round_number`` of ``total`` of ``variant`` is about to run."""
+
+    def trial_finished(self, variant: str, round_number: int, total: int,
+                       result: Any) -> None:
+        """Trial ``round_number`` of ``total`` of ``variant`` returned ``result``."""
+
+
+class AllObservers:
+    """Several observers as one: told of a start in the given order and of a finish in the
+    reverse order, so the first one given (e.g. console progress) wraps the others (e.g. CPU
+    reads, which then sit as close to the trial as possible)."""
+
+    def __init__(self, *observers: TrialObserver) -> None:
+        self._observers = observers
+
+    def trial_started(self, variant: str, round_number: int, total: int) -> None:
+        """Tell each observer, in order."""
+        for observer in self._observers:
+            observer.trial_started(variant, round_number, total)
+
+    def trial_finished(self, variant: str, round_number: int, total: int,
+                       result: Any) -> None:
+        """Tell each observer, in reverse order."""
+        for observer in reversed(self._observers):
+            observer.trial_finished(variant, round_number, total, result)
+
+
 def run_interleaved(
-    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan
+    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan,
+    observer: TrialObserver | None = None,
 ) -> tuple[dict[str, list[Any]], float]:
     """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
 
-    Each callable takes the duration in seconds and returns its trial result. Returns the
-    results per variant (in trial order) and the seconds spent inside measured trials.
+    Each callable takes the duration in seconds and returns its trial result; ``observer``
+    hears of each measured trial's start and end. Returns the results per variant (in trial
+    order) and the seconds spent inside measured trials.
     """
     results: dict[str, list[Any]] = {name: [] for name in variants}
     if plan.warmup:
@@ -106,8 +141,13 @@ def run_interleaved(
     measured = 0.0
     for round_number in range(1, plan.trials + 1):
         for name, trial in variants.items():
+            if observer is not None:
+                observer.trial_started(name, round_number, plan.trials)
             started = time.monotonic()
-            results[name].append(trial(plan.duration))
+            result = trial(plan.duration)
             measured += time.monotonic() - started
+            results[name].append(result)
+            if observer is not None:
+                observer.trial_finished(name, round_number, plan.trials, result)
             LOG.info("trial %d/%d of %s done", round_number, plan.trials, name)
     return results, measured

@@ -1,8 +1,8 @@
 """Per-test JSON records: schema validation on write and on load, JSON-lines storage.
 
-A record is one measuring test's result (schema: ``libraries/schemas/record-v1.schema.json``).
-Records of a run are appended to ``<results>/<run-id>/records.jsonl``; ``run.json`` beside it
-holds the run's metadata.
+A record is one measuring test's result (schemas: ``libraries/results/schemas/record-v<N>.schema.json``;
+new records are version 2, version 1 records stay readable). Records of a run are appended to
+``<results>/<run-id>/records.jsonl``; ``run.json`` beside it holds the run's metadata.
 """
 
 from __future__ import annotations
@@ -18,19 +18,36 @@ import jsonschema
 
 from libraries.testbed.errors import HostStackError
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "record-v1.schema.json"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMA_VERSIONS = (1, 2)
+CURRENT_VERSION = 2
 
 
 class RecordError(HostStackError):
     """A record violates the schema, or a records file cannot be read (names file and line)."""
 
 
+def schema_path(version: int) -> Path:
+    """The schema file of record version ``version``."""
+    return SCHEMA_DIR / f"record-v{version}.schema.json"
+
+
 @cache
-def _validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads(SCHEMA_PATH.read_text())
+def _validator(version: int) -> jsonschema.Draft202012Validator:
+    schema = json.loads(schema_path(version).read_text())
     return jsonschema.Draft202012Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     )
+
+
+def record_version(record: Any) -> int:
+    """The schema version a record claims (1 when it claims none we know: the v1 schema
+    then names the problem)."""
+    version = record.get("schema_version") if isinstance(record, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and \
+            version in SCHEMA_VERSIONS:
+        return version
+    return 1
 
 
 def make_test_id(topology: str, suite_source: Path, test_name: str) -> str:
@@ -44,7 +61,8 @@ def make_test_id(topology: str, suite_source: Path, test_name: str) -> str:
 
 def validate_record(record: dict[str, Any], where: str = "record") -> None:
     """Raise :class:`RecordError` listing every schema violation with its JSON path."""
-    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    validator = _validator(record_version(record))
+    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [
             f"{where}: {'.'.join(str(p) for p in error.absolute_path) or '(record)'}: "

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import CommandError, ParseError
 from libraries.testbed.shell import tool_command
+from libraries.tools.cpu_telemetry import accounted_command
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node, Process
@@ -297,17 +298,21 @@ def run_iperf3_client(
     *,
     stack_reports_tcp_info: bool = True,
     env: Mapping[str, str] | None = None,
+    cpu_ledger: str | None = None,
 ) -> IperfResult:
     """Run an iperf3 client on ``node`` with a hard timeout and parse its JSON report.
 
     iperf3 --json may exit 0 even on failure (it reports errors inside the JSON), so the
     output decides: :class:`ParseError` (quoting iperf3's message) for an error report,
     :class:`CommandError` when it printed nothing or exited non-zero, :class:`CommandTimeout`
-    past ``timeout`` (default :func:`default_timeout`).
+    past ``timeout`` (default :func:`default_timeout`). With ``cpu_ledger`` (a directory on
+    the node) the client's CPU time is left there as ``iperf3-client`` for the next
+    telemetry snapshot.
     """
     command = build_iperf3_client_command(binary, options, env=env)
     limit = default_timeout(options) if timeout is None else timeout
-    result = node.run(command, timeout=limit, check=False)
+    wrapped = accounted_command(command, cpu_ledger, "iperf3-client") if cpu_ledger else command
+    result = node.run(wrapped, timeout=limit, check=False)
     LOG.debug("%s: iperf3 output:\n%s%s", node.name, result.stdout, result.stderr)
     if not result.stdout.strip():
         raise CommandError(node.name, command, result.exit_code, result.stdout, result.stderr)

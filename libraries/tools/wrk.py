@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
+from libraries.tools.cpu_telemetry import accounted_command
 from libraries.tools.wrk_output import Flavour, WrkResult, parse_wrk_output
 
 if TYPE_CHECKING:
@@ -202,17 +203,21 @@ def run_wrk(
     *,
     flavour: Flavour | None = None,
     env: Mapping[str, str] | None = None,
+    cpu_ledger: str | None = None,
 ) -> WrkResult:
     """Run wrk on ``node`` with a hard timeout and return the parsed :class:`WrkResult`.
 
     ``timeout`` defaults to :func:`default_timeout`. The raw output is logged at debug level
     and kept in ``result.raw``. Raises :class:`ParseError` (quoting wrk's message, e.g.
     "unable to connect ...") when wrk printed no results, :class:`CommandError` when it
-    printed results but exited non-zero, :class:`CommandTimeout` past the timeout.
+    printed results but exited non-zero, :class:`CommandTimeout` past the timeout. With
+    ``cpu_ledger`` (a directory on the node) wrk's CPU time is left there as ``wrk`` for the
+    next telemetry snapshot.
     """
     command = build_wrk_command(binary, options, flavour=flavour, env=env)
     limit = default_timeout(options) if timeout is None else timeout
-    result = node.run(command, timeout=limit, check=False)
+    wrapped = accounted_command(command, cpu_ledger, "wrk") if cpu_ledger else command
+    result = node.run(wrapped, timeout=limit, check=False)
     LOG.debug("%s: wrk output:\n%s%s", node.name, result.stdout, result.stderr)
     source = f"{node.name}: output of {command!r} (exit {result.exit_code})"
     text = result.stdout if "Requests/sec:" in result.stdout else result.stdout + result.stderr

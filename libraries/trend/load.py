@@ -1,6 +1,7 @@
 """Load result records (``records.jsonl``) and run metadata (``run.json``) into a pandas table.
 
-Every record is validated against the record schema. ``jsonschema`` needs ~0.6 ms per record
+Every record is validated against the schema of the version it claims (``schema_version`` 1
+or 2: one history may mix them). ``jsonschema`` needs ~0.6 ms per record
 (a minute for 100k records), so each line is first checked by a small compiled check of the
 same schema file (:func:`compile_check`); only a line it rejects goes through
 :func:`libraries.records.iter_records`, which is authoritative and raises the canonical
@@ -24,7 +25,13 @@ from typing import Any
 
 import pandas as pd
 
-from libraries.results.records import SCHEMA_PATH, RecordError, find_record_files, iter_records
+from libraries.results.records import (
+    RecordError,
+    find_record_files,
+    iter_records,
+    record_version,
+    schema_path,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -151,12 +158,14 @@ def compile_check(schema: dict[str, Any]) -> Check:
 
 
 @cache
-def record_check() -> Check:
-    """The compiled check of the record schema, or one that defers every record to jsonschema."""
+def record_check(version: int = 1) -> Check:
+    """The compiled check of record schema ``version``, or one that defers every record to
+    jsonschema."""
     try:
-        return compile_check(json.loads(SCHEMA_PATH.read_text()))
+        return compile_check(json.loads(schema_path(version).read_text()))
     except NotImplementedError as error:
-        LOG.warning("record schema has %s: validating every record with jsonschema", error)
+        LOG.warning("record schema v%d has %s: validating every record with jsonschema",
+                    version, error)
         return lambda _value: False
 
 
@@ -220,7 +229,6 @@ def load_records(roots: list[Path]) -> pd.DataFrame:
 
 def _load_file(path: Path) -> dict[str, list[Any]]:
     """The columns of one records file (runs in a worker process for large trees)."""
-    check = record_check()
     rows: list[tuple[Any, ...]] = []
     where = str(path)
     try:
@@ -237,7 +245,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
             record = json.loads(line)
         except ValueError:
             record = None
-        if not validated and not check(record):
+        if not validated and not record_check(record_version(record))(record):
             # Authoritative check: raises the canonical error naming the file and line.
             for _ in iter_records(path):
                 pass

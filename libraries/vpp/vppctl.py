@@ -90,7 +90,9 @@ class Session:
 
 
 _HEADER = re.compile(r"^Connection\s+State\s+Rx-f\s+Tx-f$")
-_THREAD = re.compile(r"^Thread (\d+): (?:active sessions \d+(?: closed \d+)?|no sessions)$")
+# past 50 sessions a thread prints "N sessions. Verbose output suppressed. ..." instead
+_THREAD = re.compile(r"^Thread (\d+): (?:active sessions \d+(?: closed \d+)?|no sessions"
+                     r"|\d+ sessions\. Verbose output suppressed\..*)$")
 _ROW = re.compile(r"^\[(\d+):(\d+)\]\[([^\]]+)\]\s*(.*)$")
 _BODY = re.compile(r"^(?P<conn>.*?)\s+(?P<state>[A-Z][A-Z_-]*)\s+(?P<rx>\d+)\s+(?P<tx>\d+)$")
 _ENDPOINTS = re.compile(r"^(?P<lip>\S+):(?P<lport>\d+)->(?P<rip>\S+):(?P<rport>\d+)$")

@@ -1,0 +1,85 @@
+"""End to end: real tcp_term and ssl_proxy runs on the 3node namespace testbed write v2
+records whose telemetry has per-core and per-process CPU for every node of the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from libraries.results.records import iter_records
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+    pytest.mark.skipif(shutil.which("iperf3") is None or shutil.which("wrk") is None,
+                       reason="needs iperf3 and wrk"),
+]
+NODES = {"tg", "dut", "server"}
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    out = tmp_path_factory.mktemp("robot")
+    command = [sys.executable, "-m", "robot", "--outputdir", str(out), "--variable",
+               "TOPOLOGY:3node", "--variable", "TRIALS:2", "--variable", "DURATION:1",
+               "--variable", "WARMUP:0", "--variable", "RUN_ID:e2e", "--test",
+               "1s-kernel-tcp-term", "--test", "1kb-10c-kernel-ssl-proxy", "--console",
+               "dotted", "tests/tcp_term/kernel.robot", "tests/ssl_proxy/kernel.robot"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    found = {record["name"]: record for record in iter_records(out / "records.jsonl")}
+    assert sorted(found) == ["1kb-10c-kernel-ssl-proxy", "1s-kernel-tcp-term"]
+    log = (out / "output.xml").read_text()  # log.html holds the same messages, compressed
+    assert "CPU telemetry: iperf3 (median of measured trials)" in log
+    assert "CPU telemetry: proxy (median of measured trials)" in log
+    return found
+
+
+def _check_nodes(record: dict, variant: str) -> dict:
+    assert record["schema_version"] == 2
+    nodes = record["telemetry"]["variants"][variant]["nodes"]
+    assert set(nodes) == NODES
+    for name, node in nodes.items():
+        assert "unavailable" not in node, (name, node)
+        assert node["trials"] == 2 and len(node["per_trial"]) == 2
+        assert {"all", "0"} <= set(node["cores"])
+        for row in node["cores"].values():
+            assert sum(row.values()) == pytest.approx(100.0, abs=0.2)
+            assert row["idle"] < 100.0  # the trial loaded this 2-core machine
+    return nodes
+
+
+def test_tcp_term_record_carries_cpu_of_every_node(records):
+    record = records["1s-kernel-tcp-term"]
+    nodes = _check_nodes(record, "iperf3")
+    assert nodes["dut"]["processes"]["iperf3-server"]["cpu"] > 1.0
+    assert nodes["tg"]["processes"]["iperf3-client"]["cpu"] > 1.0
+    assert nodes["server"]["processes"] == {}  # nothing of this test runs there
+    metrics = record["metrics"]
+    assert metrics["gbps_per_dut_core"]["unit"] == "Gbit/s/core"
+    assert metrics["gbps_per_dut_core"]["value"] > 0
+    assert metrics["iperf3_server_cpu"]["trials"] == \
+        [t["processes"]["iperf3-server"]["cpu"] for t in nodes["dut"]["per_trial"]]
+
+
+def test_ssl_proxy_record_carries_cpu_of_every_node(records):
+    record = records["1kb-10c-kernel-ssl-proxy"]
+    assert set(record["telemetry"]["variants"]) == {"proxy", "direct"}
+    proxied = _check_nodes(record, "proxy")
+    direct = _check_nodes(record, "direct")
+    assert proxied["dut"]["processes"]["nginx-proxy worker"]["cpu"] > 1.0
+    assert direct["dut"]["processes"]["nginx-proxy worker"]["cpu"] < 1.0  # idle: not in path
+    assert proxied["server"]["processes"]["nginx-server worker"]["cpu"] > 1.0
+    assert proxied["tg"]["processes"]["wrk"]["cpu"] > 1.0
+    assert record["metrics"]["proxy_nginx_worker_cpu"]["direction"] == "lower_is_better"
+    assert record["metrics"]["rps_per_dut_core"]["value"] > 0
+    json.dumps(record, allow_nan=False)
