@@ -57,8 +57,10 @@ def test_ebpf_stream_headline_lists_variants_then_ratios():
         m.add(name, [value], "Gbit/s")
     m.add("native_direct_ratio", [0.44], "ratio")
     m.add("ebpf_native_ratio", [0.85], "ratio")
+    m.add("ebpf_nginx_worker_cpu_ratio", [0.01], "ratio", "lower_is_better")
     assert headline(m) == ("ebpf 5.2 Gbit/s, native 6.1, direct 14 "
-                           "(native/direct 0.44, ebpf/native 0.85)")
+                           "(native/direct 0.44, ebpf/native 0.85, "
+                           "ebpf_nginx_worker_cpu_ratio 0.01)")
 
 
 def test_sslsniff_headline_is_the_overhead_with_both_rates():

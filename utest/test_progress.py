@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 from robot.output.console.dotted import DottedConsole
@@ -54,6 +58,10 @@ def test_the_active_console_kind_is_recognised(monkeypatch):
     verbose = VerboseConsole(width=60, colors="OFF", stdout=out, stderr=out)
     monkeypatch.setattr("robot.output.LOGGER._Logger__console", verbose)
     assert verbose_console() is verbose
+    # as Robot 7 registers it: wrapped in a listener facade
+    monkeypatch.setattr("robot.output.LOGGER._Logger__console",
+                        SimpleNamespace(listener=verbose))
+    assert verbose_console() is verbose
 
 
 def test_results_are_described_by_their_headline_figure():
@@ -82,3 +90,26 @@ def test_all_observers_wrap_in_order_and_unwrap_in_reverse():
     assert calls[:4] == [("start", "progress", "a", 1, 2), ("start", "cpu", "a", 1, 2),
                          ("finish", "cpu", "a", 1, 10), ("finish", "progress", "a", 1, 10)]
     assert len(calls) == 8  # the warm-up is not observed
+
+
+def _robot(*options: str) -> str:
+    fixture = Path(__file__).parent / "fixtures" / "progress"
+    done = subprocess.run([sys.executable, "-m", "robot", "--output", "NONE", "--report", "NONE",
+                           "--log", "NONE", "--pythonpath", str(fixture), *options,
+                           str(fixture / "progress.robot")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_a_real_robot_run_prints_one_line_per_measured_trial():
+    out = _robot()
+    lines = [line.strip() for line in out.splitlines() if "trial" in line and "/2:" in line]
+    assert lines == ["direct trial 1/2: 18.3k req/s", "proxy trial 1/2: 15.3k req/s",
+                     "direct trial 2/2: 18.3k req/s", "proxy trial 2/2: 15.3k req/s"]
+    assert re.search(r"Trials Report Progress\s+\| PASS \|", out)  # the status keeps its name
+
+
+def test_dotted_and_quiet_consoles_stay_quiet():
+    for console in ("dotted", "quiet"):
+        assert "trial 1/2" not in _robot("--console", console)

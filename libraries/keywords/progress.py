@@ -28,6 +28,7 @@ MIN_INTERVAL = 3.0
 def verbose_console() -> Any | None:
     """Robot's verbose console object when that is the console in use, else None."""
     console = getattr(LOGGER, "_Logger__console", None)
+    console = getattr(console, "listener", console)  # Robot 7 wraps it in a listener facade
     if type(console).__name__ != "VerboseConsole" or not hasattr(console, "current_info"):
         return None
     return console

@@ -42,8 +42,16 @@ def _cv(metric: Metric) -> str | None:
 
 
 def _ratios(measurement: Measurement) -> list[str]:
-    return [f"{name.removesuffix('_ratio').replace('_', '/')} {metric.value:.2f}"
-            for name, metric in measurement.metrics.items() if name.endswith("_ratio")]
+    """``a_b_ratio`` of two variants reads ``a/b``; longer names (``ebpf_nginx_worker_cpu_ratio``)
+    stay as they are."""
+    parts = []
+    for name, metric in measurement.metrics.items():
+        if not name.endswith("_ratio"):
+            continue
+        stem = name.removesuffix("_ratio")
+        label = stem.replace("_", "/") if stem.count("_") == 1 else name
+        parts.append(f"{label} {metric.value:.2f}")
+    return parts
 
 
 def _latency(measurement: Measurement) -> str | None:

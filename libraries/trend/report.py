@@ -1,11 +1,13 @@
 """One run at a glance: ``<run dir>/report.html``, self-contained and offline.
 
 Per case (tcp_term, ssl_proxy, ebpf_stream, sslsniff): the variants side by side as bars (the
-median) with every trial as a point and the median labelled, one chart per unit (requests/s,
-Gbit/s, ...); then a table per test: stack, figures, ratios, verdict with its criteria, and a
-link into Robot's log.html at that test. Tests that recorded nothing (skipped, failed before
-measuring) are listed with Robot's status and message. The results listener writes the page at
-the end of every run; for any run directory::
+median) with every trial as a point and the median labelled, one chart per rate unit
+(requests/s, Gbit/s, ...); then a table per test: stack, figures, ratios, verdict with its
+criteria, and a link into Robot's log.html at that test; then, folded, each test's CPU
+telemetry per variant and node (per-core table like mpstat, per-process CPU) where recorded.
+Tests that recorded nothing (skipped, failed before measuring) are listed with Robot's status
+and message. The results listener writes the page at the end of every run; for any run
+directory::
 
     python -m libraries.trend.report results/20261122-020000-1a2b [--output page.html]
 
@@ -31,6 +33,7 @@ from plotly.offline import get_plotlyjs
 
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records
+from libraries.results.telemetry import format_cpu_table, shared_kernels
 
 RUN_REPORT = "report.html"
 TESTS_FILE = "tests.jsonl"
@@ -144,6 +147,27 @@ def _metric_cells(record: dict[str, Any]) -> str:
     return "<br>".join(html.escape(p) for p in parts)
 
 
+def _telemetry(record: dict[str, Any]) -> str:
+    """The record's CPU tables per variant and node (mpstat-like), folded; or why there are
+    none."""
+    block = record.get("telemetry")
+    if not block:
+        return ""
+    title = f"CPU telemetry of {html.escape(record['name'])}"
+    if "unavailable" in block:
+        return (f"<details><summary>{title}: unavailable</summary>"
+                f"<pre>{html.escape(block['unavailable'])}</pre></details>")
+    same_kernel = {node: group[0] for group in shared_kernels(block) for node in group[1:]}
+    parts = []
+    for variant, data in block.get("variants", {}).items():
+        tables = [format_cpu_table(node, summary, same_kernel.get(node))
+                  for node, summary in data["nodes"].items()]
+        parts.append(f"<b>{html.escape(variant)}</b><pre>"
+                     f"{html.escape(chr(10).join(tables))}</pre>")
+    return f"<details><summary>{title} (median of the measured trials)</summary>" + \
+        "".join(parts) + "</details>"
+
+
 def _case_section(case: str, records: list[dict[str, Any]],
                   tests: dict[str, dict[str, Any]], charts: list[str]) -> str:
     rows = []
@@ -169,7 +193,8 @@ def _case_section(case: str, records: list[dict[str, Any]],
             + "".join(blocks)
             + "<table><tr><th>test</th><th>stack</th><th>status</th><th>metrics (median of "
               "trials)</th><th>criteria</th><th>message</th><th></th></tr>"
-            + "".join(rows) + "</table></section>")
+            + "".join(rows) + "</table>" + "".join(_telemetry(r) for r in records)
+            + "</section>")
 
 
 def _unrecorded(tests: list[dict[str, Any]], recorded: set[str]) -> str:
