@@ -118,3 +118,21 @@ def test_a_failed_test_keeps_its_failure_first_and_the_figures_after():
     _listener_with_headline("rps 812 req/s (cv 4%)").end_test(None, result)
     assert result.message == ("criteria not met: rps 812 requests/s < required 1000 | "
                               "measured: rps 812 req/s (cv 4%)")
+
+
+def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Path):
+    """A real full 3node run (VPP, eBPF nginx, bpftime, wrk2 present): record v2."""
+    run = tmp_path / "results" / "run"
+    shutil.copytree(FIXTURE.parent / "full-3node", run)
+    page = render_run_report(run)
+    assert "18 pass" in page  # the 2 smoke tests do not measure: no results library there
+    records = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    with_telemetry = [r for r in records if "variants" in r.get("telemetry", {})]
+    assert len(with_telemetry) == len(records)
+    assert page.count("<summary>CPU telemetry of ") == len(records)
+    ebpf = next(r for r in records if r["name"] == "reverse-unpinned-stream-proxy-ebpf")
+    section = page.split("CPU telemetry of reverse-unpinned-stream-proxy-ebpf")[1]
+    section = section.split("</details>")[0]
+    for variant in ebpf["telemetry"]["variants"]:
+        assert f"<b>{variant}</b>" in section
+    assert re.search(r"CPU +%usr +%nice +%sys", section) and "nginx" in section
