@@ -140,11 +140,15 @@ def _criteria_text(record: dict[str, Any]) -> str:
 
 
 def _metric_cells(record: dict[str, Any]) -> str:
-    parts = []
+    """Rates and ratios first; every other metric (efficiency, latency, counts) folded."""
+    main, more = [], []
     for name, metric in record["metrics"].items():
         cv = f", cv {metric['cv']:.0%}" if metric.get("cv") is not None else ""
-        parts.append(f"{name} {figure_text(metric['value'])} {metric['unit']}{cv}")
-    return "<br>".join(html.escape(p) for p in parts)
+        text = html.escape(f"{name} {figure_text(metric['value'])} {metric['unit']}{cv}")
+        (main if is_rate(metric["unit"]) or metric["unit"] == "ratio" else more).append(text)
+    folded = (f"<details><summary>{len(more)} more</summary>{'<br>'.join(more)}</details>"
+              if more else "")
+    return "<br>".join(main) + folded
 
 
 def _telemetry(record: dict[str, Any]) -> str:
