@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.testbed.errors import HostStackError, PapiError
+from libraries.testbed.errors import HostStackError, PapiError, RenderError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology import VppInstall
 from libraries.vpp.loopback import (
@@ -82,11 +82,14 @@ def test_vpp_failing_at_start_up_reports_its_output(node, tmp_path):
     assert node.processes == ()
 
 
-def test_vcl_config_per_app():
-    text = vcl_config("server", 1234, True, "/var/run/vpp/app_ns_sockets")
-    assert "namespace-id server" in text and "namespace-secret 1234" in text
-    assert "use-mq-eventfd" in text
-    assert "app-socket-api /var/run/vpp/app_ns_sockets/server" in text
-    default = vcl_config(None, None, False, "/run/vpp/app_ns")
-    assert "namespace-id" not in default and "use-mq-eventfd" not in default
-    assert "app-socket-api /run/vpp/app_ns/default" in default
+def test_vcl_config_per_program_is_the_seeds_block():
+    nginx = vcl_config("nginx", "server", 1234, "/var/run/vpp/app_ns_sockets")
+    assert "namespace-id server" in nginx and "namespace-secret 1234" in nginx
+    assert "heapsize 64M" in nginx and "use-mq-eventfd" in nginx  # seed 000 + LAB-NOTES
+    assert "app-socket-api /var/run/vpp/app_ns_sockets/server" in nginx
+    iperf3 = vcl_config("iperf3", None, None, "/run/vpp/app_ns")
+    assert "namespace-id" not in iperf3 and "use-mq-eventfd" not in iperf3
+    assert "heapsize" not in iperf3 and "rx-fifo-size 4000000" in iperf3  # seed 001
+    assert "app-socket-api /run/vpp/app_ns/default" in iperf3
+    with pytest.raises(RenderError, match="no VCL profile for program 'curl'"):
+        vcl_config("curl", None, None, "/run/vpp/app_ns")

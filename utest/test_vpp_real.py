@@ -64,7 +64,7 @@ def _sessions(node):
 
 def _iperf_server(node, name: str, ldpreload: str):
     path = f"{node.workdir}/vcl-{name}.conf"
-    node.put(vcl_config("server", 1234, False, INSTALL.app_socket_dir), path)
+    node.put(vcl_config("iperf3", "server", 1234, INSTALL.app_socket_dir), path)
     return node.start("iperf3 -4 -s -p 5201", name,
                       env={"LD_PRELOAD": ldpreload, "VCL_CONFIG": path})
 

@@ -112,7 +112,7 @@ class SslProxyKeywords:
         """
         testbed = current_testbed()
         target = testbed.node(node)
-        env = app_environment(target.name, "server", stack, event_driven=True)
+        env = app_environment(target.name, "server", stack, program="nginx")
         certs = self._certificates(target)
         prefix = instance_prefix(target, "nginx-server")
         # stub_status counts requests for the forwarding proof; over VPP it would listen on
@@ -146,7 +146,7 @@ class SslProxyKeywords:
         """
         testbed = current_testbed()
         target = testbed.node(node)
-        env = app_environment(target.name, "proxy", stack, event_driven=True)
+        env = app_environment(target.name, "proxy", stack, program="nginx")
         upstream_node = testbed.topology.resolve_node(upstream)
         certs = self._certificates(target)
         upstream_tls = None
@@ -197,7 +197,7 @@ class SslProxyKeywords:
         plan = TrialPlan(int(trials), int(duration), int(warmup))
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
-        env = app_environment(tg.name, "client", stack, event_driven=True)
+        env = app_environment(tg.name, "client", stack, program="wrk")
         urls = {
             "proxy": f"https://{app_address(testbed, 'proxy', proxy.name, tg.name, stack)}:"
                      f"{PROXY_PORT}{path}",
