@@ -13,13 +13,21 @@ import pytest
 
 from libraries.testbed.errors import HostStackError, PapiError, RenderError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import VppInstall
+from libraries.testbed.topology import VppInstall, parse_topology
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp.node import start_vpp, stop_vpp, vcl_config
+from libraries.vpp.node import VppLayout, start_vpp, stop_vpp, vcl_config
+from libraries.vpp.ports import (
+    attach_ports,
+    check_ports,
+    detach_ports,
+    plan_ports,
+    return_kernel_addresses,
+    startup_contribution,
+)
 from utest.fake_vpp import FIXTURE_API_DIR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,6 +88,46 @@ def test_vpp_failing_at_start_up_reports_its_output(node, tmp_path):
     with pytest.raises(HostStackError, match="VPP exited during start-up.*pmalloc error"):
         start_vpp(node, install, timeout=10)
     assert node.processes == ()
+
+
+@pytest.fixture(scope="module")
+def two_node():
+    testbed = Testbed.up("2node")
+    try:
+        yield testbed
+    finally:
+        testbed.down()
+
+
+@pytest.mark.parametrize(("driver", "vpp_name", "startup_lines"), [
+    ("af_packet", "host-eth1", []),
+    ("dpdk_vdev", "af_packet0", ["no-pci", "vdev net_af_packet0,iface=eth1"]),
+])
+def test_a_link_interface_goes_to_vpp_and_comes_back(two_node, tmp_path, driver, vpp_name,
+                                                       startup_lines):
+    """The kernel side of the Ethernet layout over real SSH: the kernel address leaves the veth
+    while VPP has it (by the driver's name, up, addressed) and comes back after."""
+    node = two_node.node("dut")
+    data = two_node.topology.model_dump(mode="json")
+    data["nodes"]["dut"]["interfaces"] = {"eth1": {"vpp_driver": driver}}
+    ports = plan_ports(parse_topology(data, "2node-variant.yaml"), "dut")
+    check_ports(node, ports)
+    instance = start_vpp(node, _install(node, tmp_path),
+                         layout=VppLayout(main_core=0, ports=startup_contribution(ports)))
+    try:
+        startup = [line.strip() for line in node.get(instance.startup_path).splitlines()]
+        assert all(line in startup for line in startup_lines)
+        attached = attach_ports(node, instance.hoststack, ports)
+        assert "198.18.1.1" not in node.run("ip -o addr show dev eth1").stdout
+        interface = instance.hoststack.interface_by_name(vpp_name)
+        assert interface.admin_up
+        assert instance.hoststack.interface_addresses(interface.sw_if_index) == [
+            "198.18.1.1/24"]
+        assert detach_ports(instance.hoststack, attached) == []
+    finally:
+        stop_vpp(instance)
+    assert return_kernel_addresses(node, attached) == []
+    assert "inet 198.18.1.1/24" in node.run("ip -o addr show dev eth1").stdout
 
 
 def test_vcl_config_per_program_is_the_seeds_block():

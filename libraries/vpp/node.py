@@ -63,20 +63,20 @@ class VppInstance:
         return HostStack(self.papi)
 
 
-def startup_params(node: Node, install: VppInstall, layout: VppLayout) -> VppStartupParams:
-    """startup.conf for ``install`` and ``layout``: 4k pages when the node has no hugepages
-    (LAB-NOTES)."""
-    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
+                   hugepages: bool) -> VppStartupParams:
+    """startup.conf for ``install`` and ``layout`` (log in ``workdir``); 4k pages without
+    ``hugepages`` (LAB-NOTES)."""
     jumbo = layout.mtu is not None and layout.mtu > 1500
     return VppStartupParams(
         cli_listen=install.cli_socket, api_socket=install.api_socket,
-        log_path=f"{node.workdir}/vpp.log", main_core=layout.main_core,
+        log_path=f"{workdir}/vpp.log", main_core=layout.main_core,
         corelist_workers=layout.workers or None, workers=None if layout.workers else 0,
         session_event_queue_length=WORKER_EVENT_QUEUE_LENGTH if layout.workers else None,
         tcp_mtu=layout.mtu if jumbo else None,
         default_data_size=JUMBO_DATA_SIZE if jumbo else None,
         dpdk_devices=layout.ports.dpdk_devices, dpdk_vdevs=layout.ports.dpdk_vdevs,
-        plugins_path=install.plugins, no_hugepages=pages in ("", "0"),
+        plugins_path=install.plugins, no_hugepages=not hugepages,
     )
 
 
@@ -147,7 +147,8 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
     Fails with VPP's own output when it exits during start-up; stops it on any failure.
     """
     layout = layout or VppLayout(main_core=main_core)
-    params = startup_params(node, install, layout)
+    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+    params = startup_params(install, layout, node.workdir, hugepages=pages not in ("", "0"))
     startup_path = f"{node.workdir}/startup.conf"
     node.put(params.render(), startup_path, sudo=True)
     sockets = " ".join(shlex.quote(s) for s in (install.api_socket, install.cli_socket))
