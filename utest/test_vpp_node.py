@@ -65,7 +65,8 @@ def test_start_configure_and_stop_leave_nothing_behind(node, tmp_path):
     instance = start_vpp(node, install, main_core=0)
     try:
         startup = node.get(instance.startup_path)
-        assert f"socket-name {install.api_socket}" in startup
+        assert f"socket-name {node.workdir}/vpp/api.sock" in startup  # this run's, not /run/vpp
+        assert f"runtime-dir {node.workdir}/vpp" in startup
         assert "main-core 0" in startup
         assert instance.hoststack.show_version().version == "26.10-rc0~fake"
         plan = LoopbackHostStackPlan.tcp_term(addresses=("198.18.101.1/24", "198.18.103.1/24"))
@@ -79,7 +80,7 @@ def test_start_configure_and_stop_leave_nothing_behind(node, tmp_path):
     assert "fake vpp: stopped" in output
     assert not node.is_running(instance.process)
     assert instance.forward.poll() is not None
-    assert node.run(f"test -e {install.api_socket}", check=False).exit_code == 1
+    assert node.run(f"test -e {node.workdir}/vpp", check=False).exit_code == 1
     assert not Path(instance.local_dir.name).exists()
 
 

@@ -167,7 +167,8 @@ class DpdkDevice:
 class VppStartupParams:
     """VPP startup.conf.
 
-    Fields (None: line omitted): nodaemon, cli_listen, log_path (unix); api_socket
+    Fields (None: line omitted): nodaemon, cli_listen, log_path, runtime_dir (unix: where VPP
+    puts its stats socket and app-namespace sockets; default /run/vpp); api_socket
     (socksvr socket-name); main_core, corelist_workers (CPU list) or workers (count) (cpu);
     main_heap_size, main_heap_page_size (memory); buffers_per_numa, buffers_page_size,
     default_data_size (buffers; 10000 for jumbo frames, seed 001); statseg_page_size;
@@ -184,6 +185,7 @@ class VppStartupParams:
     nodaemon: bool = True
     cli_listen: str = "/run/vpp/cli.sock"
     log_path: str | None = None
+    runtime_dir: str | None = None
     api_socket: str = "/run/vpp/api.sock"
     main_core: int | None = None
     corelist_workers: tuple[int, ...] | None = None
@@ -211,6 +213,7 @@ class VppStartupParams:
     def __post_init__(self) -> None:
         _optional_path(self, "cli_listen")
         _optional_path(self, "log_path")
+        _optional_path(self, "runtime_dir")
         _optional_path(self, "api_socket")
         _optional_path_list(self, "plugins_path")
         _optional_int(self, "main_core", 0)

@@ -1,10 +1,13 @@
 """VPP on a node: start it from a rendered startup.conf, reach its API socket over SSH, stop it.
 
-The API socket lives on the DUT; the runner reaches it through an OpenSSH unix-socket forward
-(``ssh -N -L <local.sock>:<remote api.sock>``) and talks PAPI with the API definitions copied
-from the DUT's own install, as CSIT does. Nothing is left behind by :func:`stop_vpp`: the
-forward, the PAPI client, the VPP process and its sockets go, and ``show`` diagnostics are
-logged first.
+Each VPP keeps its sockets (API, CLI, stats, one per app namespace) in its own runtime
+directory under the node's per-run workdir (``<workdir>/vpp``, :func:`run_install`), never in
+the shared /run/vpp: two runs on one machine (pabot, or two checkouts) collided there, each
+deleting the other's sockets. The API socket lives on the DUT; the runner reaches it through
+an OpenSSH unix-socket forward (``ssh -N -L <local.sock>:<remote api.sock>``) and talks PAPI
+with the API definitions copied from the DUT's own install, as CSIT does. Nothing is left
+behind by :func:`stop_vpp`: the forward, the PAPI client, the VPP process and its sockets go,
+and ``show`` diagnostics are logged first.
 """
 
 from __future__ import annotations
@@ -63,13 +66,24 @@ class VppInstance:
         return HostStack(self.papi)
 
 
+def run_install(install: VppInstall, workdir: str) -> VppInstall:
+    """``install`` with this run's socket paths: API, CLI and app-namespace sockets in
+    ``<workdir>/vpp`` (VPP's runtime-dir, so its stats socket goes there too). The topology's
+    socket paths are not used by a VPP the library starts."""
+    runtime = f"{workdir}/vpp"
+    return install.model_copy(update={"api_socket": f"{runtime}/api.sock",
+                                      "cli_socket": f"{runtime}/cli.sock",
+                                      "app_socket_dir": f"{runtime}/app_ns_sockets"})
+
+
 def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
                    hugepages: bool) -> VppStartupParams:
-    """startup.conf for ``install`` and ``layout`` (log in ``workdir``); 4k pages without
-    ``hugepages`` (LAB-NOTES)."""
+    """startup.conf for ``install`` (its sockets: see :func:`run_install`) and ``layout``
+    (log in ``workdir``); 4k pages without ``hugepages`` (LAB-NOTES)."""
     jumbo = layout.mtu is not None and layout.mtu > 1500
     return VppStartupParams(
         cli_listen=install.cli_socket, api_socket=install.api_socket,
+        runtime_dir=install.app_socket_dir.rsplit("/", 1)[0],
         log_path=f"{workdir}/vpp.log", main_core=layout.main_core,
         corelist_workers=layout.workers or None, workers=None if layout.workers else 0,
         session_event_queue_length=WORKER_EVENT_QUEUE_LENGTH if layout.workers else None,
@@ -147,13 +161,13 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
     Fails with VPP's own output when it exits during start-up; stops it on any failure.
     """
     layout = layout or VppLayout(main_core=main_core)
+    install = run_install(install, node.workdir)
     pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
     params = startup_params(install, layout, node.workdir, hugepages=pages not in ("", "0"))
     startup_path = f"{node.workdir}/startup.conf"
     node.put(params.render(), startup_path, sudo=True)
-    sockets = " ".join(shlex.quote(s) for s in (install.api_socket, install.cli_socket))
-    node.run(f"rm -f {sockets}; mkdir -p $(dirname {shlex.quote(install.api_socket)})",
-             timeout=10, sudo=True)
+    runtime = shlex.quote(str(params.runtime_dir))
+    node.run(f"rm -rf {runtime}; mkdir -p {runtime}", timeout=10, sudo=True)
     process = node.start(f"{shlex.quote(install.bin)} -c {shlex.quote(startup_path)}", "vpp",
                          sudo=True)
     deadline = time.monotonic() + timeout
@@ -193,7 +207,8 @@ def vpp_diagnostics(instance: VppInstance) -> dict[str, str]:
 
 
 def stop_vpp(instance: VppInstance) -> str:
-    """Disconnect PAPI, close the forward, stop VPP, remove its sockets; return VPP's output."""
+    """Disconnect PAPI, close the forward, stop VPP, remove its runtime directory (every
+    socket); return VPP's output."""
     errors = []
     try:
         if instance.papi.connected:
@@ -207,16 +222,10 @@ def stop_vpp(instance: VppInstance) -> str:
         except subprocess.TimeoutExpired:
             instance.forward.kill()
     output = instance.node.stop(instance.process, grace=5)
-    api_dir = instance.install.api_socket.rsplit("/", 1)[0]
-    sockets = " ".join(shlex.quote(s) for s in (instance.install.api_socket,
-                                                   instance.install.cli_socket,
-                                                   f"{api_dir}/stats.sock"))
-    app_dir = shlex.quote(instance.install.app_socket_dir)
     # a VPP that died leaves its API/CLI/stats sockets; every VPP leaves one socket per app
-    # namespace
-    instance.node.run(f"rm -f {sockets}; test ! -d {app_dir} || "
-                      f"find {app_dir} -maxdepth 1 -type s -delete", timeout=10, sudo=True,
-                      check=False)
+    # namespace: the run's runtime directory holds them all
+    runtime = shlex.quote(instance.install.app_socket_dir.rsplit("/", 1)[0])
+    instance.node.run(f"rm -rf {runtime}", timeout=10, sudo=True, check=False)
     instance.local_dir.cleanup()
     if errors:
         raise HostStackError("; ".join(errors))
