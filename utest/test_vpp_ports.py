@@ -13,7 +13,7 @@ from libraries.testbed.errors import HostStackError, PapiError
 from libraries.testbed.node import CommandResult
 from libraries.testbed.topology import TOPOLOGY_DIR, Topology, load_topology, parse_topology
 from libraries.vpp.hoststack import HostStack, VppThread
-from libraries.vpp.node import VppLayout, check_threads, startup_params
+from libraries.vpp.node import VppLayout, check_threads, jumbo_needs_hugepages, startup_params
 from libraries.vpp.papi import PapiConnection
 from libraries.vpp.ports import (
     attach_ports,
@@ -113,6 +113,14 @@ def test_no_workers_is_seed_001s_workers_0_and_jumbo_is_its_suggestion():
     assert got["tcp"] == ["cc-algo cubic", "mtu 9000"]
     assert got["buffers"] == ["default data-size 10000"]
     assert "plugin dpdk_plugin.so { disable }" in got["plugins"]  # no NIC for the plugin
+
+
+def test_jumbo_without_hugepages_is_refused_with_the_reason():
+    assert jumbo_needs_hugepages(VppLayout(mtu=9000), hugepages=True) is None
+    assert jumbo_needs_hugepages(VppLayout(mtu=1500), hugepages=False) is None
+    assert jumbo_needs_hugepages(VppLayout(), hugepages=False) is None
+    reason = jumbo_needs_hugepages(VppLayout(mtu=9000), hugepages=False)
+    assert "default data-size 10000" in reason and "nr_hugepages is 0" in reason
 
 
 def test_dpdk_vdev_ports_are_af_packet_pmd_devices_with_no_pci():

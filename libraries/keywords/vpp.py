@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from robot.api import logger
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
@@ -36,6 +36,8 @@ from libraries.vpp.loopback import (
 from libraries.vpp.node import (
     VppInstance,
     VppLayout,
+    has_hugepages,
+    jumbo_needs_hugepages,
     start_vpp,
     stop_vpp,
     vcl_config,
@@ -182,9 +184,10 @@ class VppKeywords:
     def start_vpp_on_node(self, node: str = "dut", mtu: int | None = None) -> None:
         """Start VPP on ``node`` from a rendered startup.conf: main core ``cpus.vpp_main``,
         workers on ``cpus.vpp_workers`` (none: ``workers 0``), the ``dpdk`` block of its dpdk
-        interfaces (multi-node testbeds), seed 001's jumbo settings when ``mtu`` > 1500, 4k
-        pages when the node has no hugepages. Waits until its API answers over the
-        SSH-forwarded socket and checks its threads (``show_threads``) against the topology.
+        interfaces (multi-node testbeds), seed 001's jumbo settings when ``mtu`` > 1500 (skips
+        with the reason where the node has no hugepages), 4k pages when it has none. Waits
+        until its API answers over the SSH-forwarded socket and checks its threads
+        (``show_threads``) against the topology.
         """
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
@@ -199,6 +202,9 @@ class VppKeywords:
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
                            ports=startup_contribution(ports), mtu=int(mtu) if mtu else None)
+        reason = jumbo_needs_hugepages(layout, has_hugepages(testbed.nodes[name]))
+        if reason:
+            raise SkipExecution(f"{name}: {reason}")
         instance = start_vpp(testbed.nodes[name], install, layout=layout)
         self._instances[name] = instance
         log_folded(f"{name}: VPP startup.conf",

@@ -94,6 +94,23 @@ def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
     )
 
 
+def has_hugepages(node: Node) -> bool:
+    """True when the node has hugepages reserved (``/proc/sys/vm/nr_hugepages`` > 0)."""
+    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+    return pages not in ("", "0")
+
+
+def jumbo_needs_hugepages(layout: VppLayout, hugepages: bool) -> str | None:
+    """Why ``layout`` cannot run on a node without hugepages (None: it can): seed 001's jumbo
+    buffers (default data-size 10000) do not fit in 4k pages (VPP: 'buffer size (10304) is
+    greater than page size (4096)')."""
+    if layout.mtu is None or layout.mtu <= 1500 or hugepages:
+        return None
+    return (f"VPP's jumbo buffers (buffers {{ default data-size {JUMBO_DATA_SIZE} }}, seed 001) "
+            "need hugepages and the node has none (/proc/sys/vm/nr_hugepages is 0): a buffer "
+            "cannot span 4k pages")
+
+
 def check_threads(threads: list[VppThread], layout: VppLayout) -> None:
     """VPP runs its main thread on ``layout.main_core`` and one worker per declared core, on
     those cores (``show_threads``); HostStackError saying what differs otherwise."""
@@ -162,8 +179,7 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
     """
     layout = layout or VppLayout(main_core=main_core)
     install = run_install(install, node.workdir)
-    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
-    params = startup_params(install, layout, node.workdir, hugepages=pages not in ("", "0"))
+    params = startup_params(install, layout, node.workdir, hugepages=has_hugepages(node))
     startup_path = f"{node.workdir}/startup.conf"
     node.put(params.render(), startup_path, sudo=True)
     runtime = shlex.quote(str(params.runtime_dir))
