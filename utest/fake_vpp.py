@@ -59,22 +59,28 @@ class FakeVpp(StateHandlers):
 
     ``omit`` leaves request messages out of the message table (an older VPP or a plugin that
     is not loaded). ``cli_output`` maps ``cli_inband`` commands to their reply text.
-    ``dpdk_interfaces`` are there from the start (dev type ``dpdk``, link MTU 1500), as the
-    dpdk plugin makes them from startup.conf; ``show_threads`` lists ``vpp_main`` on
-    ``main_core`` and one ``vpp_wk_N`` per CPU of ``workers``.
+    ``dpdk_interfaces`` (names) and ``dpdk_vdev_macs`` (MAC addresses of DPDK af_packet
+    virtual devices, named ``EthernetN`` as VPP 26.10 names DPDK 22.11's) are there from the
+    start (dev type ``dpdk``, link MTU 1500), as the dpdk plugin makes them from startup.conf;
+    ``show_threads`` lists ``vpp_main`` on ``main_core`` and one ``vpp_wk_N`` per CPU of
+    ``workers``.
     """
 
     def __init__(self, socket_path: str, api_dir: str = FIXTURE_API_DIR,
                  omit: Iterable[str] = (), dpdk_interfaces: Iterable[str] = (),
-                 main_core: int = 0, workers: Iterable[int] = ()) -> None:
+                 main_core: int = 0, workers: Iterable[int] = (),
+                 dpdk_vdev_macs: Iterable[str] = ()) -> None:
         self.socket_path = socket_path
         _, self._messages, self._services = VPPApiJSONFiles.load_api(apidir=api_dir)
         self.state = FakeState()
         self.state.interfaces[0] = FakeInterface(0, "local0", "local")
-        for name in dpdk_interfaces:
+        devices = [(name, None) for name in dpdk_interfaces]
+        devices += [(f"Ethernet{port}", mac) for port, mac in enumerate(dpdk_vdev_macs)]
+        for name, mac in devices:
             index = self._new_interface(name, "dpdk")
             self.state.interfaces[index].link_mtu = 1500
             self.state.interfaces[index].mtu = [1500, 0, 0, 0]
+            self.state.interfaces[index].mac = mac
         self.threads = [(0, "vpp_main", "", main_core)] + [
             (number + 1, f"vpp_wk_{number}", "workers", cpu)
             for number, cpu in enumerate(workers)]
@@ -288,7 +294,7 @@ class FakeVpp(StateHandlers):
 def serve(api_dir: str = FIXTURE_API_DIR, omit: Iterable[str] = (), **startup: Any
           ) -> Iterator[FakeVpp]:
     """Run a FakeVpp on a socket in a fresh short /tmp directory; stop it and clean up after.
-    ``startup``: FakeVpp's dpdk_interfaces, main_core, workers.
+    ``startup``: FakeVpp's dpdk_interfaces, dpdk_vdev_macs, main_core, workers.
 
     (Unix socket paths are limited to 107 bytes, too short for pytest's tmp_path.)
     """

@@ -1,7 +1,9 @@
 """``vpp -c startup.conf`` stand-in for process-level tests: serves the fake VPP API on the
 ``socksvr { socket-name ... }`` of the given startup.conf until SIGTERM, with what VPP would
-take from the file: an interface per ``dpdk { dev PCI { name X } }`` (``af_packetN`` per
-``vdev``), the main thread on ``cpu { main-core }`` and a worker per ``corelist-workers`` CPU.
+take from the file: an interface per ``dpdk { dev PCI { name X } }``, one per
+``vdev net_af_packetN,iface=IF`` with IF's MAC address (read from sysfs, as DPDK's PMD does;
+the daemon runs in the node's network namespace), the main thread on ``cpu { main-core }``
+and a worker per ``corelist-workers`` CPU.
 
 Run as ``python -m utest.fake_vpp_daemon -c STARTUP`` (with the repository on PYTHONPATH).
 ``FAKE_VPP_EXIT=<text>`` makes it print the text and exit 1 instead (VPP failing at start-up).
@@ -14,6 +16,7 @@ import re
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from utest.fake_vpp import FakeVpp
@@ -22,15 +25,16 @@ from utest.fake_vpp import FakeVpp
 def startup_state(text: str) -> dict[str, Any]:
     """FakeVpp's dpdk_interfaces, main_core and workers as VPP would take them from ``text``."""
     names = re.findall(r"\bdev\s+\S+\s*\{\s*name\s+(\S+)", text)
-    names += [f"af_packet{n}" for n in range(len(re.findall(r"^\s*vdev\s", text, re.M)))]
+    macs = [Path(f"/sys/class/net/{iface}/address").read_text().strip()
+            for iface in re.findall(r"^\s*vdev\s+net_af_packet\d+,iface=(\S+)", text, re.M)]
     main = re.search(r"\bmain-core\s+(\d+)", text)
     workers = re.search(r"\bcorelist-workers\s+([\d,-]+)", text)
     cpus: list[int] = []
     for part in workers.group(1).split(",") if workers else []:
         first, _, last = part.partition("-")
         cpus += range(int(first), int(last or first) + 1)
-    return {"dpdk_interfaces": names, "main_core": int(main.group(1)) if main else 0,
-            "workers": cpus}
+    return {"dpdk_interfaces": names, "dpdk_vdev_macs": macs,
+            "main_core": int(main.group(1)) if main else 0, "workers": cpus}
 
 
 def main(argv: list[str]) -> int:

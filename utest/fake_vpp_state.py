@@ -30,6 +30,7 @@ class FakeInterface:
     admin_up: bool = False
     table_id: int = 0
     link_mtu: int = 9000
+    mac: str | None = None  # None: 02:fe:00:00:00:<sw_if_index>
     mtu: list[int] = field(default_factory=lambda: [9000, 0, 0, 0])
     addresses: list[ipaddress.IPv4Interface | ipaddress.IPv6Interface] = field(
         default_factory=list)
@@ -135,7 +136,8 @@ class StateHandlers:
         elif fields["sw_if_index"] != NO_INDEX:
             selected = [i for i in selected if i.sw_if_index == fields["sw_if_index"]]
         return [{"sw_if_index": i.sw_if_index, "sup_sw_if_index": i.sw_if_index,
-                 "l2_address": bytes([2, 0xFE, 0, 0, 0, i.sw_if_index % 256]),
+                 "l2_address": bytes.fromhex(i.mac.replace(":", "")) if i.mac
+                 else bytes([2, 0xFE, 0, 0, 0, i.sw_if_index % 256]),
                  "flags": ADMIN_UP if i.admin_up else 0, "link_mtu": i.link_mtu, "mtu": i.mtu,
                  "interface_name": i.name, "interface_dev_type": i.dev_type}
                 for i in selected]

@@ -102,7 +102,7 @@ def two_node():
 
 @pytest.mark.parametrize(("driver", "vpp_name", "startup_lines"), [
     ("af_packet", "host-eth1", []),
-    ("dpdk_vdev", "af_packet0", ["no-pci", "vdev net_af_packet0,iface=eth1"]),
+    ("dpdk_vdev", "Ethernet0", ["no-pci", "vdev net_af_packet0,iface=eth1"]),
 ])
 def test_a_link_interface_goes_to_vpp_and_comes_back(two_node, tmp_path, driver, vpp_name,
                                                        startup_lines):

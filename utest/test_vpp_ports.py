@@ -129,8 +129,8 @@ def test_dpdk_vdev_ports_are_af_packet_pmd_devices_with_no_pci():
                                           "eth2": {"vpp_driver": "dpdk_vdev"}}
     ports = plan_ports(parse_topology(data, "vdev.yaml"), "dut")
     assert [(p.vpp_name, p.vdev, p.kernel_netdev) for p in ports] == [
-        ("af_packet0", "net_af_packet0,iface=eth1", True),
-        ("af_packet1", "net_af_packet1,iface=eth2", True)]
+        ("", "net_af_packet0,iface=eth1", True),  # found by MAC: VPP names it
+        ("", "net_af_packet1,iface=eth2", True)]
     layout = VppLayout(ports=startup_contribution(ports))
     install = load_topology("3node").nodes["dut"].vpp
     got = sections(startup_params(install, layout, "/w", False).render())

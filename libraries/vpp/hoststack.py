@@ -44,7 +44,7 @@ class VppVersion:
 @dataclass(frozen=True)
 class VppInterface:
     """One ``sw_interface_details``: sw_if_index, name, dev_type, admin_up, link_up, mtu (L3),
-    link_mtu (the hardware MTU, what ``hw_interface_set_mtu`` sets)."""
+    link_mtu (the hardware MTU, what ``hw_interface_set_mtu`` sets), mac (aa:bb:cc:dd:ee:ff)."""
 
     sw_if_index: int
     name: str
@@ -53,6 +53,7 @@ class VppInterface:
     link_up: bool
     mtu: int
     link_mtu: int = 0
+    mac: str = ""
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ class HostStack:
             dev_type=d.interface_dev_type,
             admin_up=bool(int(d.flags) & IF_STATUS_API_FLAG_ADMIN_UP),
             link_up=bool(int(d.flags) & IF_STATUS_API_FLAG_LINK_UP), mtu=int(d.mtu[0]),
-            link_mtu=int(d.link_mtu))
+            link_mtu=int(d.link_mtu), mac=str(d.l2_address).lower())
             for d in self.papi.call("sw_interface_dump", **fields)]
 
     def interface_by_name(self, name: str) -> VppInterface:
@@ -227,6 +228,15 @@ class HostStack:
                 return interface
         raise PapiError(f"VPP has no interface named {name!r}; it has: "
                         f"{', '.join(i.name for i in self.list_interfaces()) or 'none'}")
+
+    def interface_by_mac(self, mac: str) -> VppInterface:
+        """The interface whose MAC address is ``mac``; PapiError listing them otherwise."""
+        interfaces = self.list_interfaces()
+        for interface in interfaces:
+            if interface.mac == mac.lower():
+                return interface
+        raise PapiError(f"VPP has no interface with MAC address {mac}; it has: "
+                        f"{', '.join(f'{i.name} ({i.mac})' for i in interfaces) or 'none'}")
 
     def list_threads(self) -> list[VppThread]:
         """VPP's threads (``show_threads``): the main thread, then one per worker."""

@@ -38,7 +38,8 @@ DPDK_READY_DRIVERS = ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx5_core", "ml
 @dataclass(frozen=True)
 class VppPort:
     """One link interface for VPP: topology name, driver, address (A.B.C.D/LEN), MTU, the name
-    VPP gives it, and the driver's data (``pci`` of a NIC, ``vdev`` of a DPDK virtual device)."""
+    VPP gives it ("" when only VPP knows it: a DPDK virtual device, found by MAC address), and
+    the driver's data (``pci`` of a NIC, ``vdev`` of a DPDK virtual device)."""
 
     ifname: str
     driver: str
@@ -131,8 +132,8 @@ def driver_of(port: VppPort) -> PortDriver:
 def plan_ports(topology: Topology, node: str, mtu: int | None = None) -> tuple[VppPort, ...]:
     """The ports of ``node``'s link ends, MTU ``mtu`` (else the link's), VPP's names fixed:
     af_packet ``host-IF``; dpdk the interface's own name (given in startup.conf, as the seeds
-    do); dpdk_vdev ``af_packetN`` (VPP's name for DPDK port N: the vdevs are ports 0, 1, ...
-    in order, there being no PCI devices with ``no-pci``)."""
+    do); dpdk_vdev none (VPP names it from the DPDK driver and port number, e.g. Ethernet0
+    with DPDK 22.11's net_af_packet, af_packet0 with other DPDK versions)."""
     ports = []
     vdevs = 0
     for ifname, interface, address, link_mtu in topology.link_interfaces(node):
@@ -140,7 +141,7 @@ def plan_ports(topology: Topology, node: str, mtu: int | None = None) -> tuple[V
         if driver == "dpdk":
             ports.append(VppPort(ifname, driver, address, port_mtu, ifname, pci=interface.pci))
         elif driver == "dpdk_vdev":
-            ports.append(VppPort(ifname, driver, address, port_mtu, f"af_packet{vdevs}",
+            ports.append(VppPort(ifname, driver, address, port_mtu, "",
                                  vdev=f"net_af_packet{vdevs},iface={ifname}"))
             vdevs += 1
         else:
@@ -236,7 +237,7 @@ def _attach(node: Node, hs: HostStack, port: VppPort, progress: _Progress) -> At
     partial = AttachedPort(port, -1, port.mtu, moved)
     try:
         driver_of(port).create(hs, port, mac)
-        interface = _find(hs, port)
+        interface = _find(hs, port, mac)
     except (PapiError, HostStackError):
         progress.attached.append(partial)  # so that the kernel address comes back
         raise
@@ -247,12 +248,14 @@ def _attach(node: Node, hs: HostStack, port: VppPort, progress: _Progress) -> At
     hs.add_interface_address(attached.sw_if_index, port.address)
     progress.attached.pop()
     LOG.info("%s: %s is VPP's %s (sw_if_index %d, %s, MTU %d)", node.name, port.ifname,
-             port.vpp_name, attached.sw_if_index, port.address, port.mtu)
+             interface.name, attached.sw_if_index, port.address, port.mtu)
     return attached
 
 
-def _find(hs: HostStack, port: VppPort) -> VppInterface:
+def _find(hs: HostStack, port: VppPort, mac: str | None) -> VppInterface:
     try:
+        if not port.vpp_name and mac:
+            return hs.interface_by_mac(mac)
         return hs.interface_by_name(port.vpp_name)
     except PapiError as error:
         if port.driver == "af_packet":
