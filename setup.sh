@@ -12,6 +12,7 @@ PACKAGES=(
   iperf3 wrk                        # traffic tools (wrk2 is not packaged: see README)
   openssh-server openssh-client     # each testbed node is reached over real SSH
   iproute2 procps psmisc util-linux # namespaces, veth, ss, taskset, kill
+  ethtool                           # veth checksum offload for VPP dpdk_vdev interfaces
   openssl ca-certificates curl      # certificates, HTTPS checks
   bpftrace bpftool                  # eBPF tracing (sslsniff suite), sockmap evidence
   chromium                          # headless check of the trend dashboard

@@ -24,7 +24,7 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
 from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Process
+from libraries.testbed.node import Node, Process
 from libraries.testbed.provision import Testbed
 from libraries.vpp.loopback import (
     LoopbackHostStack,
@@ -48,8 +48,10 @@ from libraries.vpp.ports import (
     VppPort,
     attach_ports,
     check_ports,
+    complete_peer_checksums,
     detach_ports,
     plan_ports,
+    restore_peer_checksums,
     return_kernel_addresses,
     startup_contribution,
 )
@@ -141,6 +143,7 @@ class VppKeywords:
         self._instances: dict[str, VppInstance] = {}
         self._loopbacks: dict[str, LoopbackHostStack] = {}
         self._ports: dict[str, list[AttachedPort]] = {}
+        self._peer_checksums: dict[str, list[tuple[Node, str]]] = {}
         self._apps: dict[str, AppPlacement] = {}
 
     # -- Python API used by the case libraries ------------------------------------------------
@@ -250,8 +253,10 @@ class VppKeywords:
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
         instance = self._instances[name]
-        attached = attach_ports(instance.node, instance.hoststack,
-                                self._planned_ports(name, mtu))
+        ports = self._planned_ports(name, mtu)
+        complete_peer_checksums(testbed.topology, testbed.nodes, name, ports,
+                                self._peer_checksums.setdefault(name, []))
+        attached = attach_ports(instance.node, instance.hoststack, ports)
         self._ports.setdefault(name, []).extend(attached)
 
     def _planned_ports(self, name: str, mtu: int | None) -> tuple[VppPort, ...]:
@@ -282,6 +287,7 @@ class VppKeywords:
             except HostStackError as error:
                 errors.append(str(error))
             errors += return_kernel_addresses(instance.node, ports)
+            errors += restore_peer_checksums(self._peer_checksums.pop(name, []))
             del self._instances[name]
         self._apps.clear()
         if errors:

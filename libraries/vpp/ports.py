@@ -286,6 +286,38 @@ def detach_ports(hs: HostStack, attached: Sequence[AttachedPort]) -> list[str]:
     return problems
 
 
+def complete_peer_checksums(topology: Topology, nodes: Mapping[str, Node], node: str,
+                            ports: Sequence[VppPort], changed: list[tuple[Node, str]]) -> None:
+    """On a netns testbed, switch TX checksum offload off on the veth peer of each dpdk_vdev
+    port: a veth hands the packet over with its TCP checksum still to be filled in, which
+    VPP's af_packet driver completes but DPDK's af_packet PMD does not (VPP then drops every
+    segment: 'bad tcp checksum'). Physical links carry complete checksums. Appends each
+    change to ``changed`` as it is made, for :func:`restore_peer_checksums`."""
+    if topology.provision != "netns":
+        return
+    vdevs = {port.ifname for port in ports if port.driver == "dpdk_vdev"}
+    for link in topology.links:
+        (a_node, a_if, _), (b_node, b_if, _) = link.ends()
+        for (end_node, end_if), (peer_node, peer_if) in (((a_node, a_if), (b_node, b_if)),
+                                                          ((b_node, b_if), (a_node, a_if))):
+            if end_node == node and end_if in vdevs:
+                peer = nodes[peer_node]
+                peer.run(f"ethtool -K {shlex.quote(peer_if)} tx off", timeout=10, sudo=True)
+                changed.append((peer, peer_if))
+
+
+def restore_peer_checksums(changed: Sequence[tuple[Node, str]]) -> list[str]:
+    """TX checksum offload back on where :func:`complete_peer_checksums` switched it off."""
+    problems = []
+    for peer, ifname in changed:
+        result = peer.run(f"ethtool -K {shlex.quote(ifname)} tx on", timeout=10, sudo=True,
+                          check=False)
+        if result.exit_code != 0:
+            problems.append(f"{peer.name}: could not switch TX checksum offload back on for "
+                            f"{ifname}: {result.stderr.strip()}")
+    return problems
+
+
 def return_kernel_addresses(node: Node, attached: Sequence[AttachedPort]) -> list[str]:
     """Give the kernel back the addresses taken out (interface up again); returns problems."""
     problems = []
