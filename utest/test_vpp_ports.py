@@ -18,8 +18,10 @@ from libraries.vpp.papi import PapiConnection
 from libraries.vpp.ports import (
     attach_ports,
     check_ports,
+    complete_peer_checksums,
     detach_ports,
     plan_ports,
+    restore_peer_checksums,
     startup_contribution,
 )
 from utest.fake_vpp import FIXTURE_API_DIR, FakeVpp, RecordedCall, serve
@@ -238,3 +240,31 @@ def test_shipped_lab_example_says_what_it_declares():
     text = Path(LAB).read_text()
     assert "vpp_driver: dpdk" in text and "vpp_workers: [2]" in text
     assert "never rebinds" in text
+
+
+class RecordingNode(UnusedNode):
+    """Records the commands a peer node is asked to run; all succeed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.commands: list[str] = []
+
+    def run(self, command: str, *args: Any, **kwargs: Any) -> CommandResult:
+        self.commands.append(command)
+        return CommandResult(command=command, exit_code=0, stdout="", stderr="", duration=0.0)
+
+
+def test_veth_peers_of_dpdk_vdev_ports_complete_their_checksums_and_get_them_back():
+    data = load_topology("3node").model_dump(mode="json")
+    data["nodes"]["dut"]["interfaces"] = {"eth2": {"vpp_driver": "dpdk_vdev"}}
+    topology = parse_topology(data, "vdev.yaml")
+    nodes = {name: RecordingNode(name) for name in topology.nodes}
+    changed: list = []
+    complete_peer_checksums(topology, nodes, "dut", plan_ports(topology, "dut"), changed)
+    assert nodes["server"].commands == ["ethtool -K eth1 tx off"]  # eth2's peer only
+    assert nodes["tg"].commands == [] and nodes["dut"].commands == []
+    assert restore_peer_checksums(changed) == []
+    assert nodes["server"].commands[-1] == "ethtool -K eth1 tx on"
+    lab_changed: list = []
+    complete_peer_checksums(lab(), nodes, "dut", plan_ports(lab(), "dut"), lab_changed)
+    assert lab_changed == []  # physical links: checksums are complete on the wire
