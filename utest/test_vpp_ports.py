@@ -20,6 +20,7 @@ from libraries.vpp.ports import (
     check_ports,
     complete_peer_checksums,
     detach_ports,
+    mtu_unsupported,
     plan_ports,
     restore_peer_checksums,
     startup_contribution,
@@ -133,6 +134,10 @@ def test_dpdk_vdev_ports_are_af_packet_pmd_devices_with_no_pci():
     assert [(p.vpp_name, p.vdev, p.kernel_netdev) for p in ports] == [
         ("", "net_af_packet0,iface=eth1", True),  # found by MAC: VPP names it
         ("", "net_af_packet1,iface=eth2", True)]
+    assert mtu_unsupported(ports) is None
+    assert "eth1, eth2: DPDK's af_packet PMD takes 2048-byte frames" in mtu_unsupported(
+        plan_ports(parse_topology(data, "vdev.yaml"), "dut", mtu=9000))
+    assert mtu_unsupported(plan_ports(lab(), "dut", mtu=9000)) is None
     layout = VppLayout(ports=startup_contribution(ports))
     install = load_topology("3node").nodes["dut"].vpp
     got = sections(startup_params(install, layout, "/w", False).render())

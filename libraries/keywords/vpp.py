@@ -50,6 +50,7 @@ from libraries.vpp.ports import (
     check_ports,
     complete_peer_checksums,
     detach_ports,
+    mtu_unsupported,
     plan_ports,
     restore_peer_checksums,
     return_kernel_addresses,
@@ -205,7 +206,8 @@ class VppKeywords:
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
                            ports=startup_contribution(ports), mtu=int(mtu) if mtu else None)
-        reason = jumbo_needs_hugepages(layout, has_hugepages(testbed.nodes[name]))
+        reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
+            layout, has_hugepages(testbed.nodes[name]))
         if reason:
             raise SkipExecution(f"{name}: {reason}")
         instance = start_vpp(testbed.nodes[name], install, layout=layout)

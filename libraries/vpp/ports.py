@@ -149,6 +149,17 @@ def plan_ports(topology: Topology, node: str, mtu: int | None = None) -> tuple[V
     return tuple(ports)
 
 
+def mtu_unsupported(ports: Sequence[VppPort]) -> str | None:
+    """Why VPP cannot give these ports their MTU (None: it can): DPDK's af_packet PMD takes
+    frames of 2048 B, so VPP refuses a jumbo MTU on a dpdk_vdev interface
+    (``hw_interface_set_mtu`` -> retval -7, seen with DPDK 22.11)."""
+    jumbo = [p.ifname for p in ports if p.driver == "dpdk_vdev" and p.mtu > 1500]
+    if not jumbo:
+        return None
+    return (f"dpdk_vdev interfaces {', '.join(jumbo)}: DPDK's af_packet PMD takes 2048-byte "
+            "frames, so VPP refuses a jumbo MTU on them")
+
+
 def startup_contribution(ports: Sequence[VppPort]) -> StartupContribution:
     """Every port's startup.conf part, merged in port order."""
     devices: list[DpdkDevice] = []
