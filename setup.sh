@@ -14,6 +14,7 @@ PACKAGES=(
   sudo                              # lab users with sudo: true (and the real-lab e2e test)
   iproute2 procps psmisc util-linux # namespaces, veth, ss, taskset, kill
   iputils-ping                      # pre-flight check of every link and route
+  ethtool                           # veth checksum offload for VPP dpdk_vdev interfaces
   openssl ca-certificates curl      # certificates, HTTPS checks
   bpftrace bpftool                  # eBPF tracing (sslsniff suite), sockmap evidence
   chromium                          # headless check of the trend dashboard

@@ -7,17 +7,16 @@ message table (``name_crc`` -> id) the client then uses for every call. Requests
 replies encoded with vpp_papi's own serializer, built from the definitions in
 ``utest/fixtures/vpp_api`` (a subset of VPP 26.10's), so field names, types and CRCs are real.
 
-The fake keeps just enough state (interfaces, tables, addresses, routes, app namespaces) to
-answer like VPP, records every request (name + decoded fields), can fail the next call of a
-message with a given retval, or drop the connection instead of answering (VPP dying).
-Retval codes for the fake's own checks follow VPP's api_errno where known (-2 invalid
-sw_if_index, -3 no such FIB, -6 no such entry); they are the fake's approximations.
+The fake keeps just enough state (``fake_vpp_state``: interfaces, tables, addresses, routes,
+app namespaces) to answer like VPP; it starts with the DPDK interfaces and the worker threads a
+startup.conf would give it (``dpdk_interfaces``, ``main_core``, ``workers``). It records every
+request (name + decoded fields), can fail the next call of a message with a given retval, or
+drop the connection instead of answering (VPP dying).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import shutil
 import socket
@@ -25,11 +24,17 @@ import struct
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vpp_papi.vpp_papi import VPPApiJSONFiles
+
+from utest.fake_vpp_state import (  # re-exported: tests read the state through these
+    FakeInterface,
+    FakeState,
+    StateHandlers,
+)
 
 FIXTURE_API_DIR = str(Path(__file__).parent / "fixtures" / "vpp_api")
 HEADER = struct.Struct(">QII")
@@ -38,13 +43,7 @@ SOCKCLNT_CREATE_ID = 15
 SOCKCLNT_CREATE_REPLY_ID = 16
 TRANSPORT_MESSAGES = frozenset({"sockclnt_create", "sockclnt_delete", "control_ping",
                                 "memclnt_keepalive"})
-NO_INDEX = 0xFFFFFFFF
-ADMIN_UP = 1
-INVALID_SW_IF_INDEX = -2
-NO_SUCH_FIB = -3
-NO_SUCH_ENTRY = -6
-INVALID_VALUE = -7
-ADDRESS_FOUND_FOR_INTERFACE = -65
+__all__ = ["FIXTURE_API_DIR", "FakeInterface", "FakeState", "FakeVpp", "RecordedCall", "serve"]
 
 
 @dataclass(frozen=True)
@@ -55,45 +54,36 @@ class RecordedCall:
     fields: dict[str, Any]
 
 
-@dataclass
-class FakeInterface:
-    """An interface of the fake VPP."""
-
-    sw_if_index: int
-    name: str
-    dev_type: str
-    admin_up: bool = False
-    table_id: int = 0
-    mtu: list[int] = field(default_factory=lambda: [9000, 0, 0, 0])
-    addresses: list[ipaddress.IPv4Interface | ipaddress.IPv6Interface] = field(
-        default_factory=list)
-
-
-@dataclass
-class FakeState:
-    """What the fake VPP holds; tests may read it after the calls."""
-
-    interfaces: dict[int, FakeInterface] = field(default_factory=dict)
-    tables: set[int] = field(default_factory=lambda: {0})
-    routes: dict[tuple[int, str], list[Any]] = field(default_factory=dict)
-    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
-    session_enabled: bool = True
-    sapi_enabled: bool = True
-
-
-class FakeVpp:
+class FakeVpp(StateHandlers):
     """Fake VPP API server on ``socket_path``; ``start()`` runs it in a thread, ``stop()`` ends it.
 
     ``omit`` leaves request messages out of the message table (an older VPP or a plugin that
     is not loaded). ``cli_output`` maps ``cli_inband`` commands to their reply text.
+    ``dpdk_interfaces`` (names) and ``dpdk_vdev_macs`` (MAC addresses of DPDK af_packet
+    virtual devices, named ``EthernetN`` as VPP 26.10 names DPDK 22.11's) are there from the
+    start (dev type ``dpdk``, link MTU 1500), as the dpdk plugin makes them from startup.conf;
+    ``show_threads`` lists ``vpp_main`` on ``main_core`` and one ``vpp_wk_N`` per CPU of
+    ``workers``.
     """
 
     def __init__(self, socket_path: str, api_dir: str = FIXTURE_API_DIR,
-                 omit: Iterable[str] = ()) -> None:
+                 omit: Iterable[str] = (), dpdk_interfaces: Iterable[str] = (),
+                 main_core: int = 0, workers: Iterable[int] = (),
+                 dpdk_vdev_macs: Iterable[str] = ()) -> None:
         self.socket_path = socket_path
         _, self._messages, self._services = VPPApiJSONFiles.load_api(apidir=api_dir)
         self.state = FakeState()
         self.state.interfaces[0] = FakeInterface(0, "local0", "local")
+        devices = [(name, None) for name in dpdk_interfaces]
+        devices += [(f"Ethernet{port}", mac) for port, mac in enumerate(dpdk_vdev_macs)]
+        for name, mac in devices:
+            index = self._new_interface(name, "dpdk")
+            self.state.interfaces[index].link_mtu = 1500
+            self.state.interfaces[index].mtu = [1500, 0, 0, 0]
+            self.state.interfaces[index].mac = mac
+        self.threads = [(0, "vpp_main", "", main_core)] + [
+            (number + 1, f"vpp_wk_{number}", "workers", cpu)
+            for number, cpu in enumerate(workers)]
         self.cli_output: dict[str, str] = {}
         self._calls: list[RecordedCall] = []
         self._failures: dict[str, list[int]] = {}
@@ -285,6 +275,8 @@ class FakeVpp:
             "sw_interface_set_table": self._set_table,
             "sw_interface_add_del_address": self._add_del_address,
             "sw_interface_set_mtu": self._set_mtu,
+            "hw_interface_set_mtu": self._set_hw_mtu,
+            "show_threads": self._show_threads,
             "sw_interface_dump": self._interface_dump,
             "ip_address_dump": self._address_dump,
             "ip_table_add_del": self._table_add_del,
@@ -297,160 +289,18 @@ class FakeVpp:
             "af_packet_delete": self._af_packet_delete,
         }
 
-    # ---- state handlers (run in the server thread) ------------------------------------------
-
-    def _new_interface(self, name: str, dev_type: str) -> int:
-        index = max(self.state.interfaces) + 1
-        self.state.interfaces[index] = FakeInterface(index, name, dev_type)
-        return index
-
-    def _create_loopback(self, fields: dict[str, Any]) -> dict[str, Any]:
-        used = {i.name for i in self.state.interfaces.values()}
-        instance = next(n for n in range(1 << 16) if f"loop{n}" not in used)
-        return {"sw_if_index": self._new_interface(f"loop{instance}", "Loopback")}
-
-    def _delete_loopback(self, fields: dict[str, Any]) -> dict[str, Any]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None or interface.dev_type != "Loopback":
-            return {"retval": INVALID_SW_IF_INDEX}
-        del self.state.interfaces[interface.sw_if_index]
-        return {}
-
-    def _set_flags(self, fields: dict[str, Any]) -> dict[str, Any]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None:
-            return {"retval": INVALID_SW_IF_INDEX}
-        interface.admin_up = bool(int(fields["flags"]) & ADMIN_UP)
-        return {}
-
-    def _set_table(self, fields: dict[str, Any]) -> dict[str, Any]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None:
-            return {"retval": INVALID_SW_IF_INDEX}
-        if fields["vrf_id"] not in self.state.tables:
-            return {"retval": NO_SUCH_FIB}
-        if interface.addresses and interface.table_id != fields["vrf_id"]:
-            return {"retval": ADDRESS_FOUND_FOR_INTERFACE}
-        interface.table_id = fields["vrf_id"]
-        return {}
-
-    def _add_del_address(self, fields: dict[str, Any]) -> dict[str, Any]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None:
-            return {"retval": INVALID_SW_IF_INDEX}
-        prefix = fields["prefix"]
-        if fields["del_all"]:
-            interface.addresses.clear()
-        elif fields["is_add"]:
-            if prefix not in interface.addresses:
-                interface.addresses.append(prefix)
-        elif prefix in interface.addresses:
-            interface.addresses.remove(prefix)
-        else:
-            return {"retval": NO_SUCH_ENTRY}
-        return {}
-
-    def _set_mtu(self, fields: dict[str, Any]) -> dict[str, Any]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None:
-            return {"retval": INVALID_SW_IF_INDEX}
-        interface.mtu = [new or old for new, old in zip(fields["mtu"], interface.mtu,
-                                                         strict=True)]
-        return {}
-
-    def _interface_dump(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
-        selected = list(self.state.interfaces.values())
-        if fields["name_filter_valid"]:
-            selected = [i for i in selected if fields["name_filter"] in i.name]
-        elif fields["sw_if_index"] != NO_INDEX:
-            selected = [i for i in selected if i.sw_if_index == fields["sw_if_index"]]
-        return [{"sw_if_index": i.sw_if_index, "sup_sw_if_index": i.sw_if_index,
-                 "l2_address": bytes([2, 0xFE, 0, 0, 0, i.sw_if_index % 256]),
-                 "flags": ADMIN_UP if i.admin_up else 0, "link_mtu": 9000, "mtu": i.mtu,
-                 "interface_name": i.name, "interface_dev_type": i.dev_type}
-                for i in selected]
-
-    def _address_dump(self, fields: dict[str, Any]) -> list[dict[str, Any]]:
-        interface = self.state.interfaces.get(fields["sw_if_index"])
-        if interface is None:
-            return []
-        version = 6 if fields["is_ipv6"] else 4
-        return [{"sw_if_index": interface.sw_if_index, "prefix": address}
-                for address in interface.addresses if address.version == version]
-
-    def _table_add_del(self, fields: dict[str, Any]) -> dict[str, Any]:
-        table_id = fields["table"].table_id
-        if fields["is_add"]:
-            self.state.tables.add(table_id)
-        elif table_id == 0 or table_id not in self.state.tables:
-            return {"retval": NO_SUCH_FIB}
-        else:
-            self.state.tables.discard(table_id)
-        return {}
-
-    def _route_add_del(self, fields: dict[str, Any]) -> dict[str, Any]:
-        route = fields["route"]
-        if route.table_id not in self.state.tables:
-            return {"retval": NO_SUCH_FIB}
-        key = (route.table_id, str(route.prefix))
-        if fields["is_add"]:
-            if any(path.table_id not in self.state.tables for path in route.paths):
-                return {"retval": NO_SUCH_FIB}
-            self.state.routes[key] = list(route.paths)
-        elif self.state.routes.pop(key, None) is None:
-            return {"retval": NO_SUCH_ENTRY}
-        return {"stats_index": len(self.state.routes)}
-
-    def _session_enable(self, fields: dict[str, Any]) -> dict[str, Any]:
-        self.state.session_enabled = bool(fields["is_enable"])
-        return {}
-
-    def _session_enable_v2(self, fields: dict[str, Any]) -> dict[str, Any]:
-        self.state.session_enabled = int(fields["rt_engine_type"]) != 0
-        return {}
-
-    def _sapi_enable(self, fields: dict[str, Any]) -> dict[str, Any]:
-        self.state.sapi_enabled = bool(fields["is_enable"])
-        return {}
-
-    def _namespace_add_del(self, fields: dict[str, Any]) -> dict[str, Any]:
-        name = fields["namespace_id"]
-        if not fields["is_add"]:
-            if self.state.namespaces.pop(name, None) is None:
-                return {"retval": NO_SUCH_ENTRY}
-            return {}
-        if not name:
-            return {"retval": INVALID_VALUE}
-        if (fields["sw_if_index"] != NO_INDEX
-                and fields["sw_if_index"] not in self.state.interfaces):
-            return {"retval": INVALID_SW_IF_INDEX}
-        index = len(self.state.namespaces) + 1
-        self.state.namespaces[name] = {**fields, "appns_index": index}
-        return {"appns_index": index}
-
-    def _af_packet_create(self, fields: dict[str, Any]) -> dict[str, Any]:
-        name = f"host-{fields['host_if_name']}"
-        if any(i.name == name for i in self.state.interfaces.values()):
-            return {"retval": INVALID_VALUE}
-        return {"sw_if_index": self._new_interface(name, "af_packet")}
-
-    def _af_packet_delete(self, fields: dict[str, Any]) -> dict[str, Any]:
-        name = f"host-{fields['host_if_name']}"
-        for index, interface in list(self.state.interfaces.items()):
-            if interface.name == name:
-                del self.state.interfaces[index]
-                return {}
-        return {"retval": INVALID_SW_IF_INDEX}
-
 
 @contextlib.contextmanager
-def serve(api_dir: str = FIXTURE_API_DIR, omit: Iterable[str] = ()) -> Iterator[FakeVpp]:
+def serve(api_dir: str = FIXTURE_API_DIR, omit: Iterable[str] = (), **startup: Any
+          ) -> Iterator[FakeVpp]:
     """Run a FakeVpp on a socket in a fresh short /tmp directory; stop it and clean up after.
+    ``startup``: FakeVpp's dpdk_interfaces, dpdk_vdev_macs, main_core, workers.
 
     (Unix socket paths are limited to 107 bytes, too short for pytest's tmp_path.)
     """
     directory = tempfile.mkdtemp(prefix="fakevpp-")
-    fake = FakeVpp(os.path.join(directory, "api.sock"), api_dir=api_dir, omit=omit).start()
+    fake = FakeVpp(os.path.join(directory, "api.sock"), api_dir=api_dir, omit=omit,
+                   **startup).start()
     try:
         yield fake
     finally:

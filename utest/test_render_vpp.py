@@ -138,6 +138,34 @@ def test_seed_000_command_line_as_a_startup_file():
     }
 
 
+@pytest.mark.parametrize(("golden", "devices", "cpu"), [
+    ("seed000_startup_dpdk.conf", [("0000:01:00.0", "eth0"), ("0000:01:00.1", "eth1")],
+     {"main_core": 1}),
+    ("seed001_startup_dpdk.conf", [("0000:01:00.0", "eth0")], {"main_core": 1, "workers": 0}),
+])
+def test_dpdk_ethernet_command_lines_of_the_seeds(golden, devices, cpu):
+    """Seed 000/001's 'DPDK Ethernet Connection' VPP command lines, as startup files: every
+    section of the seed renders exactly; the only addition is the API socket PAPI needs."""
+    params = VppStartupParams(nodaemon=False, main_heap_size=None, **cpu,
+                              dpdk_devices=[DpdkDevice(pci=p, name=n) for p, n in devices])
+    got = sections(params.render())
+    seed = sections((GOLDEN / golden).read_text())
+    assert {k: v for k, v in got.items() if k != "socksvr"} == seed
+    assert got["socksvr"] == ["socket-name /run/vpp/api.sock"]
+
+
+def test_workers_event_queue_and_dpdk_virtual_devices():
+    params = VppStartupParams(main_core=0, corelist_workers=[1, 2],
+                              session_event_queue_length=16384,
+                              dpdk_vdevs=["net_af_packet0,iface=eth1"],
+                              plugins_path="/opt/vpp/lib/vpp_plugins:/opt/extra/vpp_plugins")
+    got = sections(params.render())
+    assert got["cpu"] == ["main-core 0", "corelist-workers 1,2"]
+    assert got["session"] == ["enable", "use-app-socket-api", "event-queue-length 16384"]
+    assert got["dpdk"] == ["no-pci", "vdev net_af_packet0,iface=eth1"]
+    assert got["plugins"] == ["path /opt/vpp/lib/vpp_plugins:/opt/extra/vpp_plugins"]
+
+
 def test_workers_log_plugins_path_and_plugin_switches():
     params = VppStartupParams(
         main_core=0, corelist_workers=[2, 3], log_path="/tmp/vpp/vpp.log",
@@ -182,6 +210,17 @@ def test_dpdk_plugin_left_alone_when_explicitly_enabled():
         (lambda: DpdkDevice(pci="01:00.0", name="eth0"),
          r"DpdkDevice.pci: expected a PCI address like '0000:01:00.0', got '01:00.0'"),
         (lambda: VppStartupParams(dpdk_devices=["0000:01:00.0"]), "a list of DpdkDevice"),
+        (lambda: VppStartupParams(session_event_queue_length=100),
+         "session_event_queue_length: expected an integer >= 2048"),
+        (lambda: VppStartupParams(dpdk_vdevs=["net_tap0,iface=x"]),
+         "dpdk_vdevs: expected DPDK af_packet virtual devices"),
+        (lambda: VppStartupParams(dpdk_vdevs=["net_af_packet0,iface=eth1"],
+                                  dpdk_devices=[DpdkDevice(pci="0000:01:00.0", name="e")]),
+         "no virtual devices together with dpdk_devices"),
+        (lambda: VppStartupParams(dpdk_vdevs=["net_af_packet0,iface=eth1"],
+                                  disable_plugins=["dpdk_plugin.so"]),
+         "not disabled when dpdk_devices or dpdk_vdevs"),
+        (lambda: VppStartupParams(plugins_path="/a:relative"), "plugins_path"),
     ],
 )
 def test_bad_startup_parameters_are_refused(build, message):

@@ -93,6 +93,33 @@ BAD = [
      "nodes.dut.interfaces.eth1.pci:"),
     ("vpp unknown key", _set("nodes.dut.vpp", {"binary": "/usr/bin/vpp"}),
      "nodes.dut.vpp.binary: unknown key"),
+    ("unknown vpp driver", _set("nodes.dut.interfaces", {"eth1": {"vpp_driver": "rdma"}}),
+     "nodes.dut.interfaces.eth1.vpp_driver: Input should be 'af_packet', 'dpdk' or "
+     "'dpdk_vdev', got 'rdma'"),
+    ("dpdk on a netns testbed",
+     _set("nodes.dut.interfaces", {"eth1": {"vpp_driver": "dpdk", "pci": "0000:01:00.0"}}),
+     "nodes.dut.interfaces.eth1.vpp_driver: dpdk drives a PCI NIC, which a netns testbed's "
+     "veths are not"),
+    ("dpdk without pci", _set("nodes.dut.interfaces", {"eth1": {"vpp_driver": "dpdk"}}),
+     "nodes.dut.interfaces.eth1.pci: required with vpp_driver dpdk"),
+    ("dpdk_vdev with pci",
+     _set("nodes.dut.interfaces", {"eth1": {"vpp_driver": "dpdk_vdev", "pci": "0000:01:00.0"}}),
+     "nodes.dut.interfaces.eth1.pci: must be absent with vpp_driver dpdk_vdev"),
+    ("dpdk_vdev on a node without vpp",
+     _set("nodes.server.interfaces", {"eth1": {"vpp_driver": "dpdk_vdev"}}),
+     "nodes.server.interfaces.eth1.vpp_driver: dpdk_vdev needs VPP on this node"),
+    ("vpp driver on an interface no link uses",
+     _set("nodes.dut.interfaces", {"eth9": {"vpp_driver": "dpdk_vdev"}}),
+     "nodes.dut.interfaces.eth9.vpp_driver: dpdk_vdev on an interface no link uses"),
+    ("same pci twice", _set("nodes.dut.interfaces", {"eth1": {"pci": "0000:01:00.0"},
+                                                     "eth2": {"pci": "0000:01:00.0"}}),
+     "nodes.dut.interfaces.eth2.pci: PCI address 0000:01:00.0 is also interface eth1's"),
+    ("two vpp_main cores", _set("nodes.dut.cpus.vpp_main", [0, 1]),
+     "nodes.dut.cpus.vpp_main: expected exactly one CPU"),
+    ("worker on the main core", _set("nodes.dut.cpus.vpp_workers", [1, 0]),
+     "nodes.dut.cpus.vpp_workers: CPU 0 is also vpp_main"),
+    ("worker listed twice", _set("nodes.dut.cpus.vpp_workers", [1, 1]),
+     "nodes.dut.cpus.vpp_workers: a CPU listed twice"),
 ]
 
 
@@ -104,6 +131,22 @@ def test_bad_topology_names_file_and_key_path(change, expected):
     message = str(error.value)
     assert message.startswith("topologies/broken.yaml: "), message
     assert expected in message, message
+
+
+def test_lab_with_dpdk_and_dpdk_vdev_on_one_node_is_refused():
+    data = yaml.safe_load((TOPOLOGY_DIR / "examples" / "lab-3node.yaml").read_text())
+    data["nodes"]["dut"]["interfaces"]["enp1s0f1"] = {"vpp_driver": "dpdk_vdev"}
+    with pytest.raises(TopologyError, match=r"nodes\.dut\.interfaces: dpdk and dpdk_vdev on "
+                                            r"one node"):
+        parse_topology(data, "lab.yaml")
+
+
+def test_lab_dpdk_nics_by_pci_address():
+    topology = load_topology(str(TOPOLOGY_DIR / "examples" / "lab-3node.yaml"))
+    assert [(name, spec.vpp_driver, spec.pci) for name, spec, _, _ in
+            topology.link_interfaces("dut")] == [("enp1s0f0", "dpdk", "0000:01:00.0"),
+                                                 ("enp1s0f1", "dpdk", "0000:01:00.1")]
+    assert topology.cpus_of("dut", "vpp_workers") == [2]
 
 
 def test_lab_node_without_host_is_an_error():
@@ -172,3 +215,12 @@ def test_known_hosts_is_refused_on_a_testbed_the_library_builds():
     with pytest.raises(TopologyError, match=r"3node\.yaml: known_hosts: must be absent with "
                        r"provision: netns"):
         parse_topology(data, "3node.yaml")
+
+
+def test_only_kernel_interfaces_need_permission_to_move_addresses_into_vpp():
+    lab = load_topology(str(TOPOLOGY_DIR / "examples" / "lab-3node.yaml"))
+    assert lab.kernel_interfaces_for_vpp("dut") == []  # both DUT NICs are dpdk by PCI address
+    assert not lab.allows_change("addresses")
+    local = load_topology("3node")
+    assert local.kernel_interfaces_for_vpp("dut") == ["eth1", "eth2"]  # af_packet on veths
+    assert local.allows_change("addresses")

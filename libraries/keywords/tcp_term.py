@@ -49,7 +49,7 @@ class TcpTermKeywords:
         and wait until it listens."""
         testbed = current_testbed()
         target = testbed.node(node)
-        env = app_environment(target.name, "server", stack, event_driven=False)
+        env = app_environment(target.name, "server", stack, program="iperf3")
         binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
         target.ensure_port_free(IPERF_PORT)
         options = IperfServerOptions(port=IPERF_PORT, ipv4_only=env is not None,
@@ -84,7 +84,7 @@ class TcpTermKeywords:
         server = testbed.node(server_name)
         binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
         address = app_address(testbed, "server", server_name, tg.name, stack)
-        env = app_environment(tg.name, "client", stack, event_driven=False)
+        env = app_environment(tg.name, "client", stack, program="iperf3")
         plan = TrialPlan(int(trials), int(duration), int(warmup))
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
@@ -131,9 +131,10 @@ class TcpTermKeywords:
     @keyword("Set Link MTU Between Nodes")
     def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:
         """Set ``mtu`` on both ends of the link joining ``node_a`` and ``node_b``; the old
-        MTUs come back with ``Restore Link MTUs``. Skips when the nodes share no link
-        (e.g. the 1node loopback testbed) or the topology does not allow MTU changes (a lab
-        without ``may_change: [mtu]``)."""
+        MTUs come back with ``Restore Link MTUs``; an end that is a DPDK NIC (vpp_driver
+        dpdk) is left to VPP. Skips when the nodes share no link (e.g. the 1node loopback
+        testbed) or the topology does not allow MTU changes (a lab without
+        ``may_change: [mtu]``)."""
         testbed = current_testbed()
         a = testbed.topology.resolve_node(node_a)
         b = testbed.topology.resolve_node(node_b)
@@ -149,6 +150,11 @@ class TcpTermKeywords:
             raise SkipExecution(f"topology {testbed.topology.name}: {a} and {b} share no "
                                 "link whose MTU could be raised (loopback only)")
         for name, ifname, _ in ends:
+            declared = testbed.topology.nodes[name].interfaces.get(ifname)
+            if declared is not None and declared.vpp_driver == "dpdk":
+                LOG.info("%s:%s is a DPDK NIC, not a kernel interface: VPP sets its MTU",
+                         name, ifname)
+                continue
             node = testbed.nodes[name]
             current = int(node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/mtu",
                                    timeout=10).stdout)

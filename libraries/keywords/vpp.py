@@ -5,16 +5,16 @@ Two layouts, as in seeds 000/001:
 * loopback (one node): one VPP loopback, IP table and app namespace per application (server,
   proxy, client), cross-table routes between them; every application on the node runs over
   VPP in its own namespace;
-* Ethernet (several nodes): VPP takes the DUT's link interfaces over (af_packet host
-  interfaces, the kernel's addresses moved into VPP and given back at the end); applications
-  on the DUT use VPP's default app namespace; the other nodes stay on the kernel stack.
+* Ethernet (several nodes): VPP takes the DUT's link interfaces over, each as its topology
+  ``vpp_driver`` says (af_packet on a kernel interface, dpdk on a NIC by PCI address,
+  dpdk_vdev: DPDK on a kernel interface; ``libraries.vpp.ports``); applications on the DUT
+  use VPP's default app namespace; the other nodes stay on the kernel stack.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
-import shlex
 import time
 from dataclasses import dataclass
 
@@ -24,7 +24,7 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
 from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Process
+from libraries.testbed.node import Node, Process
 from libraries.testbed.provision import Testbed
 from libraries.vpp.loopback import (
     LoopbackHostStack,
@@ -33,7 +33,29 @@ from libraries.vpp.loopback import (
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp.node import VppInstance, start_vpp, stop_vpp, vcl_config, vpp_diagnostics
+from libraries.vpp.node import (
+    VppInstance,
+    VppLayout,
+    has_hugepages,
+    jumbo_needs_hugepages,
+    start_vpp,
+    stop_vpp,
+    vcl_config,
+    vpp_diagnostics,
+)
+from libraries.vpp.ports import (
+    AttachedPort,
+    VppPort,
+    attach_ports,
+    check_ports,
+    complete_peer_checksums,
+    detach_ports,
+    mtu_unsupported,
+    plan_ports,
+    restore_peer_checksums,
+    return_kernel_addresses,
+    startup_contribution,
+)
 from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 LOG = logging.getLogger(__name__)
@@ -61,10 +83,10 @@ def vpp_library() -> VppKeywords | None:
         return None
 
 
-def app_environment(node: str, app: str, stack: str, event_driven: bool
-                    ) -> dict[str, str] | None:
-    """Environment putting ``app`` on VPP's host stack when ``stack`` is vpp and this suite's
-    VPP runs on ``node``; None (kernel stack) otherwise."""
+def app_environment(node: str, app: str, stack: str, program: str) -> dict[str, str] | None:
+    """Environment putting ``app`` (run by ``program``: iperf3, nginx, wrk) on VPP's host
+    stack when ``stack`` is vpp and this suite's VPP runs on ``node``; None (kernel stack)
+    otherwise."""
     if stack == "kernel":
         return None
     if stack != "vpp":
@@ -72,7 +94,7 @@ def app_environment(node: str, app: str, stack: str, event_driven: bool
     vpp = vpp_library()
     if vpp is None or not vpp.runs_vpp(node):
         return None  # e.g. the TG of a 3node testbed: only the DUT runs VPP
-    return vpp.app_environment(node, app, event_driven)
+    return vpp.app_environment(node, app, program)
 
 
 def app_address(testbed: Testbed, app: str, target: str, seen_from: str, stack: str) -> str:
@@ -116,9 +138,10 @@ def require_app_on_vpp(node: str, port: int, app: str) -> None:
 
 def _require_address_change(name: str) -> None:
     """Skip, with the reason, unless the topology lets tests move ``name``'s link addresses
-    from the kernel into VPP (and back): a lab must say ``may_change: [addresses]``."""
+    from the kernel into VPP (and back): a lab must say ``may_change: [addresses]``. DPDK NICs
+    (``vpp_driver: dpdk``) move no kernel address: they need no such permission."""
     topology = current_testbed().topology
-    if not topology.allows_change("addresses"):
+    if topology.kernel_interfaces_for_vpp(name) and not topology.allows_change("addresses"):
         raise SkipExecution(f"topology {topology.name} does not allow moving {name}'s link "
                             "addresses from the kernel into VPP (add `may_change: [addresses]` "
                             "to let the test move them and put them back)")
@@ -131,7 +154,8 @@ class VppKeywords:
     def __init__(self) -> None:
         self._instances: dict[str, VppInstance] = {}
         self._loopbacks: dict[str, LoopbackHostStack] = {}
-        self._moved: dict[str, list[tuple[str, str, int]]] = {}
+        self._ports: dict[str, list[AttachedPort]] = {}
+        self._peer_checksums: dict[str, list[tuple[Node, str]]] = {}
         self._apps: dict[str, AppPlacement] = {}
 
     # -- Python API used by the case libraries ------------------------------------------------
@@ -144,14 +168,15 @@ class VppKeywords:
         """True while this suite's VPP runs on ``node``."""
         return current_testbed().topology.resolve_node(node) in self._instances
 
-    def app_environment(self, node: str, app: str, event_driven: bool) -> dict[str, str]:
-        """``LD_PRELOAD`` and ``VCL_CONFIG`` for ``app`` on ``node`` (VCL file uploaded)."""
+    def app_environment(self, node: str, app: str, program: str) -> dict[str, str]:
+        """``LD_PRELOAD`` and ``VCL_CONFIG`` for ``app`` on ``node`` (the seeds' VCL block for
+        ``program``, uploaded)."""
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
         instance = self._instances[name]
         placement = self._apps.get(app, AppPlacement(name, None, None))
         secret = SECRET if placement.namespace_id else None
-        text = vcl_config(placement.namespace_id, secret, event_driven,
+        text = vcl_config(program, placement.namespace_id, secret,
                           instance.install.app_socket_dir)
         path = f"{instance.node.workdir}/vcl-{app}.conf"
         instance.node.put(text, path)
@@ -175,9 +200,13 @@ class VppKeywords:
     # -- keywords ------------------------------------------------------------------------------
 
     @keyword("Start VPP On Node")
-    def start_vpp_on_node(self, node: str = "dut") -> None:
-        """Start VPP on ``node`` from a rendered startup.conf (4k pages when the node has no
-        hugepages), wait until its API answers over the SSH-forwarded socket, log its version.
+    def start_vpp_on_node(self, node: str = "dut", mtu: int | None = None) -> None:
+        """Start VPP on ``node`` from a rendered startup.conf: main core ``cpus.vpp_main``,
+        workers on ``cpus.vpp_workers`` (none: ``workers 0``), the ``dpdk`` block of its dpdk
+        interfaces (multi-node testbeds), seed 001's jumbo settings when ``mtu`` > 1500 (skips
+        with the reason where the node has no hugepages), 4k pages when it has none. Waits
+        until its API answers over the SSH-forwarded socket and checks its threads
+        (``show_threads``) against the topology.
         """
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
@@ -186,23 +215,35 @@ class VppKeywords:
             raise HostStackError(f"topology {testbed.topology.name}: {name} declares no vpp")
         if name in self._instances:
             raise HostStackError(f"VPP already runs on {name}")
-        cpus = testbed.topology.cpus_of(name, "vpp_main")
-        self._instances[name] = start_vpp(testbed.nodes[name], install,
-                                          main_core=cpus[0] if cpus else None)
+        ports = self._planned_ports(name, mtu)
+        check_ports(testbed.nodes[name], ports)
+        main = testbed.topology.cpus_of(name, "vpp_main")
+        layout = VppLayout(main_core=main[0] if main else None,
+                           workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
+                           ports=startup_contribution(ports), mtu=int(mtu) if mtu else None)
+        reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
+            layout, has_hugepages(testbed.nodes[name]))
+        if reason:
+            raise SkipExecution(f"{name}: {reason}")
+        instance = start_vpp(testbed.nodes[name], install, layout=layout)
+        self._instances[name] = instance
+        log_folded(f"{name}: VPP startup.conf",
+                   instance.node.get(instance.startup_path, sudo=True))
 
     @keyword("Set Up VPP Host Stack On Node")
-    def set_up_vpp_host_stack_on_node(self, node: str = "dut", *apps: str) -> None:
+    def set_up_vpp_host_stack_on_node(self, node: str = "dut", *apps: str,
+                                      mtu: int | None = None) -> None:
         """Start VPP on ``node`` and lay out its host stack for ``apps`` (e.g. server proxy
         client): the loopback layout when the topology has one node, else the Ethernet
-        layout (the node's link interfaces handed to VPP)."""
+        layout (the node's link interfaces handed to VPP, MTU ``mtu`` or the link's)."""
         one_node = len(current_testbed().topology.nodes) == 1
         if not one_node:
             _require_address_change(current_testbed().topology.resolve_node(node))
-        self.start_vpp_on_node(node)
+        self.start_vpp_on_node(node, mtu=mtu)
         if one_node:
             self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
         else:
-            self.give_node_interfaces_to_vpp(node)
+            self.give_node_interfaces_to_vpp(node, mtu=mtu)
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",
@@ -223,34 +264,33 @@ class VppKeywords:
             self._apps[spec.namespace_id] = AppPlacement(name, spec.namespace_id, address)
 
     @keyword("Give Node Interfaces To VPP")
-    def give_node_interfaces_to_vpp(self, node: str = "dut") -> None:
-        """Move each of ``node``'s link interfaces from the kernel into VPP: an af_packet host
-        interface per veth/NIC with the kernel interface's MAC address, the topology's address
-        on it, admin up. The kernel addresses come back with ``Stop VPP On All Nodes``."""
+    def give_node_interfaces_to_vpp(self, node: str = "dut", mtu: int | None = None) -> None:
+        """Hand each of ``node``'s link interfaces to the running VPP as its ``vpp_driver``
+        says (af_packet: a host interface with the kernel interface's MAC; dpdk / dpdk_vdev:
+        the interface the dpdk plugin made at start-up), then through PAPI: found by name,
+        hardware MTU, admin up, the topology's address. Kernel addresses of interfaces the
+        kernel still sees come back with ``Stop VPP On All Nodes``."""
         testbed = current_testbed()
         name = testbed.topology.resolve_node(node)
         _require_address_change(name)
         instance = self._instances[name]
-        moved = self._moved.setdefault(name, [])
-        for link in testbed.topology.links:
-            for end_node, ifname, address in link.ends():
-                if end_node != name:
-                    continue
-                # VPP's interface keeps the kernel's MAC address: the neighbours' ARP caches
-                # (filled by earlier kernel-stack tests) stay valid.
-                mac = instance.node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/address",
-                                        timeout=10).stdout.strip()
-                instance.node.run(f"ip addr del {address} dev {shlex.quote(ifname)}",
-                                  timeout=10, sudo=True)
-                moved.append((ifname, str(address), link.mtu))
-                sw_if_index = instance.hoststack.create_af_packet_interface(ifname, mac=mac)
-                instance.hoststack.set_interface_up(sw_if_index)
-                instance.hoststack.add_interface_address(sw_if_index, str(address))
+        ports = self._planned_ports(name, mtu)
+        complete_peer_checksums(testbed.topology, testbed.nodes, name, ports,
+                                self._peer_checksums.setdefault(name, []))
+        attached = attach_ports(instance.node, instance.hoststack, ports)
+        self._ports.setdefault(name, []).extend(attached)
+
+    def _planned_ports(self, name: str, mtu: int | None) -> tuple[VppPort, ...]:
+        topology = current_testbed().topology
+        if len(topology.nodes) == 1:
+            return ()  # the loopback layout: no link interfaces
+        return plan_ports(topology, name, int(mtu) if mtu else None)
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
-        """Log VPP's show outputs, undo the host-stack setup, stop VPP and give moved
-        interface addresses back to the kernel; every step runs even if one fails."""
+        """Log VPP's show outputs, undo the host-stack setup and the interfaces' (PAPI), stop
+        VPP and give moved interface addresses back to the kernel; every step runs even if one
+        fails."""
         errors: list[str] = []
         for name, instance in list(self._instances.items()):
             for command, text in vpp_diagnostics(instance).items():
@@ -260,18 +300,15 @@ class VppKeywords:
                     teardown_loopback_host_stack(instance.hoststack, self._loopbacks.pop(name))
                 except HostStackError as error:
                     errors.append(str(error))
+            ports = self._ports.pop(name, [])
+            errors += detach_ports(instance.hoststack, ports)
             try:
                 output = stop_vpp(instance)
                 log_folded(f"{name}: VPP output", output[-20000:])
             except HostStackError as error:
                 errors.append(str(error))
-            for ifname, address, _mtu in self._moved.pop(name, []):
-                result = instance.node.run(
-                    f"ip addr replace {address} dev {shlex.quote(ifname)} && "
-                    f"ip link set {shlex.quote(ifname)} up", timeout=10, sudo=True, check=False)
-                if result.exit_code != 0:
-                    errors.append(f"{name}: could not give {address} back to {ifname}: "
-                                  f"{result.stderr.strip()}")
+            errors += return_kernel_addresses(instance.node, ports)
+            errors += restore_peer_checksums(self._peer_checksums.pop(name, []))
             del self._instances[name]
         self._apps.clear()
         if errors:

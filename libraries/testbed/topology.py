@@ -36,6 +36,13 @@ Role = Literal["tg", "dut", "server"]
 #: lab settings a test may change (and put back) when the topology allows it in ``may_change``
 Setting = Literal["mtu", "addresses"]
 CpuList = list[Annotated[int, Field(ge=0)]]
+# How VPP gets a DUT interface (see libraries/vpp/ports.py, one driver each):
+#   af_packet  VPP opens the kernel interface through a packet socket (veths, labs without DPDK)
+#   dpdk       VPP's dpdk plugin drives the NIC at ``pci`` (bound to vfio-pci by the lab admin)
+#   dpdk_vdev  VPP's dpdk plugin on the kernel interface through DPDK's af_packet PMD: the DPDK
+#              path without a NIC, for testing
+VppDriver = Literal["af_packet", "dpdk", "dpdk_vdev"]
+KERNEL_NETDEV_DRIVERS = ("af_packet", "dpdk_vdev")
 KNOWN_TOOLS = (
     "nginx", "nginx_ebpf", "iperf3", "wrk", "wrk2", "sslsniff", "bpftrace", "bpftime",
     "bpftool", "openssl", "taskset", "bpftime_sslsniff",
@@ -60,10 +67,12 @@ class VppInstall(_Strict):
 
 
 class Interface(_Strict):
-    """A node interface: its kernel name, optional PCI address (real labs) and MTU."""
+    """A node interface: its kernel name, optional PCI address (real labs), MTU, and how VPP
+    takes it over when the node runs VPP (``vpp_driver``; ``dpdk`` needs ``pci``)."""
 
     pci: str | None = Field(default=None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
     mtu: int | None = Field(default=None, ge=576, le=9216)
+    vpp_driver: VppDriver = "af_packet"
 
 
 class Route(_Strict):
@@ -174,6 +183,8 @@ class Topology(_Strict):
                 )
             if node.key is not None and node.password is not None:
                 raise _PathError(f"nodes.{name}.password", "give either key or password, not both")
+            _check_vpp_interfaces(self, name, node, seen_ends)
+            _check_vpp_cpus(name, node)
         self._own_keys_when_provisioned()
         return self
 
@@ -195,6 +206,14 @@ class Topology(_Strict):
         if self.may_change is None:
             return self.provision == "netns"
         return setting in self.may_change
+
+    def kernel_interfaces_for_vpp(self, node: str) -> list[str]:
+        """``node``'s link interfaces whose kernel address moves into VPP for a VPP test
+        (``vpp_driver`` af_packet or dpdk_vdev); a ``dpdk`` NIC is not the kernel's."""
+        interfaces = self.nodes[node].interfaces
+        return [ifname for link in self.links for end, ifname, _ in link.ends()
+                if end == node and (interfaces[ifname].vpp_driver if ifname in interfaces
+                                    else "af_packet") != "dpdk"]
 
     def known_hosts_files(self, node: str) -> tuple[str, ...]:
         """known_hosts files the topology names for ``node`` (its own, then the top-level)."""
@@ -245,12 +264,70 @@ class Topology(_Strict):
             )
         return fallback
 
+    def link_interfaces(self, node: str) -> list[tuple[str, Interface, str, int]]:
+        """``(interface, its declaration, address/len, link MTU)`` for each link end on ``node``;
+        an interface the node does not declare gets the defaults (``vpp_driver: af_packet``)."""
+        name = self.resolve_node(node)
+        declared = self.nodes[name].interfaces
+        return [(ifname, declared.get(ifname, Interface()), str(address), link.mtu)
+                for link in self.links for end, ifname, address in link.ends() if end == name]
+
     def cpus_of(self, node: str, purpose: str) -> list[int] | None:
         """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
         return self.nodes[self.resolve_node(node)].cpus.get(purpose)
 
 
 _OWN_KEYS = "must be absent with provision: netns (the testbed trusts its own host keys)"
+
+
+def _check_vpp_interfaces(topology: Topology, name: str, node: Node, link_ends: set[str]) -> None:
+    """Driver / PCI / provisioning combinations of one node's interfaces."""
+    seen_pci: dict[str, str] = {}
+    drivers = {i.vpp_driver for i in node.interfaces.values()}
+    for ifname, interface in node.interfaces.items():
+        where = f"nodes.{name}.interfaces.{ifname}"
+        driver = interface.vpp_driver
+        if interface.pci is not None:
+            if interface.pci in seen_pci:
+                raise _PathError(f"{where}.pci", f"PCI address {interface.pci} is also "
+                                 f"interface {seen_pci[interface.pci]}'s")
+            seen_pci[interface.pci] = ifname
+        if driver == "af_packet":
+            continue
+        if node.vpp is None:
+            raise _PathError(f"{where}.vpp_driver",
+                             f"{driver} needs VPP on this node: declare nodes.{name}.vpp")
+        if f"{name}:{ifname}" not in link_ends:
+            raise _PathError(f"{where}.vpp_driver", f"{driver} on an interface no link uses: "
+                             "VPP would get it without an address")
+        if driver == "dpdk" and interface.pci is None:
+            raise _PathError(f"{where}.pci", "required with vpp_driver dpdk: the NIC's PCI "
+                             "address, e.g. '0000:01:00.0' (lshw -c net -businfo)")
+        if driver == "dpdk" and topology.provision == "netns":
+            raise _PathError(f"{where}.vpp_driver", "dpdk drives a PCI NIC, which a netns "
+                             "testbed's veths are not: use af_packet or dpdk_vdev")
+        if driver == "dpdk_vdev" and interface.pci is not None:
+            raise _PathError(f"{where}.pci", "must be absent with vpp_driver dpdk_vdev (a DPDK "
+                             "virtual device on the kernel interface; for a NIC use dpdk)")
+    if {"dpdk", "dpdk_vdev"} <= drivers:
+        raise _PathError(f"nodes.{name}.interfaces", "dpdk and dpdk_vdev on one node: DPDK "
+                         "virtual devices run with no-pci, so no NIC could be used as well")
+
+
+def _check_vpp_cpus(name: str, node: Node) -> None:
+    """``cpus.vpp_main`` is one core; ``cpus.vpp_workers`` are other cores, each once."""
+    main = node.cpus.get("vpp_main")
+    workers = node.cpus.get("vpp_workers")
+    if main is not None and len(main) != 1:
+        raise _PathError(f"nodes.{name}.cpus.vpp_main",
+                         f"expected exactly one CPU (VPP's main thread), got {main}")
+    if workers is None:
+        return
+    if len(set(workers)) != len(workers):
+        raise _PathError(f"nodes.{name}.cpus.vpp_workers", f"a CPU listed twice in {workers}")
+    if main is not None and main[0] in workers:
+        raise _PathError(f"nodes.{name}.cpus.vpp_workers",
+                         f"CPU {main[0]} is also vpp_main: workers need cores of their own")
 
 
 class _PathError(ValueError):

@@ -2,7 +2,8 @@
 
 Owns startup.conf and VCL parameters (``config``), the PAPI connection over a forwarded API
 socket with every reply's retval checked (``papi``), interface and host-stack configuration
-through PAPI (``hoststack``, ``loopback``), ``vppctl`` show commands and their parsers
+through PAPI (``hoststack``, ``loopback``), a node's link interfaces handed to VPP by driver
+(``ports``: af_packet, dpdk, dpdk_vdev), ``vppctl`` show commands and their parsers
 (``vppctl``), ``show runtime``/``show session`` counters of a measured trial (``runtime``),
 and the lifecycle of VPP on a topology node (``node``). Imports only ``libraries.testbed``
 and ``libraries.tools`` (template rendering).

@@ -20,6 +20,7 @@ DPDK_PLUGIN = "dpdk_plugin.so"
 _SIZE = re.compile(r"^\d+[kKmMgG]?$")
 _PCI = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _NAME = re.compile(r"^[A-Za-z0-9_.\-/]+$")
+_VDEV = re.compile(r"^net_af_packet\d+,iface=[A-Za-z0-9_.\-]+$")
 
 
 def _fail(owner: Any, field: str, expected: str, value: Any) -> RenderError:
@@ -54,6 +55,15 @@ def _optional_path(owner: Any, field: str) -> None:
         owner, field, value is None or (isinstance(value, str) and value.startswith("/")
                                         and bool(_NAME.match(value))),
         "an absolute path without spaces or braces",
+    )
+
+
+def _optional_path_list(owner: Any, field: str) -> None:
+    value = getattr(owner, field)
+    _check(
+        owner, field, value is None or (isinstance(value, str) and all(
+            part.startswith("/") and _NAME.match(part) for part in value.split(":"))),
+        "absolute paths without spaces or braces, ':'-separated",
     )
 
 
@@ -123,6 +133,22 @@ class VclParams:
         return render(self.template, self)
 
 
+def vcl_for_program(program: str, namespace_id: str | None, secret: int | None,
+                    socket_dir: str) -> VclParams:
+    """The seeds' VCL block for ``program``: iperf3 as seed 001 (4 MB fifos only), nginx as
+    seed 000 (64M heap, 4 GB segments, 4 MB fifos), wrk as seed 000's wrk2 (plus
+    ``use-mq-eventfd``: an event-driven app busy-polls without it, LAB-NOTES). nginx gets
+    ``use-mq-eventfd`` too (LAB-NOTES: without it preloaded nginx busy-polls a core)."""
+    socket = f"{socket_dir}/{namespace_id or 'default'}"
+    common: dict[str, Any] = {"namespace_id": namespace_id, "namespace_secret": secret,
+                              "app_socket_api": socket}
+    if program == "iperf3":
+        return VclParams(heapsize=None, segment_size=None, add_segment_size=None, **common)
+    if program in ("nginx", "wrk"):
+        return VclParams(use_mq_eventfd=True, **common)
+    raise RenderError(f"no VCL profile for program {program!r}: expected iperf3, nginx or wrk")
+
+
 @dataclass(frozen=True, kw_only=True)
 class DpdkDevice:
     """A NIC handed to VPP's dpdk plugin: pci ('0000:01:00.0') and interface name ('eth0')."""
@@ -141,19 +167,25 @@ class DpdkDevice:
 class VppStartupParams:
     """VPP startup.conf.
 
-    Fields (None: line omitted): nodaemon, cli_listen, log_path (unix); api_socket
+    Fields (None: line omitted): nodaemon, cli_listen, log_path, runtime_dir (unix: where VPP
+    puts its stats socket and app-namespace sockets; default /run/vpp); api_socket
     (socksvr socket-name); main_core, corelist_workers (CPU list) or workers (count) (cpu);
     main_heap_size, main_heap_page_size (memory); buffers_per_numa, buffers_page_size,
     default_data_size (buffers; 10000 for jumbo frames, seed 001); statseg_page_size;
-    tcp_cc_algo, tcp_mtu (tcp); session_enable, use_app_socket_api (session); plugins_path,
-    enable_plugins, disable_plugins (plugin file names); dpdk_devices (DpdkDevice list:
-    with none, dpdk_plugin.so is disabled). no_hugepages=True fills every page size left
-    unset with '4k' and buffers_per_numa with 16384 (LAB-NOTES: runs without hugepages).
+    tcp_cc_algo, tcp_mtu (tcp); session_enable, use_app_socket_api, session_event_queue_length
+    (session: each worker's message queue, >= 2048; raise it with several workers);
+    plugins_path (':'-separated directories), enable_plugins, disable_plugins (plugin file
+    names); dpdk_devices (DpdkDevice list), dpdk_vdevs (DPDK virtual devices,
+    ``net_af_packet0,iface=eth1``: rendered with ``no-pci``, so not together with
+    dpdk_devices); with neither, dpdk_plugin.so is disabled.
+    no_hugepages=True fills every page size left unset with '4k' and buffers_per_numa with
+    16384 (LAB-NOTES: runs without hugepages).
     """
 
     nodaemon: bool = True
     cli_listen: str = "/run/vpp/cli.sock"
     log_path: str | None = None
+    runtime_dir: str | None = None
     api_socket: str = "/run/vpp/api.sock"
     main_core: int | None = None
     corelist_workers: tuple[int, ...] | None = None
@@ -168,10 +200,12 @@ class VppStartupParams:
     tcp_mtu: int | None = None
     session_enable: bool = True
     use_app_socket_api: bool = True
+    session_event_queue_length: int | None = None
     plugins_path: str | None = None
     enable_plugins: tuple[str, ...] = ()
     disable_plugins: tuple[str, ...] = ()
     dpdk_devices: tuple[DpdkDevice, ...] = ()
+    dpdk_vdevs: tuple[str, ...] = ()
     no_hugepages: bool = False
 
     template = "vpp/startup.conf.j2"
@@ -179,13 +213,15 @@ class VppStartupParams:
     def __post_init__(self) -> None:
         _optional_path(self, "cli_listen")
         _optional_path(self, "log_path")
+        _optional_path(self, "runtime_dir")
         _optional_path(self, "api_socket")
-        _optional_path(self, "plugins_path")
+        _optional_path_list(self, "plugins_path")
         _optional_int(self, "main_core", 0)
         _optional_int(self, "workers", 0)
         _optional_int(self, "buffers_per_numa", 1)
         _optional_int(self, "default_data_size", 1)
         _optional_int(self, "tcp_mtu", 68)
+        _optional_int(self, "session_event_queue_length", 2048)  # VPP ignores smaller ones
         _optional_name(self, "tcp_cc_algo")
         if self.corelist_workers is not None:
             cores = _tuple(self, "corelist_workers")
@@ -203,8 +239,14 @@ class VppStartupParams:
         devices = _tuple(self, "dpdk_devices")
         _check(self, "dpdk_devices", all(isinstance(d, DpdkDevice) for d in devices),
                "a list of DpdkDevice")
-        _check(self, "disable_plugins", not (devices and DPDK_PLUGIN in self.disable_plugins),
-               "dpdk_plugin.so not disabled when dpdk_devices are given")
+        vdevs = _tuple(self, "dpdk_vdevs")
+        _check(self, "dpdk_vdevs", all(isinstance(v, str) and _VDEV.match(v) for v in vdevs),
+               "DPDK af_packet virtual devices like 'net_af_packet0,iface=eth1'")
+        _check(self, "dpdk_vdevs", not (vdevs and devices),
+               "no virtual devices together with dpdk_devices (they run with no-pci)")
+        _check(self, "disable_plugins",
+               not ((devices or vdevs) and DPDK_PLUGIN in self.disable_plugins),
+               "dpdk_plugin.so not disabled when dpdk_devices or dpdk_vdevs are given")
         if self.no_hugepages:
             for field in ("main_heap_page_size", "buffers_page_size", "statseg_page_size"):
                 if getattr(self, field) is None:
@@ -218,7 +260,8 @@ class VppStartupParams:
     @property
     def plugins_disabled(self) -> tuple[str, ...]:
         """Plugins rendered with ``{ disable }``: the given ones, plus dpdk without devices."""
-        extra = () if self.dpdk_devices or DPDK_PLUGIN in self.enable_plugins else (DPDK_PLUGIN,)
+        used = self.dpdk_devices or self.dpdk_vdevs or DPDK_PLUGIN in self.enable_plugins
+        extra = () if used else (DPDK_PLUGIN,)
         return tuple(dict.fromkeys(self.disable_plugins + extra))
 
     @property

@@ -43,7 +43,8 @@ class VppVersion:
 
 @dataclass(frozen=True)
 class VppInterface:
-    """One ``sw_interface_details``: sw_if_index, name, dev_type, admin_up, link_up, mtu (L3)."""
+    """One ``sw_interface_details``: sw_if_index, name, dev_type, admin_up, link_up, mtu (L3),
+    link_mtu (the hardware MTU, what ``hw_interface_set_mtu`` sets), mac (aa:bb:cc:dd:ee:ff)."""
 
     sw_if_index: int
     name: str
@@ -51,6 +52,18 @@ class VppInterface:
     admin_up: bool
     link_up: bool
     mtu: int
+    link_mtu: int = 0
+    mac: str = ""
+
+
+@dataclass(frozen=True)
+class VppThread:
+    """One ``show_threads`` entry: id, name (vpp_main, vpp_wk_0, ...), type, cpu_id."""
+
+    id: int
+    name: str
+    type: str
+    cpu_id: int
 
 
 def interface_address(prefix: str) -> str:
@@ -188,23 +201,47 @@ class HostStack:
         """Set the L3 MTU (``mtu[0]``; the per-protocol IP4/IP6/MPLS entries stay 0 = unset)."""
         self.papi.call("sw_interface_set_mtu", sw_if_index=sw_if_index, mtu=[mtu, 0, 0, 0])
 
-    def list_interfaces(self) -> list[VppInterface]:
-        """Every VPP interface (``sw_interface_dump``)."""
+    def set_hardware_mtu(self, sw_if_index: int, mtu: int) -> None:
+        """Set the hardware (link) MTU, ``set interface mtu MTU X``: for a DPDK NIC its max
+        frame size, for an af_packet interface the host interface's MTU (VPP sets it)."""
+        self.papi.call("hw_interface_set_mtu", sw_if_index=sw_if_index, mtu=mtu)
+
+    def list_interfaces(self, name_filter: str | None = None) -> list[VppInterface]:
+        """Every VPP interface (``sw_interface_dump``), or those whose name contains
+        ``name_filter`` (VPP's filter is a substring match)."""
+        fields = {"sw_if_index": NO_SW_IF_INDEX}
+        if name_filter is not None:
+            fields |= {"name_filter_valid": True, "name_filter": name_filter}
         return [VppInterface(
             sw_if_index=int(d.sw_if_index), name=d.interface_name,
             dev_type=d.interface_dev_type,
             admin_up=bool(int(d.flags) & IF_STATUS_API_FLAG_ADMIN_UP),
-            link_up=bool(int(d.flags) & IF_STATUS_API_FLAG_LINK_UP), mtu=int(d.mtu[0]))
-            for d in self.papi.call("sw_interface_dump", sw_if_index=NO_SW_IF_INDEX)]
+            link_up=bool(int(d.flags) & IF_STATUS_API_FLAG_LINK_UP), mtu=int(d.mtu[0]),
+            link_mtu=int(d.link_mtu), mac=str(d.l2_address).lower())
+            for d in self.papi.call("sw_interface_dump", **fields)]
 
     def interface_by_name(self, name: str) -> VppInterface:
-        """The interface called ``name``; PapiError listing the known names otherwise."""
-        interfaces = self.list_interfaces()
-        for interface in interfaces:
+        """The interface called exactly ``name`` (one filtered dump); PapiError listing every
+        interface VPP has otherwise."""
+        for interface in self.list_interfaces(name_filter=name):
             if interface.name == name:
                 return interface
         raise PapiError(f"VPP has no interface named {name!r}; it has: "
-                        f"{', '.join(i.name for i in interfaces) or 'none'}")
+                        f"{', '.join(i.name for i in self.list_interfaces()) or 'none'}")
+
+    def interface_by_mac(self, mac: str) -> VppInterface:
+        """The interface whose MAC address is ``mac``; PapiError listing them otherwise."""
+        interfaces = self.list_interfaces()
+        for interface in interfaces:
+            if interface.mac == mac.lower():
+                return interface
+        raise PapiError(f"VPP has no interface with MAC address {mac}; it has: "
+                        f"{', '.join(f'{i.name} ({i.mac})' for i in interfaces) or 'none'}")
+
+    def list_threads(self) -> list[VppThread]:
+        """VPP's threads (``show_threads``): the main thread, then one per worker."""
+        reply = self.papi.call("show_threads")
+        return [VppThread(int(t.id), t.name, t.type, int(t.cpu_id)) for t in reply.thread_data]
 
     def interface_addresses(self, sw_if_index: int, ipv6: bool = False) -> list[str]:
         """The addresses (``A.B.C.D/LEN``) of one interface (``ip_address_dump``)."""

@@ -1,10 +1,13 @@
 """VPP on a node: start it from a rendered startup.conf, reach its API socket over SSH, stop it.
 
-The API socket lives on the DUT; the runner reaches it through an OpenSSH unix-socket forward
-(``ssh -N -L <local.sock>:<remote api.sock>``) and talks PAPI with the API definitions copied
-from the DUT's own install, as CSIT does. Nothing is left behind by :func:`stop_vpp`: the
-forward, the PAPI client, the VPP process and its sockets go, and ``show`` diagnostics are
-logged first.
+Each VPP keeps its sockets (API, CLI, stats, one per app namespace) in its own runtime
+directory under the node's per-run workdir (``<workdir>/vpp``, :func:`run_install`), never in
+the shared /run/vpp: two runs on one machine (pabot, or two checkouts) collided there, each
+deleting the other's sockets. The API socket lives on the DUT; the runner reaches it through
+an OpenSSH unix-socket forward (``ssh -N -L <local.sock>:<remote api.sock>``) and talks PAPI
+with the API definitions copied from the DUT's own install, as CSIT does. Nothing is left
+behind by :func:`stop_vpp`: the forward, the PAPI client, the VPP process and its sockets go,
+and ``show`` diagnostics are logged first.
 """
 
 from __future__ import annotations
@@ -14,19 +17,36 @@ import shlex
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.ssh import trusted_known_hosts
 from libraries.testbed.topology import VppInstall
-from libraries.vpp.config import VclParams, VppStartupParams
-from libraries.vpp.hoststack import HostStack
+from libraries.vpp.config import VppStartupParams, vcl_for_program
+from libraries.vpp.hoststack import HostStack, VppThread
 from libraries.vpp.papi import PapiConnection, fetch_api_definitions
+from libraries.vpp.ports import StartupContribution
 from libraries.vpp.vppctl import collect_diagnostics
 
 LOG = logging.getLogger(__name__)
+# Each worker's session message queue (VPP's default and minimum: 2048 events) with several
+# workers: a worker then serves its share of every app's sessions.
+WORKER_EVENT_QUEUE_LENGTH = 16384
+JUMBO_DATA_SIZE = 10000  # seed 001's suggestion for MTU 9000: buffers { default data-size }
+
+
+@dataclass(frozen=True)
+class VppLayout:
+    """What a VPP start asks for beyond the install: main core, worker cores (none: seed
+    001's ``workers 0``), the ports' startup.conf part, and a jumbo MTU (seed 001's
+    ``tcp { mtu }`` + ``buffers { default data-size 10000 }``) when above 1500."""
+
+    main_core: int | None = None
+    workers: tuple[int, ...] = ()
+    ports: StartupContribution = field(default_factory=StartupContribution)
+    mtu: int | None = None
 
 
 @dataclass
@@ -47,14 +67,64 @@ class VppInstance:
         return HostStack(self.papi)
 
 
-def startup_params(node: Node, install: VppInstall, main_core: int | None) -> VppStartupParams:
-    """startup.conf for ``install``: 4k pages when the node has no hugepages (LAB-NOTES)."""
-    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+def run_install(install: VppInstall, workdir: str) -> VppInstall:
+    """``install`` with this run's socket paths: API, CLI and app-namespace sockets in
+    ``<workdir>/vpp`` (VPP's runtime-dir, so its stats socket goes there too). The topology's
+    socket paths are not used by a VPP the library starts."""
+    runtime = f"{workdir}/vpp"
+    return install.model_copy(update={"api_socket": f"{runtime}/api.sock",
+                                      "cli_socket": f"{runtime}/cli.sock",
+                                      "app_socket_dir": f"{runtime}/app_ns_sockets"})
+
+
+def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
+                   hugepages: bool) -> VppStartupParams:
+    """startup.conf for ``install`` (its sockets: see :func:`run_install`) and ``layout``
+    (log in ``workdir``); 4k pages without ``hugepages`` (LAB-NOTES)."""
+    jumbo = layout.mtu is not None and layout.mtu > 1500
     return VppStartupParams(
         cli_listen=install.cli_socket, api_socket=install.api_socket,
-        log_path=f"{node.workdir}/vpp.log", main_core=main_core,
-        plugins_path=install.plugins, no_hugepages=pages in ("", "0"),
+        runtime_dir=install.app_socket_dir.rsplit("/", 1)[0],
+        log_path=f"{workdir}/vpp.log", main_core=layout.main_core,
+        corelist_workers=layout.workers or None, workers=None if layout.workers else 0,
+        session_event_queue_length=WORKER_EVENT_QUEUE_LENGTH if layout.workers else None,
+        tcp_mtu=layout.mtu if jumbo else None,
+        default_data_size=JUMBO_DATA_SIZE if jumbo else None,
+        dpdk_devices=layout.ports.dpdk_devices, dpdk_vdevs=layout.ports.dpdk_vdevs,
+        plugins_path=install.plugins, no_hugepages=not hugepages,
     )
+
+
+def has_hugepages(node: Node) -> bool:
+    """True when the node has hugepages reserved (``/proc/sys/vm/nr_hugepages`` > 0)."""
+    pages = node.run("cat /proc/sys/vm/nr_hugepages", timeout=10, quiet=True).stdout.strip()
+    return pages not in ("", "0")
+
+
+def jumbo_needs_hugepages(layout: VppLayout, hugepages: bool) -> str | None:
+    """Why ``layout`` cannot run on a node without hugepages (None: it can): seed 001's jumbo
+    buffers (default data-size 10000) do not fit in 4k pages (VPP: 'buffer size (10304) is
+    greater than page size (4096)')."""
+    if layout.mtu is None or layout.mtu <= 1500 or hugepages:
+        return None
+    return (f"VPP's jumbo buffers (buffers {{ default data-size {JUMBO_DATA_SIZE} }}, seed 001) "
+            "need hugepages and the node has none (/proc/sys/vm/nr_hugepages is 0): a buffer "
+            "cannot span 4k pages")
+
+
+def check_threads(threads: list[VppThread], layout: VppLayout) -> None:
+    """VPP runs its main thread on ``layout.main_core`` and one worker per declared core, on
+    those cores (``show_threads``); HostStackError saying what differs otherwise."""
+    workers = [t for t in threads if t.type == "workers"]
+    seen = tuple(t.cpu_id for t in workers)
+    if seen != layout.workers:
+        raise HostStackError(f"VPP runs {len(workers)} workers on CPUs {list(seen)}; "
+                             f"the topology declares vpp_workers {list(layout.workers)}")
+    main = [t for t in threads if t.id == 0]
+    if layout.main_core is not None and (not main or main[0].cpu_id != layout.main_core):
+        raise HostStackError(f"VPP's main thread runs on CPU "
+                             f"{main[0].cpu_id if main else '?'}, not on vpp_main "
+                             f"{layout.main_core}")
 
 
 def _forward_socket(node: Node, remote: str, local: str) -> subprocess.Popen:
@@ -103,17 +173,19 @@ def _connect_papi(node: Node, install: VppInstall, local_dir: Path,
 
 
 def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
-              timeout: float = 30.0) -> VppInstance:
-    """Render startup.conf, start VPP in the background, wait (bounded) until its API answers.
+              timeout: float = 30.0, layout: VppLayout | None = None) -> VppInstance:
+    """Render startup.conf, start VPP in the background, wait (bounded) until its API answers,
+    check its threads against ``layout`` (default: ``main_core`` only, no workers).
 
     Fails with VPP's own output when it exits during start-up; stops it on any failure.
     """
-    params = startup_params(node, install, main_core)
+    layout = layout or VppLayout(main_core=main_core)
+    install = run_install(install, node.workdir)
+    params = startup_params(install, layout, node.workdir, hugepages=has_hugepages(node))
     startup_path = f"{node.workdir}/startup.conf"
     node.put(params.render(), startup_path, sudo=True)
-    sockets = " ".join(shlex.quote(s) for s in (install.api_socket, install.cli_socket))
-    node.run(f"rm -f {sockets}; mkdir -p $(dirname {shlex.quote(install.api_socket)})",
-             timeout=10, sudo=True)
+    runtime = shlex.quote(str(params.runtime_dir))
+    node.run(f"rm -rf {runtime}; mkdir -p {runtime}", timeout=10, sudo=True)
     process = node.start(f"{shlex.quote(install.bin)} -c {shlex.quote(startup_path)}", "vpp",
                          sudo=True)
     deadline = time.monotonic() + timeout
@@ -139,8 +211,15 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
         local_dir.cleanup()
         raise
     instance = VppInstance(node, install, process, startup_path, papi, forward, local_dir)
-    version = instance.hoststack.show_version()
-    LOG.info("%s: VPP %s up (pid %d)", node.name, version.version, process.pid)
+    try:
+        version = instance.hoststack.show_version()
+        threads = instance.hoststack.list_threads()
+        check_threads(threads, layout)
+    except HostStackError as error:
+        stop_vpp(instance)
+        raise HostStackError(f"{node.where}: {error}") from error
+    LOG.info("%s: VPP %s up (pid %d), threads: %s", node.name, version.version, process.pid,
+             ", ".join(f"{t.name} on CPU {t.cpu_id}" for t in threads))
     return instance
 
 
@@ -151,7 +230,8 @@ def vpp_diagnostics(instance: VppInstance) -> dict[str, str]:
 
 
 def stop_vpp(instance: VppInstance) -> str:
-    """Disconnect PAPI, close the forward, stop VPP, remove its sockets; return VPP's output."""
+    """Disconnect PAPI, close the forward, stop VPP, remove its runtime directory (every
+    socket); return VPP's output."""
     errors = []
     try:
         if instance.papi.connected:
@@ -165,27 +245,18 @@ def stop_vpp(instance: VppInstance) -> str:
         except subprocess.TimeoutExpired:
             instance.forward.kill()
     output = instance.node.stop(instance.process, grace=5)
-    api_dir = instance.install.api_socket.rsplit("/", 1)[0]
-    sockets = " ".join(shlex.quote(s) for s in (instance.install.api_socket,
-                                                   instance.install.cli_socket,
-                                                   f"{api_dir}/stats.sock"))
-    app_dir = shlex.quote(instance.install.app_socket_dir)
     # a VPP that died leaves its API/CLI/stats sockets; every VPP leaves one socket per app
-    # namespace
-    instance.node.run(f"rm -f {sockets}; test ! -d {app_dir} || "
-                      f"find {app_dir} -maxdepth 1 -type s -delete", timeout=10, sudo=True,
-                      check=False)
+    # namespace: the run's runtime directory holds them all
+    runtime = shlex.quote(instance.install.app_socket_dir.rsplit("/", 1)[0])
+    instance.node.run(f"rm -rf {runtime}", timeout=10, sudo=True, check=False)
     instance.local_dir.cleanup()
     if errors:
         raise HostStackError("; ".join(errors))
     return output
 
 
-def vcl_config(namespace_id: str | None, secret: int | None, event_driven: bool,
+def vcl_config(program: str, namespace_id: str | None, secret: int | None,
                socket_dir: str) -> str:
-    """VCL config for one app: its app namespace (or VPP's default one), ``use-mq-eventfd``
-    for event-driven apps (nginx, wrk: LAB-NOTES, without it nginx busy-polls a core)."""
-    params = VclParams(namespace_id=namespace_id, namespace_secret=secret,
-                       use_mq_eventfd=event_driven,
-                       app_socket_api=f"{socket_dir}/{namespace_id or 'default'}")
-    return params.render()
+    """VCL config for one app: the seeds' block for ``program`` (iperf3, nginx, wrk; see
+    ``vcl_for_program``) in its app namespace (or VPP's default one)."""
+    return vcl_for_program(program, namespace_id, secret, socket_dir).render()

@@ -1,5 +1,6 @@
 *** Settings ***
-Documentation       SSL reverse proxy on the Linux kernel stack.
+Documentation       SSL reverse proxy on the Linux kernel stack. The 10-connection rows are seed
+...                 000's; the 20-connection rows match ``vpp.robot``'s (wrk over VPP needs 20).
 Resource            ../../resources/proxy.resource
 Suite Setup         Set Up Suite Testbed
 Suite Teardown      Tear Down Suite Testbed
@@ -17,3 +18,9 @@ Test Tags           KERNEL
     [Tags]    64KB    10C
 1kb-10c-kernel-ssl-proxy-mtls       kernel    1kb          10    upstream_mtls=${True}
     [Tags]    1KB    10C    MTLS
+1kb-20c-kernel-ssl-proxy            kernel    1kb          20
+    [Tags]    1KB    20C
+64kb-20c-kernel-ssl-proxy           kernel    64kb         20
+    [Tags]    64KB    20C
+1kb-20c-kernel-ssl-proxy-mtls       kernel    1kb          20    upstream_mtls=${True}
+    [Tags]    1KB    20C    MTLS
