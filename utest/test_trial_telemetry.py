@@ -131,4 +131,5 @@ def test_vpp_without_runtime_data_is_unavailable_not_zero(tmp_path: Path):
     run_interleaved({"vpp": pause}, TrialPlan(trials=1, duration=1, warmup=0), telemetry)
     reading = telemetry.trials["vpp"][0]["dut"]
     assert reading["vpp"]["unavailable"].startswith("VPP runtime data: vppctl show runtime: ")
-    assert reading["cores"]["all"]["idle"] < 100.0
+    # the node's CPU reading is still there (an idle machine may read 100% idle)
+    assert sum(reading["cores"]["all"].values()) == pytest.approx(100.0, abs=0.5)
