@@ -1,6 +1,6 @@
 """A Node that runs commands on this machine with subprocess, for real-tool unit tests.
 
-It follows the :class:`libraries.node.Node` contract that runners rely on (``name``,
+It follows the :class:`libraries.testbed.node.Node` contract that runners rely on (``name``,
 ``workdir``, ``run`` with timeout/check, ``put``, ``start``/``stop``) without SSH, so a test
 can run the real wrk / iperf3 / nginx through the same runner code a suite uses.
 """

@@ -4,7 +4,7 @@ Every record is validated against the schema of the version it claims (``schema_
 or 2: one history may mix them). ``jsonschema`` needs ~0.6 ms per record
 (a minute for 100k records), so each line is first checked by a small compiled check of the
 same schema file (:func:`compile_check`); only a line it rejects goes through
-:func:`libraries.records.iter_records`, which is authoritative and raises the canonical
+:func:`libraries.results.records.iter_records`, which is authoritative and raises the canonical
 :class:`RecordError` naming file and line. The compiled check only supports the keywords the
 schema uses and refuses to compile otherwise (then every line is checked by jsonschema).
 """
