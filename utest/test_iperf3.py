@@ -329,3 +329,12 @@ def test_real_iperf3_closed_port_is_a_parse_error(local_node):
     options = IperfClientOptions(server="127.0.0.1", port=free_port(), duration=1)
     with pytest.raises(ParseError, match="unable to connect to server"):
         run_iperf3_client(node, "iperf3", options)
+
+
+def test_a_receiver_that_got_nothing_is_an_error_not_zero_throughput():
+    """A stalled path (seen on VPP dpdk_vdev with -R) must fail the trial, not record 0."""
+    document = json.loads(fixture("iperf312_reverse.json"))
+    document["end"]["sum_received"]["bytes"] = 0
+    document["end"]["sum_received"]["bits_per_second"] = 0.0
+    with pytest.raises(ParseError, match=r"sum_received.bytes is 0: the receiver got no data"):
+        parse_iperf3_json(json.dumps(document))

@@ -269,6 +269,10 @@ def parse_iperf3_json(
         max_snd_cwnd = max(windows) if windows else None
 
     receiver_bps = reader.number(received, "bits_per_second", "end.sum_received")
+    if reader.count(received, "bytes", "end.sum_received") == 0:
+        # a connection that carried nothing is a failed measurement, never 0 Gbit/s
+        raise reader.fail("end.sum_received.bytes is 0: the receiver got no data (path "
+                          "stalled or blocked)")
     return IperfResult(
         sender_bps=reader.number(sent, "bits_per_second", "end.sum_sent"),
         receiver_bps=receiver_bps,

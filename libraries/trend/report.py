@@ -34,9 +34,9 @@ from plotly.offline import get_plotlyjs
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records
 from libraries.results.telemetry import format_cpu_table, shared_kernels
+from libraries.trend.load import TESTS_FILE
 
 RUN_REPORT = "report.html"
-TESTS_FILE = "tests.jsonl"
 def is_rate(unit: str) -> bool:
     """Rates (requests/s, Gbit/s, ...) are drawn as variant bars; other metrics (ratios, %,
     ms, counts) go to the table."""
