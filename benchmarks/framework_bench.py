@@ -28,9 +28,9 @@ from libraries.testbed.provision import Testbed
 from libraries.testbed.topology import load_topology
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3
-from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
-from libraries.tools.nginx_service import start_nginx
-from libraries.tools.wrk import WrkOptions, run_wrk
+from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.nginx.service import start_nginx
+from libraries.tools.wrk.run import WrkOptions, run_wrk
 
 REPO = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

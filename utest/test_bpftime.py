@@ -25,9 +25,9 @@ from libraries.tools.bpftime import (
     run_env,
     start_command,
 )
-from libraries.tools.bpftime_run import traced_config
-from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
-from libraries.tools.sslsniff_libbpf import SeedSslsniff
+from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.sslsniff.seed import SeedSslsniff
+from libraries.tools.sslsniff.userspace import traced_config
 from utest.localnode import LocalNode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sslsniff"

@@ -21,20 +21,20 @@ import pytest
 
 from libraries.testbed.errors import ParseError
 from libraries.tools.bpftime import BpftimeSetup, bpftime_state, detect_bpftime
-from libraries.tools.bpftime_run import TracedNginx, run_bpftime_trial
 from libraries.tools.certs import make_run_certificates, write_cert_key
 from libraries.tools.content import content_file_command
-from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
-from libraries.tools.sslsniff import TracerError, check_attachment
-from libraries.tools.sslsniff_libbpf import (
+from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.sslsniff.kernel import group_pids, uprobe_leftovers
+from libraries.tools.sslsniff.seed import (
     SeedSslsniff,
     detect_seed_sslsniff,
     nginx_worker,
     start_kernel_sslsniff,
     stop_kernel_sslsniff,
 )
-from libraries.tools.sslsniff_run import group_pids, uprobe_leftovers
-from libraries.tools.wrk import WrkOptions, run_wrk
+from libraries.tools.sslsniff.tracer import TracerError, check_attachment
+from libraries.tools.sslsniff.userspace import TracedNginx, run_bpftime_trial
+from libraries.tools.wrk.run import WrkOptions, run_wrk
 from utest.localnode import LocalNode, free_port, wait_for_port
 
 SSLSNIFF = "/opt/bpftime/example/sslsniff"

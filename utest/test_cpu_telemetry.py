@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import ParseError
-from libraries.tools.cpu_stat import parse_pid_stat, parse_proc_stat, parse_snapshot, parse_times
-from libraries.tools.cpu_telemetry import (
+from libraries.tools.cpu.proc_stat import (
+    parse_pid_stat,
+    parse_proc_stat,
+    parse_snapshot,
+    parse_times,
+)
+from libraries.tools.cpu.telemetry import (
     CORE_COLUMNS,
     TelemetryError,
     accounted_command,

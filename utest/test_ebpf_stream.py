@@ -19,13 +19,13 @@ import pytest
 
 from libraries.testbed.errors import HostStackError, ParseError, RenderError
 from libraries.testbed.node import CommandResult
-from libraries.tools.ebpf_evidence import (
+from libraries.tools.ebpf_stream.evidence import (
     VerdictProgram,
     VerdictStats,
     parse_bpftool_prog_json,
     parse_error_log,
 )
-from libraries.tools.ebpf_stream import (
+from libraries.tools.ebpf_stream.module import (
     EBPF_MAP_SIZE,
     EngagementEvidence,
     bpf_stats_enabled,
@@ -36,8 +36,8 @@ from libraries.tools.ebpf_stream import (
     mark_engagement,
     read_verdict_stats,
 )
-from libraries.tools.nginx_config import NginxInstance
-from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
+from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ebpf_stream"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import HostStackError
-from libraries.tools.ebpf_evidence import VerdictStats
-from libraries.tools.ebpf_stream import (
+from libraries.tools.ebpf_stream.evidence import VerdictStats
+from libraries.tools.ebpf_stream.module import (
     EngagementEvidence,
     bpf_stats_enabled,
     check_ebpf_config,
@@ -38,8 +38,8 @@ from libraries.tools.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.tools.nginx_config import NginxInstance
-from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
+from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 from utest.localnode import LocalNode, LocalProcess, free_port, wait_for_listener
 
 NGINX_EBPF = "/opt/nginx-ebpf/sbin/nginx"

@@ -15,9 +15,9 @@ import pytest
 from libraries.testbed.errors import CommandTimeout, HostStackError, NodeError, ParseError
 from libraries.testbed.provision import Testbed
 from libraries.tools.iperf3 import IperfClientOptions, run_iperf3_client
-from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
-from libraries.tools.nginx_service import nginx_is_alive, start_nginx
-from libraries.tools.wrk import WrkOptions, run_wrk
+from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.nginx.service import nginx_is_alive, start_nginx
+from libraries.tools.wrk.run import WrkOptions, run_wrk
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,12 @@
-"""Tests of the package layout: imports point only downward, modules stay small.
+"""Tests of the package layout: imports point only downward, modules stay small, no circles.
 
 Layers, lowest first: testbed < tools, results < vpp < trend < keywords (see
 ``libraries/__init__.py``). ``tools`` and ``results`` are side by side: neither imports the other.
+Inside ``tools``, each tool family (a sub-package) or single-module tool is a unit: a unit uses
+another only through that unit's package (its ``__init__``), never its modules, and the units
+depend on each other as :data:`TOOL_UNITS` allows, without a circle. No module imports itself
+back through others (TYPE_CHECKING and function-level imports count: they are how a circle
+hides).
 """
 
 from __future__ import annotations
@@ -23,6 +28,21 @@ ALLOWED: dict[str, set[str]] = {
     "keywords": {"testbed", "tools", "results", "vpp", "trend"},
 }
 MAX_LINES = 400
+TOOLS = LIBRARIES / "tools"
+
+# tool unit -> the tool units it may use (through their packages); every unit of tools/ is here
+TOOL_UNITS: dict[str, set[str]] = {
+    "render": set(),
+    "certs": set(),
+    "content": set(),
+    "cpu": set(),
+    "bpftime": set(),
+    "nginx": {"render"},
+    "wrk": {"cpu"},
+    "iperf3": {"cpu"},
+    "ebpf_stream": {"nginx"},
+    "sslsniff": {"render", "bpftime"},
+}
 
 
 def _modules() -> list[Path]:
@@ -91,3 +111,161 @@ def test_every_package_says_what_it_owns():
     for package in ALLOWED:
         doc = ast.get_docstring(ast.parse((LIBRARIES / package / "__init__.py").read_text()))
         assert doc and len(doc) > 200, package
+
+
+# -- module graph: circles --------------------------------------------------------------------
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph(paths: list[Path], root: Path = LIBRARIES.parent) -> dict[str, set[str]]:
+    """module -> the project modules it imports (``from pkg import name`` counts as the module
+    ``pkg.name`` when that is a module, else as ``pkg``)."""
+    names = {_module_name(p, root): p for p in paths}
+
+    def resolve(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        while parts and ".".join(parts) not in names:
+            parts.pop()
+        return ".".join(parts) or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            found |= {r for t in targets if (r := resolve(t)) is not None and r != name}
+        graph[name] = found
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_back():
+    assert _circles(_module_graph(_modules())) == []
+
+
+def test_the_circle_finder_sees_a_circle_hidden_behind_type_checking(tmp_path: Path):
+    package = tmp_path / "libraries" / "testbed"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "node.py").write_text("from libraries.testbed.ssh import open_client\n")
+    (package / "ssh.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                    "    from libraries.testbed.node import SshTarget\n")
+    (package / "other.py").write_text("from libraries.testbed import node\n")
+    graph = _module_graph(sorted(package.glob("*.py")), root=tmp_path)
+    assert graph["libraries.testbed.other"] == {"libraries.testbed.node"}
+    assert _circles(graph) == [["libraries.testbed.node", "libraries.testbed.ssh"]]
+
+
+# -- tool families ----------------------------------------------------------------------------
+
+
+def _tool_unit(path: Path) -> str | None:
+    relative = path.relative_to(TOOLS)
+    if relative.parts == ("__init__.py",):
+        return None
+    return relative.parts[0].removesuffix(".py")
+
+
+def _tool_imports(path: Path, own: str | None = None) -> list[tuple[str, str]]:
+    """(unit, how) of every other tool unit a tools module imports; ``how`` is the dotted name
+    it reached the unit by (``libraries.tools.cpu`` or ``libraries.tools.cpu.telemetry``)."""
+    own = own or _tool_unit(path)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        modules: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        for module in modules:
+            parts = module.split(".")
+            if parts[:2] == ["libraries", "tools"] and len(parts) > 2 and parts[2] != own:
+                found.append((parts[2], module))
+    return found
+
+
+def _tool_modules() -> list[Path]:
+    return [p for p in _modules() if TOOLS in p.parents and _tool_unit(p) is not None]
+
+
+def test_every_tool_unit_is_declared():
+    units = {_tool_unit(p) for p in _tool_modules()}
+    assert units == set(TOOL_UNITS)
+    families = {p.name for p in TOOLS.iterdir() if (p / "__init__.py").is_file()}
+    assert families <= set(TOOL_UNITS)
+
+
+@pytest.mark.parametrize("path", _tool_modules(), ids=lambda p: str(p.relative_to(TOOLS)))
+def test_a_tool_family_uses_others_only_through_their_package(path: Path):
+    unit = _tool_unit(path)
+    for other, how in _tool_imports(path):
+        assert other in TOOL_UNITS[unit], f"{path.name} ({unit}) uses {other} ({how})"
+        family = (TOOLS / other).is_dir()
+        assert not family or how == f"libraries.tools.{other}", \
+            f"{path.relative_to(TOOLS)} reaches into {how}: use libraries.tools.{other}"
+
+
+def test_a_family_package_exports_what_it_names():
+    for package in sorted(p for p in TOOLS.iterdir() if (p / "__init__.py").is_file()):
+        tree = ast.parse((package / "__init__.py").read_text())
+        doc = ast.get_docstring(tree)
+        assert doc and len(doc) > 200, f"{package.name}: say what the family owns"
+        exported = next((ast.literal_eval(n.value) for n in tree.body
+                         if isinstance(n, ast.Assign) and
+                         any(getattr(t, "id", "") == "__all__" for t in n.targets)), [])
+        imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+                    for a in n.names}
+        assert set(exported) == imported, package.name
+
+
+def test_tool_units_depend_without_a_circle():
+    assert _circles({unit: set(uses) for unit, uses in TOOL_UNITS.items()}) == []
+
+
+def test_the_family_check_sees_a_reach_into_another_family(tmp_path: Path):
+    assert _tool_imports(TOOLS / "wrk" / "run.py") == [("cpu", "libraries.tools.cpu")]
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from libraries.tools.cpu.telemetry import accounted_command\n")
+    assert _tool_imports(bad, own="wrk") == [("cpu", "libraries.tools.cpu.telemetry")]

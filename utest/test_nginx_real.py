@@ -27,13 +27,13 @@ from libraries.tools.certs import (
     write_cert_key,
 )
 from libraries.tools.content import content_file_command, parse_size, size_name
-from libraries.tools.nginx_config import (
+from libraries.tools.nginx.config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
     UpstreamTls,
 )
-from libraries.tools.nginx_stream import DEBIAN_STREAM_MODULE, StreamProxyParams, StreamServer
+from libraries.tools.nginx.stream import DEBIAN_STREAM_MODULE, StreamProxyParams, StreamServer
 
 NGINX = shutil.which("nginx")
 needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx not installed: no nginx in PATH")

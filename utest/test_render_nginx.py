@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import RenderError
-from libraries.tools.nginx_config import (
+from libraries.tools.nginx.config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
     UpstreamTls,
 )
-from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
+from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 from libraries.tools.render import render
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ import pytest
 
 from libraries.testbed import ssh
 from libraries.testbed.errors import NodeError
-from libraries.testbed.node import SshTarget
+from libraries.testbed.ssh import SshTarget
 
 
 def test_a_lab_trusts_the_users_and_the_system_file_and_the_topologys(tmp_path, monkeypatch):

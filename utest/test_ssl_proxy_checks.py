@@ -6,7 +6,7 @@ import pytest
 
 from libraries.keywords.ssl_proxy import _check_responses
 from libraries.testbed.errors import HostStackError
-from libraries.tools.wrk_output import WrkErrors, WrkResult
+from libraries.tools.wrk.output import WrkErrors, WrkResult
 
 
 def summary(requests: int, total_bytes: float) -> WrkResult:

@@ -19,7 +19,13 @@ import pytest
 
 from libraries.testbed.errors import ParseError, RenderError, ToolMissing
 from libraries.testbed.node import CommandResult
-from libraries.tools.sslsniff import (
+from libraries.tools.sslsniff.kernel import (
+    TracerFootprint,
+    bcc_command,
+    detect_kernel_tracer,
+    uprobe_leftovers,
+)
+from libraries.tools.sslsniff.tracer import (
     DEFAULT_LIBSSL,
     MAX_PIDS,
     SslsniffParams,
@@ -27,13 +33,7 @@ from libraries.tools.sslsniff import (
     check_attachment,
     parse_sslsniff_output,
 )
-from libraries.tools.sslsniff_run import (
-    TracerFootprint,
-    bcc_command,
-    detect_kernel_tracer,
-    uprobe_leftovers,
-)
-from libraries.tools.wrk_output import parse_wrk_output
+from libraries.tools.wrk.output import parse_wrk_output
 from utest.localnode import LocalNode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sslsniff"

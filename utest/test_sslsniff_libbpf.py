@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import ParseError, ToolMissing
-from libraries.tools.sslsniff import TracerError, check_attachment, parse_sslsniff_output
-from libraries.tools.sslsniff_libbpf import (
+from libraries.tools.sslsniff.seed import (
     SeedSslsniff,
     counted,
     counter_script,
     detect_seed_sslsniff,
     nginx_worker,
 )
-from libraries.tools.wrk_output import parse_wrk_output
+from libraries.tools.sslsniff.tracer import TracerError, check_attachment, parse_sslsniff_output
+from libraries.tools.wrk.output import parse_wrk_output
 from utest.localnode import LocalNode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sslsniff"

@@ -20,16 +20,16 @@ import pytest
 from libraries.testbed.errors import ParseError
 from libraries.tools.certs import make_run_certificates, write_cert_key
 from libraries.tools.content import content_file_command
-from libraries.tools.nginx_config import HttpsServerParams, NginxInstance
-from libraries.tools.sslsniff import SslsniffParams, TracerError, check_attachment
-from libraries.tools.sslsniff_run import (
+from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.sslsniff.kernel import (
     detect_kernel_tracer,
     group_pids,
     start_sslsniff,
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.tools.wrk import WrkOptions, run_wrk
+from libraries.tools.sslsniff.tracer import SslsniffParams, TracerError, check_attachment
+from libraries.tools.wrk.run import WrkOptions, run_wrk
 from utest.localnode import LocalNode, free_port, wait_for_port
 
 MISSING = [tool for tool in ("bpftrace", "bpftool", "nginx", "wrk") if shutil.which(tool) is None]

@@ -27,8 +27,8 @@ from libraries.results.telemetry import (
     summarize_node,
     telemetry_block,
 )
-from libraries.tools.cpu_stat import parse_snapshot
-from libraries.tools.cpu_telemetry import cpu_usage
+from libraries.tools.cpu.proc_stat import parse_snapshot
+from libraries.tools.cpu.telemetry import cpu_usage
 from libraries.trend.load import load_records, record_check
 from utest.test_measurement_criteria import _record
 

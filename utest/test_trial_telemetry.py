@@ -16,7 +16,7 @@ from libraries.results.measurement import Measurement, TrialPlan, run_interleave
 from libraries.results.records import validate_record
 from libraries.testbed.errors import CommandError
 from libraries.testbed.topology import VppInstall
-from libraries.tools.cpu_telemetry import accounted_command
+from libraries.tools.cpu.telemetry import accounted_command
 from utest.localnode import LocalNode
 from utest.test_measurement_criteria import _record
 

@@ -9,7 +9,8 @@ import pytest
 
 from libraries.results.versions import PROBES, parse_version, tool_version
 from libraries.testbed.errors import ToolMissing
-from libraries.testbed.node import CommandResult, Node, SshTarget
+from libraries.testbed.node import CommandResult, Node
+from libraries.testbed.ssh import SshTarget
 
 FIXTURES = Path(__file__).parent / "fixtures" / "versions"
 

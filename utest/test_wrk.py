@@ -24,7 +24,8 @@ import pytest
 
 from libraries.testbed.errors import CommandError, CommandTimeout, ParseError, ToolMissing
 from libraries.testbed.node import CommandResult
-from libraries.tools.wrk import (
+from libraries.tools.wrk.output import WrkErrors, parse_wrk_output
+from libraries.tools.wrk.run import (
     WrkOptions,
     build_wrk_command,
     default_timeout,
@@ -32,7 +33,6 @@ from libraries.tools.wrk import (
     probe_wrk,
     run_wrk,
 )
-from libraries.tools.wrk_output import WrkErrors, parse_wrk_output
 from utest.localnode import LocalNode, free_port, wait_for_port
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wrk"

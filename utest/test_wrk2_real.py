@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import ParseError
-from libraries.tools.wrk import detect_wrk_flavour
-from libraries.tools.wrk_output import parse_wrk_output
+from libraries.tools.wrk.output import parse_wrk_output
+from libraries.tools.wrk.run import detect_wrk_flavour
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wrk"
 ONE_SECOND_AT_MAX_RATE = """Running 1s test @ https://198.18.1.1:8089/1kb

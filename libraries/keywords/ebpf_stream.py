@@ -27,7 +27,7 @@ from libraries.results.measurement import (
 )
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
-from libraries.tools.ebpf_stream import (
+from libraries.tools.ebpf_stream.module import (
     EngagementEvidence,
     bpf_stats_enabled,
     check_ebpf_config,
@@ -42,9 +42,9 @@ from libraries.tools.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.tools.nginx_config import NginxInstance
-from libraries.tools.nginx_service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
-from libraries.tools.nginx_stream import StreamProxyParams, StreamServer
+from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
+from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 
 LOG = logging.getLogger(__name__)
 IPERF_PORT = 20001  # the seed's ports

@@ -24,21 +24,21 @@ from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
 from libraries.tools.certs import RunCertificates, make_run_certificates
 from libraries.tools.content import content_file_command, parse_size, size_name
-from libraries.tools.nginx_config import (
+from libraries.tools.nginx.config import (
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
     UpstreamTls,
 )
-from libraries.tools.nginx_service import (
+from libraries.tools.nginx.service import (
     NginxHandle,
     instance_prefix,
     nginx_is_alive,
     start_nginx,
     stub_status_requests,
 )
-from libraries.tools.wrk import Flavour, WrkOptions, choose_load_tool, run_wrk
-from libraries.tools.wrk_output import WrkResult
+from libraries.tools.wrk.output import WrkResult
+from libraries.tools.wrk.run import Flavour, WrkOptions, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
 SERVER_PORT = 8445

@@ -27,17 +27,8 @@ from libraries.results.measurement import (
 )
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
-from libraries.tools.bpftime_run import TracedNginx, run_bpftime_trial, traced_config
-from libraries.tools.nginx_service import NginxHandle, nginx_is_alive
-from libraries.tools.sslsniff import SslsniffParams, SslsniffResult, check_attachment
-from libraries.tools.sslsniff_libbpf import (
-    SeedSslsniff,
-    detect_seed_sslsniff,
-    nginx_worker,
-    start_kernel_sslsniff,
-    stop_kernel_sslsniff,
-)
-from libraries.tools.sslsniff_run import (
+from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
+from libraries.tools.sslsniff.kernel import (
     KernelTracer,
     detect_kernel_tracer,
     group_pids,
@@ -45,8 +36,17 @@ from libraries.tools.sslsniff_run import (
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.tools.wrk import WrkOptions, choose_load_tool, run_wrk
-from libraries.tools.wrk_output import WrkResult
+from libraries.tools.sslsniff.seed import (
+    SeedSslsniff,
+    detect_seed_sslsniff,
+    nginx_worker,
+    start_kernel_sslsniff,
+    stop_kernel_sslsniff,
+)
+from libraries.tools.sslsniff.tracer import SslsniffParams, SslsniffResult, check_attachment
+from libraries.tools.sslsniff.userspace import TracedNginx, run_bpftime_trial, traced_config
+from libraries.tools.wrk.output import WrkResult
+from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
 SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"

@@ -26,8 +26,8 @@ from libraries.results.telemetry import format_cpu_table, shared_kernels, teleme
 from libraries.testbed.errors import CommandError, HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
-from libraries.tools.cpu_stat import Snapshot
-from libraries.tools.cpu_telemetry import cpu_usage, take_snapshot
+from libraries.tools.cpu.proc_stat import Snapshot
+from libraries.tools.cpu.telemetry import cpu_usage, take_snapshot
 from libraries.vpp.node import VppInstance
 from libraries.vpp.runtime import runtime_summary
 from libraries.vpp.vppctl import vppctl_command

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from libraries.testbed.errors import NodeError
-from libraries.testbed.node import SshTarget
+from libraries.testbed.ssh import SshTarget
 from libraries.testbed.topology import Topology
 
 LOG = logging.getLogger(__name__)

@@ -21,26 +21,11 @@ import paramiko
 
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
 from libraries.testbed.shell import env_exports
-from libraries.testbed.ssh import collect, open_client
+from libraries.testbed.ssh import SshTarget, collect, open_client
 
 LOG = logging.getLogger(__name__)
 # How long the local side waits past the node-side timeout before giving up on the channel.
 _BACKSTOP = 10.0
-
-
-@dataclass(frozen=True)
-class SshTarget:
-    """Where and how to log in: ``host:port`` as ``user`` with a key file or a password."""
-
-    host: str
-    port: int = 22
-    user: str = "root"
-    key_file: str | None = None
-    password: str | None = None
-    sudo: bool = False
-    known_hosts: tuple[str, ...] = ()  # known_hosts files to trust (the topology's)
-    system_known_hosts: bool = True  # also trust ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts
-    connect_timeout: float = 10.0
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from libraries.testbed.errors import HostStackError, NodeError, TopologyError
 from libraries.testbed.netns import LocalTestbed, list_testbeds, make_prefix, teardown_prefix
-from libraries.testbed.node import Node, SshTarget
+from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
+from libraries.testbed.ssh import SshTarget
 from libraries.testbed.topology import Topology, load_topology
 
 LOG = logging.getLogger(__name__)

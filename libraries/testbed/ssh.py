@@ -1,5 +1,5 @@
-"""Opening the SSH connection to a node: which host keys are trusted, and errors that say who
-tried to log in where, with what.
+"""Opening the SSH connection to a node: where and how to log in (:class:`SshTarget`), which
+host keys are trusted, and errors that say who tried to log in where, with what.
 
 Host keys are trusted from the runner's ``~/.ssh/known_hosts``, the system-wide
 ``/etc/ssh/ssh_known_hosts`` (as OpenSSH does) and the known_hosts files a topology names
@@ -14,15 +14,28 @@ import hashlib
 import select
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import paramiko
 
 from libraries.testbed.errors import NodeError
 
-if TYPE_CHECKING:
-    from libraries.testbed.node import SshTarget
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and how to log in: ``host:port`` as ``user`` with a key file or a password."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    key_file: str | None = None
+    password: str | None = None
+    sudo: bool = False
+    known_hosts: tuple[str, ...] = ()  # known_hosts files to trust (the topology's)
+    system_known_hosts: bool = True  # also trust ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts
+    connect_timeout: float = 10.0
+
 
 #: what OpenSSH trusts by default: the user's file, then the system-wide one
 SYSTEM_KNOWN_HOSTS = ("~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts")

@@ -1,12 +1,22 @@
 """The tools layer: configs rendered from templates, and the runners and parsers of each tool.
 
-Owns jinja2 rendering (``render``), nginx configs and instances (``nginx_config``,
-``nginx_stream``, ``nginx_service``), certificates and content files, wrk/wrk2 (``wrk``,
-``wrk_output``), iperf3, the nginx stream eBPF module's evidence (``ebpf_stream``,
-``ebpf_evidence``), sslsniff tracers (``sslsniff``, ``sslsniff_run``; the seed's sslsniff
-program, ``sslsniff_libbpf``), bpftime (``bpftime``, ``bpftime_run``), and per-trial CPU
-telemetry read from ``/proc`` (``cpu_stat`` parsers, ``cpu_telemetry`` snapshots and usage). A
-runner builds a command line and runs it on a ``testbed.node.Node``; a parser turns the tool's
-output into a typed result or raises ``ParseError`` quoting it. Imports only
-``libraries.testbed``.
+One sub-package per tool family, each saying what it owns in its ``__init__``:
+
+- ``nginx``        HTTPS server, SSL reverse proxy, stream proxy configs; running an instance;
+- ``wrk``          wrk / wrk2 command line, probe, runner and output parser;
+- ``sslsniff``     SSL tracers on libssl: bpftrace script, bcc, the seed's libbpf program in the
+                   kernel and under bpftime, attachment and cleanliness proofs;
+- ``ebpf_stream``  the nginx stream eBPF module: detection, bpf stats, engagement evidence;
+- ``cpu``          per-trial CPU telemetry read from ``/proc``.
+
+Single-module tools stand beside them: ``render`` (strict jinja2 over ``templates/``),
+``certs`` (per-run CA and certificates), ``content`` (content files and sizes), ``iperf3``
+(command lines, ``--json`` parser, runner) and ``bpftime`` (bpftime's CLI, its install
+folder, environment and leftovers).
+
+A runner builds a command line and runs it on a ``testbed.node.Node``; a parser turns the
+tool's output into a typed result or raises ``ParseError`` quoting it. Imports only
+``libraries.testbed``. A family uses another family only through that family's package
+(``from libraries.tools.cpu import accounted_command``), never its modules, and the families
+depend on each other without a circle (``utest/test_layers.py``).
 """

@@ -1,4 +1,6 @@
-"""The userspace sslsniff variant: bpftime runs the sslsniff eBPF program with its own uprobes.
+"""bpftime, the userspace eBPF runtime: its command lines, environment, detection and leftovers.
+
+The sslsniff family runs seed 004's program under it (:mod:`libraries.tools.sslsniff.userspace`).
 
 Two processes (LAB-NOTES, checked with bpftime built from source here): ``bpftime load
 <sslsniff> [ARGS]`` loads the program into bpftime's shared memory and keeps running;

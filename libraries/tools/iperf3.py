@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import CommandError, ParseError
 from libraries.testbed.shell import tool_command
-from libraries.tools.cpu_telemetry import accounted_command
+from libraries.tools.cpu import accounted_command
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node, Process

@@ -1,4 +1,4 @@
-"""wrk and wrk2: command line builder, capability probe and runner (parser: ``wrk_output``).
+"""wrk and wrk2: command line builder, capability probe and runner (parser: ``output``).
 
 wrk 4.x and wrk2 share a command line and a summary format. wrk2 adds the mandatory
 ``-R/--rate`` (constant throughput) and an HdrHistogram ``--latency`` report. wrk2's binary is
@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
-from libraries.tools.cpu_telemetry import accounted_command
-from libraries.tools.wrk_output import Flavour, WrkResult, parse_wrk_output
+from libraries.tools.cpu import accounted_command
+from libraries.tools.wrk.output import Flavour, WrkResult, parse_wrk_output
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node

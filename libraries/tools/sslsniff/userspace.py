@@ -1,7 +1,7 @@
 """One traced trial under bpftime: loader, nginx with the agent, load, stop, proofs, cleanup.
 
 Per trial (as the kernel variants start and stop their tracer per trial): ``bpftime load
-<sslsniff>`` starts, counted (:mod:`libraries.tools.sslsniff_libbpf`), and is ready once the
+<sslsniff>`` starts, counted (:mod:`libraries.tools.sslsniff.seed`), and is ready once the
 program printed its header (its attach calls returned); nginx starts under ``bpftime start``
 and listens; the load runs; then nginx and the loader stop (failures included), the run's
 shared memory is removed, and the trial must have left nothing: no process with bpftime
@@ -30,14 +30,14 @@ from libraries.tools.bpftime import (
     stop_group,
     stop_with_sigint,
 )
-from libraries.tools.sslsniff import (
+from libraries.tools.sslsniff.kernel import perf_uprobes, uprobe_leftovers
+from libraries.tools.sslsniff.seed import SeedSslsniff, counted, install_counter, wait_header
+from libraries.tools.sslsniff.tracer import (
     SslsniffResult,
     TracerError,
     check_attachment,
     parse_sslsniff_output,
 )
-from libraries.tools.sslsniff_libbpf import SeedSslsniff, counted, install_counter, wait_header
-from libraries.tools.sslsniff_run import perf_uprobes, uprobe_leftovers
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from libraries.tools.nginx_fields import (
+from libraries.tools.nginx.fields import (
     as_tuple,
     check_abs_path,
     check_choices,

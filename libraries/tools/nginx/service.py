@@ -2,7 +2,7 @@
 in the foreground under our process tracking, and wait until it listens.
 
 Shared by the SSL proxy, stream proxy and sslsniff cases; the configs themselves come from
-:mod:`libraries.tools.nginx_config`.
+:mod:`libraries.tools.nginx.config`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from libraries.testbed.errors import HostStackError, NodeError
 from libraries.testbed.node import Node, Process
-from libraries.tools.nginx_config import TEMP_PATHS
+from libraries.tools.nginx.config import TEMP_PATHS
 
 LOG = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def start_nginx(
     ``ports``.
 
     The config must use ``daemon off;`` and keep pid, error log and temp paths under
-    :func:`instance_prefix` (the renderers in :mod:`libraries.tools.nginx_config` do). Fails with
+    :func:`instance_prefix` (the renderers in :mod:`libraries.tools.nginx.config` do). Fails with
     nginx's own message and the config's line when ``nginx -t`` rejects it, naming the holder
     when a port is in use, and with nginx's output when it exits before listening.
     """

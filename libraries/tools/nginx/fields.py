@@ -1,4 +1,4 @@
-"""Field checks shared by the nginx parameter objects (``nginx_config``, ``nginx_stream``).
+"""Field checks shared by the nginx parameter objects (``config``, ``stream``).
 
 Each check reads ``owner.field`` of a frozen dataclass in its ``__post_init__`` and raises
 :class:`RenderError` naming the class, the field, what was expected and the value.

@@ -2,10 +2,11 @@
 
 Two implementations, chosen by what the node can run (:func:`detect_kernel_tracer`): bcc's
 ``sslsniff-bpfcc``/``sslsniff`` when the node has kernel headers (bcc compiles its program on
-the node), else the project's bpftrace script (:mod:`libraries.tools.sslsniff`). The tracer runs in
-the background through the Node protocol (``node.start``/``node.stop``); readiness is proven
-by ``bpftool perf show`` listing its uprobes on the library. bpftrace prints its maps on
-SIGTERM as on SIGINT (checked with bpftrace 0.17), so ``node.stop`` is enough.
+the node), else the project's bpftrace script (:mod:`libraries.tools.sslsniff.tracer`). The
+tracer runs in the background through the Node protocol (``node.start``/``node.stop``);
+readiness is proven by ``bpftool perf show`` listing its uprobes on the library. bpftrace
+prints its maps on SIGTERM as on SIGINT (checked with bpftrace 0.17), so ``node.stop`` is
+enough.
 :func:`uprobe_leftovers` checks that nothing stays attached once the tracer is gone.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from libraries.testbed.errors import CommandError, ToolMissing
-from libraries.tools.sslsniff import (
+from libraries.tools.sslsniff.tracer import (
     DEFAULT_LIBSSL,
     UPROBE_COUNT,
     SslsniffParams,

@@ -33,14 +33,14 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import HostStackError, ParseError, RenderError
-from libraries.tools.ebpf_evidence import (
+from libraries.tools.ebpf_stream.evidence import (
     VERDICT_PROGRAM,
     ErrorLogEvidence,
     VerdictStats,
     parse_bpftool_prog_json,
     parse_error_log,
 )
-from libraries.tools.nginx_stream import StreamProxyParams
+from libraries.tools.nginx import StreamProxyParams
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node

@@ -4,8 +4,8 @@ The script (``templates/bpftrace/sslsniff.bt.j2``) attaches what bcc's sslsniff 
 uprobe and a uretprobe on libssl's ``SSL_read`` and ``SSL_write``. A uprobe on a library path
 fires in *every* process mapping that file (wrk on the same machine included), so the script
 is filtered by PID list and/or command name. Running and stopping it on a node lives in
-:mod:`libraries.tools.sslsniff_run`; the userspace (bpftime) variant in
-:mod:`libraries.tools.bpftime`.
+:mod:`libraries.tools.sslsniff.kernel`; the userspace (bpftime) variant in
+:mod:`libraries.tools.sslsniff.userspace`.
 
 Output of the script and of bcc's ``sslsniff`` share the per-event line
 ``FUNC TIME(s) COMM PID LEN [DATA]``; the script adds an end-of-run summary of its counter map.
@@ -189,7 +189,7 @@ def parse_sslsniff_output(
     For the bpftrace script the counts come from its end-of-run summary (complete even when
     per-event lines were lost); for the seed's sslsniff binary (kernel or bpftime) from the
     same summary, printed by the event counter its output goes through
-    (:mod:`libraries.tools.sslsniff_libbpf`); for bcc's sslsniff from its event lines.
+    (:mod:`libraries.tools.sslsniff.seed`); for bcc's sslsniff from its event lines.
     Raises :class:`ParseError` quoting the text when the header is missing (the tracer never
     started), the summary is missing or cut off (killed before printing its maps), or an
     event or summary line is malformed.

@@ -1,5 +1,5 @@
 """Parsers of the kernel's CPU accounting: ``/proc/stat``, ``/proc/<pid>/stat`` and a
-telemetry snapshot (the output of :func:`libraries.tools.cpu_telemetry.snapshot_script`).
+telemetry snapshot (the output of :func:`libraries.tools.cpu.telemetry.snapshot_script`).
 
 Every parser returns typed values in clock ticks (``getconf CLK_TCK``) or raises
 :class:`ParseError` quoting the text: a truncated or garbled file never becomes zeros.

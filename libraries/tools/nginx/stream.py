@@ -1,5 +1,5 @@
 """Typed, validated parameters of the nginx TCP stream proxy (seed 003), with the stream eBPF
-module's directives where wanted. Same conventions as ``nginx_config``: frozen dataclasses that
+module's directives where wanted. Same conventions as ``config``: frozen dataclasses that
 check themselves; ``.render()`` returns the config text.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from libraries.testbed.errors import RenderError
-from libraries.tools.nginx_config import NginxInstance
-from libraries.tools.nginx_fields import (
+from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.fields import (
     as_tuple,
     check_abs_path,
     check_endpoints,

@@ -12,7 +12,7 @@ nginx and 2 from wrk).
 The program prints every SSL_read/SSL_write with up to 8 KiB of its data; the seed's build was
 made quiet. Here its output goes through an event counter on the node
 (``templates/sslsniff/count_events.awk.j2``) that keeps the other lines and ends with the
-bpftrace script's summary block, so :func:`~libraries.tools.sslsniff.parse_sslsniff_output`
+bpftrace script's summary block, so :func:`~libraries.tools.sslsniff.tracer.parse_sslsniff_output`
 reads both. The program prints totals only when stopped with SIGINT (SIGTERM kills it).
 """
 
@@ -28,7 +28,13 @@ from typing import Any
 from libraries.testbed.errors import ToolMissing
 from libraries.tools.bpftime import stop_with_sigint
 from libraries.tools.render import render
-from libraries.tools.sslsniff import (
+from libraries.tools.sslsniff.kernel import (
+    KernelTracer,
+    RunningTracer,
+    mount_tracing,
+    wait_attached,
+)
+from libraries.tools.sslsniff.tracer import (
     DEFAULT_LIBSSL,
     LABELS,
     SUMMARY_BEGIN,
@@ -38,7 +44,6 @@ from libraries.tools.sslsniff import (
     TracerError,
     parse_sslsniff_output,
 )
-from libraries.tools.sslsniff_run import KernelTracer, RunningTracer, mount_tracing, wait_attached
 
 LOG = logging.getLogger(__name__)
 COUNTER_TEMPLATE = "sslsniff/count_events.awk.j2"

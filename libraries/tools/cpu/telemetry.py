@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import HostStackError
-from libraries.tools.cpu_stat import (
+from libraries.tools.cpu.proc_stat import (
     CORE_FIELDS,
     MAGIC,
     ProcessSample,
