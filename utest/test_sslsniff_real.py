@@ -155,6 +155,23 @@ def test_idle_tracer_attached_nothing(node, tracer, nginx, tracers):
         check_attachment(result, pids)
 
 
+def wait_until_idle(pids: list[int], timeout: float = 5.0) -> None:
+    """Wait until nginx's workers sleep in epoll_wait again (its master in sigsuspend). The
+    client holds the whole response as soon as nginx's write() syscall delivered it, but
+    SSL_write's uretprobe fires only when nginx returns to user space after it: stopping the
+    tracer in between (2 of 15 runs on the 2-core VM) misses the last SSL_write."""
+    deadline = time.monotonic() + timeout
+    while True:
+        channels = []
+        for pid in pids:
+            with open(f"/proc/{pid}/wchan") as stream:
+                channels.append(stream.read())
+        if all("epoll" in channel or "sigsuspend" in channel for channel in channels):
+            return
+        assert time.monotonic() < deadline, f"nginx not idle after {timeout} s: {channels}"
+        time.sleep(0.01)
+
+
 def test_data_mode_shows_the_http_exchange(node, tracer, nginx, tracers):
     url, pids = nginx
     running = tracers(SslsniffParams(pids=tuple(pids), show_data=True, data_bytes=200),
@@ -168,6 +185,7 @@ def test_data_mode_shows_the_http_exchange(node, tracer, nginx, tracers):
         conn.request("GET", "/1kb")
         assert len(conn.getresponse().read()) == 1024
         conn.close()
+    wait_until_idle(pids)
     result = stop_sslsniff(node, running)
     log = node.run(f"cat {running.process.log_path}").stdout
     # this test's own python also calls libssl; the PID filter keeps it out
