@@ -36,7 +36,8 @@ from libraries.trend.analysis import (
 )
 from libraries.trend.compare import run_compare
 from libraries.trend.dashboard import render_dashboard
-from libraries.trend.load import load_records
+from libraries.trend.ingest import ingest
+from libraries.trend.store import Store, default_store
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="compare two runs (run ids or run directories) instead")
     parser.add_argument("--title", default="Performance trend", help="dashboard title")
+    parser.add_argument("--store", type=Path, help="history folder (default: <first "
+                        "RESULTS_DIR>/history); runs under RESULTS_DIR not yet in it are "
+                        "ingested first")
     return parser
 
 
@@ -67,20 +71,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    roots = args.results or [Path("results")]
+    roots = args.results or ([] if args.store else [Path("results")])
+    store = Store(args.store or default_store(roots))
     try:
+        errors = ingest(roots, store).errors if roots else []
+        for error in errors:
+            sys.stderr.write(f"error: {error}\n")
         if args.compare:
-            return run_compare(roots, args.compare[0], args.compare[1], args.test, args.markdown)
-        return _run_trend(args, roots)
+            status = run_compare(store, args.compare[0], args.compare[1], args.test,
+                                 args.markdown)
+        else:
+            status = _run_trend(args, store)
     except HostStackError as error:
         sys.stderr.write(f"error: {error}\n")
         return EXIT_BAD_INPUT
+    return EXIT_BAD_INPUT if errors else status
 
 
-def _run_trend(args: argparse.Namespace, roots: list[Path]) -> int:
-    frame = select_tests(load_records(roots), args.test)
+def _run_trend(args: argparse.Namespace, store: Store) -> int:
+    frame = select_tests(store.frame(), args.test)
     if frame.empty:
-        sys.stderr.write(f"error: no records under {', '.join(map(str, roots))}"
+        sys.stderr.write(f"error: no records in {store.root}"
                          f"{' matching ' + ', '.join(args.test) if args.test else ''}\n")
         return EXIT_BAD_INPUT
     trends = analyse(frame, recent=max(args.recent, 1), engine=args.engine,

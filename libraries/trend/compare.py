@@ -8,7 +8,7 @@ A change is *significant* when both hold:
 
 CV_A / CV_B are the trials' coefficients of variation within each run. Trials of one run share
 the machine's state, so they understate the run-to-run noise (4-13 % on the lab machines); when
-the series has at least :data:`MIN_HISTORY` runs under the results directories, its robust
+the series has at least :data:`MIN_HISTORY` runs in the store (DuckDB), its robust
 run-to-run CV (1.4826 x median absolute deviation / median) enters the threshold too, scaled by
 sqrt(2) because the difference of two noisy runs is compared.
 
@@ -37,6 +37,7 @@ from libraries.trend.analysis import (
     text_table,
 )
 from libraries.trend.load import load_records
+from libraries.trend.store import Store
 
 MIN_CHANGE = 0.05
 """Smallest relative change that can be significant (5 %)."""
@@ -159,33 +160,47 @@ def change_rows(changes: Sequence[Change]) -> list[list[str]]:
     ]
 
 
-def resolve_run(spec: str, roots: list[Path], loaded: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Records of run ``spec``: a run directory, or a run id found under ``roots``."""
+def resolve_run(spec: str, store: Store) -> pd.DataFrame:
+    """Samples of run ``spec``: a run directory (read from its records), or a run id in the
+    store."""
     path = Path(spec)
     if path.is_dir():
         frame = load_records([path])
         if frame.empty:
             raise RecordError(f"{path}: no records.jsonl with records (expected a run directory)")
         return frame
-    if "all" not in loaded:
-        loaded["all"] = load_records(roots)
-    frame = loaded["all"]
-    frame = frame[frame["run_id"] == spec]
+    frame = store.frame("run_id = ?", [spec])
     if frame.empty:
-        raise RecordError(f"run {spec!r}: no records with this run id under "
-                          f"{', '.join(map(str, roots))} (expected a run id or a run directory)")
+        raise RecordError(f"run {spec!r}: no records with this run id in {store.root} "
+                          "(expected a run id or a run directory)")
     return frame
 
 
-def run_compare(roots: list[Path], run_a: str, run_b: str, tests: Sequence[str],
+def store_noise(store: Store, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """:func:`run_to_run_cv` of the series ``keys`` over the whole stored history (in DuckDB:
+    median and median absolute deviation per series)."""
+    if not keys:
+        return {}
+    tests = sorted({test for test, _ in keys})
+    rows = store.query(
+        "WITH s AS (SELECT test_id, metric, value FROM samples WHERE list_contains(?, test_id)),"
+        " m AS (SELECT test_id, metric, median(value) AS med, count(*) AS n FROM s GROUP BY ALL)"
+        " SELECT s.test_id, s.metric, any_value(m.n) AS n, any_value(m.med) AS med,"
+        " median(abs(s.value - m.med)) AS mad FROM s JOIN m USING (test_id, metric)"
+        " GROUP BY ALL", [tests])
+    return {(row.test_id, row.metric): 1.4826 * row.mad / abs(row.med)
+            for row in rows.itertuples()
+            if (row.test_id, row.metric) in keys and row.n >= MIN_HISTORY and row.med}
+
+
+def run_compare(store: Store, run_a: str, run_b: str, tests: Sequence[str],
                 markdown: Path | None) -> int:
     """Print the comparison table; exit status 3 when any change is a significant regression."""
-    loaded: dict[str, pd.DataFrame] = {}
-    frame_a = select_tests(resolve_run(run_a, roots, loaded), tests)
-    frame_b = select_tests(resolve_run(run_b, roots, loaded), tests)
-    if "all" not in loaded and all(root.is_dir() for root in roots):
-        loaded["all"] = load_records(roots)
-    noise = run_to_run_cv(loaded["all"]) if "all" in loaded else {}
+    frame_a = select_tests(resolve_run(run_a, store), tests)
+    frame_b = select_tests(resolve_run(run_b, store), tests)
+    keys = {(str(t), str(m)) for frame in (frame_a, frame_b)
+            for t, m in zip(frame["test_id"], frame["metric"], strict=True)}
+    noise = store_noise(store, keys)
     changes = compare_frames(frame_a, frame_b, noise)
     rows = change_rows(changes)
     sys.stdout.write(f"A = {run_a}\nB = {run_b}\n" + text_table(HEADER, rows))

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from libraries.results.records import (
+    SCHEMA_VERSIONS,
     RecordError,
     find_record_files,
     iter_records,
@@ -174,7 +175,13 @@ BYTES_PER_WORKER = 4_000_000
 """Large trees (~4k records per worker) are read by several processes, one file per task."""
 COLUMNS = ("test_id", "metric", "unit", "direction", "value", "low", "high", "stdev", "cv",
            "trials", "run_id", "start_time", "versions", "revision", "verdict", "case", "stack",
-           "topology", "log", "file", "line")
+           "topology", "log", "file", "line",
+           "lab", "test_key", "trial_values", "ci_low", "ci_high", "ci_level", "ci_method",
+           "schema_version", "parameters")
+"""Today's columns first, then: ``lab`` (the topology the test ran on), ``test_key`` (the test id
+without the lab: the same test on every lab), ``trial_values`` (every trial), the metric's
+``interval`` (record v3: ``ci_low``, ``ci_high``, ``ci_level``, ``ci_method``; None before),
+``schema_version`` and ``parameters`` (JSON text, sorted keys)."""
 TESTS_FILE = "tests.jsonl"
 """Written beside ``records.jsonl`` by the results listener: each test's log.html anchor."""
 
@@ -188,6 +195,26 @@ def _spread(metric: dict[str, Any]) -> tuple[float, float, float]:
     if stdev is None:
         stdev = statistics.stdev(trials) if len(trials) > 1 else 0.0
     return float(low), float(high), float(stdev)
+
+
+def test_key(test_id: str, topology: str) -> str:
+    """The lab-independent part of a test id: ``3node/ssl_proxy/x`` -> ``ssl_proxy/x`` (ids of
+    old records, Robot long names, are their own key)."""
+    return test_id.removeprefix(f"{topology}/")
+
+
+def _interval(metric: dict[str, Any]) -> tuple[float | None, float | None, float | None,
+                                              str | None]:
+    """(low, high, level, method) of a metric's ``interval`` (record v3), Nones without one."""
+    interval = metric.get("interval")
+    if not isinstance(interval, dict):
+        return None, None, None, None
+    def number(key: str) -> float | None:
+        value = interval.get(key)
+        return float(value) if isinstance(value, int | float) else None
+    method = interval.get("method")
+    return number("low"), number("high"), number("level"), \
+        method if isinstance(method, str) else None
 
 
 def _versions_text(versions: dict[str, dict[str, str]]) -> str:
@@ -204,10 +231,15 @@ def load_records(roots: list[Path]) -> pd.DataFrame:
     (trial min / max), ``stdev, cv, trials`` (count), ``run_id, start_time`` (UTC timestamp),
     ``versions`` (one line of text), ``revision`` (project git revision from the record or the
     run's ``run.json``, else ``""``), ``verdict, case, stack, topology``, ``log`` (absolute
-    ``log.html#<test>`` of the run from its ``tests.jsonl``, else ``""``), ``file, line``.
+    ``log.html#<test>`` of the run from its ``tests.jsonl``, else ``""``), ``file, line``, then
+    the columns :data:`COLUMNS` adds (lab, test key, trials, interval, ...).
     Raises :class:`RecordError` (file and line) on an unreadable or invalid record.
     """
-    files = find_record_files(roots)
+    return load_files(find_record_files(roots))
+
+
+def load_files(files: list[Path]) -> pd.DataFrame:
+    """The table of :func:`load_records` for the given ``records.jsonl`` files."""
     size = sum(path.stat().st_size for path in files)
     workers = min(os.cpu_count() or 1, MAX_WORKERS, len(files), size // BYTES_PER_WORKER)
     if workers > 1:
@@ -224,6 +256,8 @@ def load_records(roots: list[Path]) -> pd.DataFrame:
         raise RecordError(f"{row['file']}:{row['line']}: start_time: expected an ISO 8601 "
                           f"date-time, got {row['start_time']!r}")
     frame["start_time"] = times
+    for name in ("ci_low", "ci_high", "ci_level"):
+        frame[name] = frame[name].astype("float64")
     return frame
 
 
@@ -245,12 +279,20 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
             record = json.loads(line)
         except ValueError:
             record = None
+        claimed = record.get("schema_version") if isinstance(record, dict) else None
+        if claimed is not None and claimed not in SCHEMA_VERSIONS:
+            raise RecordError(f"{path}:{number}: schema_version {claimed!r} is not a record "
+                              f"schema this library knows (expected one of "
+                              f"{', '.join(map(str, SCHEMA_VERSIONS))}): written by a newer "
+                              "hoststack-perf? Nothing of this file was loaded")
         if not validated and not record_check(record_version(record))(record):
             # Authoritative check: raises the canonical error naming the file and line.
             for _ in iter_records(path):
                 pass
             validated = True
         versions = _versions_text(record["versions"])
+        key = test_key(record["test_id"], record["topology"])
+        parameters = json.dumps(record["parameters"], sort_keys=True, default=str)
         for name, metric in record["metrics"].items():
             low, high, stdev = _spread(metric)
             value = float(metric["value"])
@@ -265,7 +307,9 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
                          record["start_time"], versions,
                          record.get("project_revision", run_revision), record["verdict"],
                          record["case"], record["stack"], record["topology"],
-                         logs.get(record["test_id"], ""), where, number))
+                         logs.get(record["test_id"], ""), where, number,
+                         record["topology"], key, [float(t) for t in metric["trials"]],
+                         *_interval(metric), int(record.get("schema_version", 1)), parameters))
     if not rows:
         return {column: [] for column in COLUMNS}
     return {column: list(items)

@@ -1,0 +1,172 @@
+"""Ingest runs' ``records.jsonl`` into the columnar history (:mod:`libraries.trend.store`).
+
+    python -m libraries.trend.ingest RESULTS_DIR... [--store DIR] [--rebuild]
+
+Finds every ``records.jsonl`` under the folders, groups the files by run id (the first
+record's; the Results library writes one run per file) and stores each run not yet stored as
+one Parquet file: records of schema v1, v2 and later versions map to one table (a metric's
+``interval``, record v3, fills ``ci_low``/``ci_high``/``ci_level``/``ci_method``; null before).
+A run already stored with the same source size is skipped (idempotent); one whose files grew
+is replaced. ``--rebuild`` re-creates every run found from its records (the store can always be
+rebuilt from them). A bad record (not JSON, invalid, unknown schema version) names its file and
+line; the other runs are still stored and nothing already stored is touched. The nightly
+runner ingests each run when it ends, and ``python -m libraries.trend RESULTS_DIR`` ingests
+the runs it has not seen before it reads the store.
+
+Exit status: 0 stored (or nothing new), 2 a run could not be stored (file and line named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from libraries.results.records import RecordError, find_record_files
+from libraries.trend.load import load_files
+from libraries.trend.store import SCHEMA, Store, default_store
+
+LOG = logging.getLogger(__name__)
+BATCH_BYTES = 64_000_000
+"""Runs are loaded in batches of about this many bytes of JSON (memory stays bounded)."""
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """A run found under the results folders: its ``run_id``, ``files`` and their ``size``."""
+
+    run_id: str
+    files: tuple[Path, ...]
+    size: int
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: run ids ``stored``, ``skipped`` (already stored), ``errors``."""
+
+    stored: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _first_run_id(path: Path) -> str | None:
+    """The run id of a records file's first record (None when unreadable: loading it then
+    names the problem)."""
+    try:
+        with path.open("rb") as handle:
+            line = handle.readline()
+        record = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    run_id = record.get("run_id") if isinstance(record, dict) else None
+    return run_id if isinstance(run_id, str) and run_id else None
+
+
+def find_runs(roots: list[Path]) -> list[SourceRun]:
+    """Runs under ``roots``: records files grouped by run id (an unreadable file is a run of
+    its own, keyed by its path, so that loading it reports the problem)."""
+    groups: dict[str, list[Path]] = defaultdict(list)
+    for path in find_record_files(roots):
+        if path.stat().st_size == 0:
+            continue
+        groups[_first_run_id(path) or str(path)].append(path)
+    return [SourceRun(run_id, tuple(files), sum(p.stat().st_size for p in files))
+            for run_id, files in sorted(groups.items())]
+
+
+def run_table(frame_rows: object) -> pa.Table:
+    """The store table of a :func:`load_files` frame (columns in :data:`SCHEMA` order)."""
+    return pa.Table.from_pandas(frame_rows[SCHEMA.names], schema=SCHEMA,  # type: ignore[index]
+                                preserve_index=False)
+
+
+def _batches(runs: list[SourceRun]) -> list[list[SourceRun]]:
+    batches: list[list[SourceRun]] = [[]]
+    size = 0
+    for run in runs:
+        if batches[-1] and size + run.size > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(run)
+        size += run.size
+    return [batch for batch in batches if batch]
+
+
+def _store_batch(store: Store, batch: list[SourceRun], report: IngestReport) -> None:
+    try:
+        frame = load_files([path for run in batch for path in run.files])
+    except RecordError:
+        if len(batch) == 1:
+            raise
+        for run in batch:  # find the bad run(s); store the others
+            try:
+                _store_batch(store, [run], report)
+            except RecordError as error:
+                report.errors.append(str(error))
+        return
+    for run in batch:
+        rows = frame[frame["file"].isin([str(p) for p in run.files])]
+        for run_id, part in rows.groupby("run_id", sort=True):
+            month = part["start_time"].min().strftime("%Y-%m")
+            written = store.write_run(str(run_id), month, run_table(part), run.size,
+                                      [str(p) for p in run.files])
+            (report.stored if written else report.skipped).append(str(run_id))
+
+
+def ingest(roots: list[Path], store: Store, rebuild: bool = False) -> IngestReport:
+    """Store every run under ``roots`` that the store lacks (every run with ``rebuild``)."""
+    report = IngestReport()
+    stored = {} if rebuild else store.runs()
+    todo = []
+    for run in find_runs(roots):
+        known = stored.get(run.run_id)
+        if known is not None and known.fingerprint >= run.size:
+            report.skipped.append(run.run_id)
+        else:
+            todo.append(run)
+    if rebuild:
+        for run in store.runs().values():
+            run.path.unlink()
+    for batch in _batches(todo):
+        try:
+            _store_batch(store, batch, report)
+        except RecordError as error:
+            report.errors.append(str(error))
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m libraries.trend.ingest",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="*", type=Path, metavar="RESULTS_DIR",
+                        help="folders searched for records.jsonl (default: results)")
+    parser.add_argument("--store", type=Path, help="history folder (default: "
+                        "<first RESULTS_DIR>/history)")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="re-create every run found from its records")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    roots = args.results or [Path("results")]
+    store = Store(args.store or default_store(roots))
+    try:
+        report = ingest(roots, store, rebuild=args.rebuild)
+    except RecordError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
+    sys.stdout.write(f"{store.root}: {len(report.stored)} run(s) stored, "
+                     f"{len(report.skipped)} already there\n")
+    for error in report.errors:
+        sys.stderr.write(f"error: {error}\n")
+    return 2 if report.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
