@@ -192,8 +192,11 @@ def test_cli_exits_3_writes_html_and_markdown(results, tmp_path: Path, capsys) -
                      text)
     assert '<tr class="normal"><td><a href="#chart-3">Tests.Tcp Term.flat-noisy' in text
     series = json.loads(re.search(r"const SERIES = (.*?);\n", text).group(1))
-    step = next(s for s in series if "regression" in s["anom"] and s["unit"] == "bit/s")
+    step = next(s for s in series if "regression" in s["ak"] and s["unit"] == "bit/s")
     assert len(step["x"]) == RUNS and step["run"][-1] == results[1][-1]
+    assert step["raw"] == 0 and step["n"] == [1] * RUNS  # 30 samples: none bucketed
+    (marked,) = step["ai"]  # the regression marker sits on the sample that starts its group
+    assert marked >= RUNS - 3 and step["x"][marked] == step["ax"][0]
     assert step["rev"][-1] == f"abc{RUNS - 1:04d}"
     summary = md.read_text()
     assert "2 regression(s), 1 progression(s), 1 normal" in summary

@@ -12,6 +12,7 @@ import fnmatch
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -50,11 +51,29 @@ class SeriesTrend:
     last_value: float
     trend_avg: float
     change_pct: float | None
+    history: History | None = None
 
     @property
     def key(self) -> str:
         """``test_id [metric]``: the series' name in tables and charts."""
         return f"{self.test_id} [{self.metric}]"
+
+    @property
+    def size(self) -> int:
+        """Samples in the series (``samples`` may hold only the newest of them)."""
+        return len(self.history.t) if self.history is not None else len(self.samples)
+
+
+@dataclass(frozen=True)
+class History:
+    """Every sample of a series as arrays, oldest first (when ``samples`` holds only the
+    newest rows, e.g. from the store's change-detection cache): ``t`` (µs since the epoch,
+    UTC), ``value``, ``low``, ``high``. Group and anomaly positions index these."""
+
+    t: Any
+    value: Any
+    low: Any
+    high: Any
 
 
 def _in_metric_terms(label: str, direction: str) -> str:
@@ -68,33 +87,42 @@ def _percent(new: float, old: float) -> float | None:
     return (new - old) / abs(old) * 100.0 if old else None
 
 
-def _trend(key: tuple[str, str], rows: pd.DataFrame, groups: list[Group],
-           recent: int, min_samples: int) -> SeriesTrend:
+def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], recent: int,
+          min_samples: int, history: History | None = None) -> SeriesTrend:
+    """The trend of one series from its jumpavg ``groups``: ``rows`` are its samples, oldest
+    first (with ``history``: its newest samples, ``history`` holding all of them)."""
+    size = len(history.t) if history is not None else len(rows)
     direction = str(rows["direction"].iloc[-1])
     # A series shorter than min_samples is not judged: no markers either (jumpavg splits any
     # two different values, so a 2-run chart would show a "change" at every second sample).
     anomalies = {
         group.start: _in_metric_terms(group.label, direction)
         for group in groups[1:] if group.label != "normal"
-    } if len(rows) >= min_samples else {}
+    } if size >= min_samples else {}
     last = groups[-1]
     last_value = float(rows["value"].iloc[-1])
     classification = "normal"
     change = _percent(last_value, last.avg)
-    if len(groups) > 1 and last.start >= len(rows) - recent and len(rows) >= min_samples:
+    if len(groups) > 1 and last.start >= size - recent and size >= min_samples:
         classification = anomalies.get(last.start, "normal")
         change = _percent(last.avg, groups[-2].avg)
     return SeriesTrend(
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
         samples=rows, groups=tuple(groups), anomalies=anomalies,
         classification=classification, last_value=last_value, trend_avg=last.avg,
-        change_pct=change,
+        change_pct=change, history=history,
     )
+
+
+def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:
+    """Regressions first, then progressions, then normal series; by test and metric."""
+    return sorted(trends, key=lambda t: (ORDER[t.classification], t.test_id, t.metric))
 
 
 def analyse(frame: pd.DataFrame, recent: int = 5, engine: str = "fast",
             min_samples: int = 5) -> list[SeriesTrend]:
-    """Classify every series of ``frame``; regressions first, then progressions, then by name.
+    """Classify every series of ``frame`` (the table of ``load_records`` or
+    ``Store.frame``); regressions first, then progressions, then by name.
 
     A series with fewer than ``min_samples`` samples is never flagged: jumpavg splits any two
     different values, so a gate on the second night would flag half the tests.
@@ -116,9 +144,9 @@ def analyse(frame: pd.DataFrame, recent: int = 5, engine: str = "fast",
         grouped = [classify_with_jumpavg(runs) for runs in series]
     else:
         grouped = classify_batch(series)
-    trends = [_trend(k, rows, g, recent, min_samples)
+    trends = [judge(k, rows, g, recent, min_samples)
               for k, rows, g in zip(keys, parts, grouped, strict=True)]
-    return sorted(trends, key=lambda t: (ORDER[t.classification], t.test_id, t.metric))
+    return rank(trends)
 
 
 def select_tests(frame: pd.DataFrame, patterns: Sequence[str]) -> pd.DataFrame:

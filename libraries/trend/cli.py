@@ -35,7 +35,8 @@ from libraries.trend.analysis import (
     text_table,
 )
 from libraries.trend.compare import run_compare
-from libraries.trend.dashboard import render_dashboard
+from libraries.trend.dashboard import write_dashboard
+from libraries.trend.gate import analyse_store
 from libraries.trend.ingest import ingest
 from libraries.trend.store import Store, default_store
 
@@ -57,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-samples", type=int, default=5, metavar="N",
                         help="series with fewer samples are never flagged")
     parser.add_argument("--engine", choices=["fast", "jumpavg"], default="fast",
-                        help="grouping: vectorised (default) or jumpavg's own classes (slow)")
+                        help="grouping: the store's incremental cache (default) or jumpavg's "
+                        "own classes over every sample (slow reference)")
     parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="compare two runs (run ids or run directories) instead")
     parser.add_argument("--title", default="Performance trend", help="dashboard title")
@@ -89,19 +91,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_trend(args: argparse.Namespace, store: Store) -> int:
-    frame = select_tests(store.frame(), args.test)
-    if frame.empty:
+    recent = max(args.recent, 1)
+    runs = None
+    if args.engine == "fast":  # the store's change-detection cache: only new samples searched
+        result = analyse_store(store, recent, args.min_samples, args.test)
+        trends, runs = result.trends, result.runs
+    else:  # the reference: every series searched by jumpavg's own classes
+        trends = analyse(select_tests(store.frame(), args.test), recent=recent,
+                         engine=args.engine, min_samples=args.min_samples)
+    if not trends:
         sys.stderr.write(f"error: no records in {store.root}"
                          f"{' matching ' + ', '.join(args.test) if args.test else ''}\n")
         return EXIT_BAD_INPUT
-    trends = analyse(frame, recent=max(args.recent, 1), engine=args.engine,
-                     min_samples=args.min_samples)
     sys.stdout.write(text_table(SUMMARY_HEADER, summary_rows(trends)))
     if args.html:
-        args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(render_dashboard(trends, title=args.title,
-                                              base=args.html.resolve().parent),
-                             encoding="utf-8")
+        write_dashboard(trends, args.html, title=args.title, runs=runs)
         LOG.info("dashboard written to %s", args.html)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

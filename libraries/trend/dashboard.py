@@ -1,10 +1,10 @@
-"""Self-contained plotly HTML dashboard of trend series (works offline: plotly.js is inlined).
+"""Offline plotly HTML dashboard of trend series (plotly.js is inlined; no network needed).
 
-Layout, built to stay usable with hundreds of series:
+Layout, built to stay usable with thousands of series and years of history:
 
-- a navigation bar: filters by case, stack, topology and metric, a test-id search and a
-  "changes only" switch (all client-side; the page stays one offline file). The filters live
-  in the URL fragment, so a filtered view is a link: ``trend.html#case=ssl_proxy&changes=1``;
+- a navigation bar: filters by case, stack, lab and metric, a test-id search and a
+  "changes only" switch (all client-side). The filters live in the URL fragment, so a
+  filtered view is a link: ``trend.html#case=ssl_proxy&changes=1``;
 - the regressions and progressions in a table at the top (every series in a folded table);
 - one section per test, regressions first: the test's metrics as charts side by side, each
   with the samples and their trial range as error bars, jumpavg's group averages as a step
@@ -12,166 +12,64 @@ Layout, built to stay usable with hundreds of series:
   run id, date, value, trial range, versions and project revision; a click on a sample opens
   that run's log.html at the test (when the run's ``tests.jsonl`` named it).
 
-Charts are described as compact JSON and drawn by one small script with the single inlined
-plotly.js; past :data:`EAGER_LIMIT` charts each chart is drawn when it scrolls into view.
+Each series shows its newest :data:`RAW_POINTS` samples one by one and older ones as at most
+:data:`BUCKETS` buckets (median and trial range of consecutive samples), with the groups drawn
+from their exact boundaries, and each section names the lab. Charts are described as compact
+JSON and drawn by one small script (:mod:`libraries.trend.dashboard_assets`); past
+:data:`EAGER_LIMIT` charts each chart is drawn when it scrolls into view. Up to
+:data:`INLINE_BYTES` of series data the page is one self-contained file; beyond, the data goes
+to side files in ``<page>-data/`` loaded on demand, so the page's size depends on the number
+of series, not on the length of the history.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from plotly.offline import get_plotlyjs
 
 from libraries.trend.analysis import ORDER, SUMMARY_HEADER, SeriesTrend, summary_rows
+from libraries.trend.dashboard_assets import SCRIPT, STYLE
 
 EAGER_LIMIT = 40
 """Dashboards with more charts draw each chart lazily when it becomes visible."""
+RAW_POINTS = 120
+"""The newest samples of a series are drawn one by one (run, versions, log link)..."""
+BUCKETS = 120
+"""...older ones as at most this many buckets of consecutive samples (median, trial range)."""
+INLINE_BYTES = 3_000_000
+"""Series data up to this size is inlined (one self-contained file); beyond, it goes to side
+files beside the page, loaded when a chart scrolls into view: the page stays small at any
+history size."""
+CHUNK_SERIES = 20
+"""Series per side file."""
 
-FILTERS = ("case", "stack", "topology", "metric")
-
-_STYLE = """
-body { font-family: sans-serif; margin: 0 2em 1em 2em; color: #222; }
-nav { position: sticky; top: 0; background: #f4f4f4; border-bottom: 1px solid #ccc;
-      padding: 6px 8px; z-index: 10; font-size: 13px; }
-nav label { margin-right: 1em; }
-table.summary { border-collapse: collapse; font-size: 13px; }
-table.summary th, table.summary td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
-table.summary th { background: #eee; }
-tr.regression td { background: #f8d0d0; }
-tr.progression td { background: #d4f0d4; }
-td.regression { color: #a00; font-weight: bold; }
-td.progression { color: #070; font-weight: bold; }
-section.test { margin-top: 1.2em; border-top: 1px solid #ccc; }
-section.test h2 { font-size: 15px; margin: 0.4em 0; }
-section.regression h2 { color: #a00; }
-section.progression h2 { color: #070; }
-span.badge { font-size: 11px; font-weight: normal; background: #e8e8e8; border-radius: 3px;
-             padding: 1px 5px; margin-left: 4px; color: #333; }
-div.charts { display: flex; flex-wrap: wrap; gap: 8px; }
-figure.series { margin: 0; width: 560px; }
-figure.series figcaption { font-size: 13px; }
-figure.regression figcaption { color: #a00; font-weight: bold; }
-figure.progression figcaption { color: #070; font-weight: bold; }
-div.chart { height: 320px; }
-p.note { font-size: 12px; color: #555; max-width: 60em; }
-.hidden { display: none; }
-"""
-
-_SCRIPT = """
-const EAGER = SERIES.length <= %(eager)d;
-function hover(s, i) {
-  const lines = ['run ' + s.run[i], s.x[i] + ' UTC',
-                 s.y[i].toPrecision(5) + ' ' + s.unit + '  (trials ' + s.lo[i].toPrecision(5)
-                 + ' .. ' + s.hi[i].toPrecision(5) + ')'];
-  if (VERSIONS[s.ver[i]]) lines.push(VERSIONS[s.ver[i]]);
-  if (s.rev[i]) lines.push('revision ' + s.rev[i]);
-  if (s.anom[i]) lines.push('<b>' + s.anom[i] + '</b>');
-  if (s.log[i]) lines.push('<i>click: this run\\'s log</i>');
-  return lines.join('<br>');
-}
-function draw(s, div) {
-  const text = s.x.map((_, i) => hover(s, i));
-  const traces = [
-    {type: 'scatter', mode: 'lines+markers', name: 'samples', x: s.x, y: s.y, text: text,
-     hoverinfo: 'text', line: {color: '#1f77b4', width: 1}, marker: {size: 5},
-     error_y: {type: 'data', symmetric: false, array: s.y.map((v, i) => s.hi[i] - v),
-               arrayminus: s.y.map((v, i) => v - s.lo[i]), color: '#8ab', thickness: 1,
-               width: 2}},
-    {type: 'scatter', mode: 'lines', name: 'trend (jumpavg groups)', x: s.x, y: s.trend,
-     line: {shape: 'hv', color: '#444', width: 2}, hoverinfo: 'skip'}];
-  for (const [kind, colour] of [['regression', '#d00'], ['progression', '#0a0']]) {
-    const idx = s.x.map((_, i) => i).filter(i => s.anom[i] === kind);
-    if (idx.length) {
-      traces.push({type: 'scatter', mode: 'markers', name: kind, x: idx.map(i => s.x[i]),
-                   y: idx.map(i => s.y[i]), text: idx.map(i => text[i]), hoverinfo: 'text',
-                   customdata: idx, marker: {color: colour, size: 13, symbol: 'circle-open',
-                   line: {width: 3}}});
-    }
-  }
-  const layout = {margin: {l: 60, r: 10, t: 10, b: 40}, hovermode: 'closest',
-                  xaxis: {type: 'date'}, yaxis: {title: {text: s.unit}},
-                  legend: {orientation: 'h', y: -0.25, font: {size: 10}}};
-  Plotly.newPlot(div, traces, layout, {responsive: true, displaylogo: false});
-  div.on('plotly_click', (event) => {
-    const point = event.points[0];
-    const i = point.curveNumber === 0 ? point.pointIndex : point.customdata;
-    if (i !== undefined && s.log[i]) window.open(s.log[i], '_blank');
-  });
-}
-function applyFilters() {
-  const want = {};
-  for (const name of FILTERS) want[name] = document.getElementById('f-' + name).value;
-  const text = document.getElementById('f-text').value.trim().toLowerCase();
-  const changes = document.getElementById('f-changes').checked;
-  let shown = 0;
-  document.querySelectorAll('section.test').forEach((section) => {
-    let visible = 0;
-    section.querySelectorAll('figure.series').forEach((fig) => {
-      const ok = FILTERS.every(n => !want[n] || fig.dataset[n] === want[n])
-        && (!text || section.dataset.test.toLowerCase().includes(text))
-        && (!changes || fig.dataset.classification !== 'normal');
-      fig.classList.toggle('hidden', !ok);
-      visible += ok ? 1 : 0;
-    });
-    section.classList.toggle('hidden', visible === 0);
-    shown += visible;
-  });
-  document.getElementById('shown').textContent = shown;
-  const state = new URLSearchParams();
-  for (const name of FILTERS) if (want[name]) state.set(name, want[name]);
-  if (text) state.set('test', text);
-  if (changes) state.set('changes', '1');
-  history.replaceState(null, '', state.toString() ? '#' + state.toString() : ' ');
-}
-function restoreFilters() {
-  const state = new URLSearchParams(location.hash.slice(1));
-  for (const name of FILTERS) {
-    if (state.has(name)) document.getElementById('f-' + name).value = state.get(name);
-  }
-  if (state.has('test')) document.getElementById('f-text').value = state.get('test');
-  document.getElementById('f-changes').checked = state.get('changes') === '1';
-}
-function start() {
-  for (const id of ['f-case', 'f-stack', 'f-topology', 'f-metric', 'f-text', 'f-changes']) {
-    document.getElementById(id).addEventListener('input', applyFilters);
-  }
-  const observer = EAGER ? null : new IntersectionObserver((entries) => {
-    for (const entry of entries) {
-      if (entry.isIntersecting) {
-        observer.unobserve(entry.target);
-        draw(SERIES[Number(entry.target.dataset.index)], entry.target);
-      }
-    }
-  }, {rootMargin: '400px'});
-  if (!location.hash.startsWith('#chart-')) restoreFilters();
-  applyFilters();
-  SERIES.forEach((s, i) => {
-    const div = document.getElementById('plot-' + i);
-    if (EAGER) { draw(s, div); } else { observer.observe(div); }
-  });
-}
-start();
-"""
+FILTERS = ("case", "stack", "lab", "metric")
 
 
 def _last(trend: SeriesTrend, column: str) -> str:
     if column not in trend.samples.columns or trend.samples.empty:
         return ""
-    return str(trend.samples[column].iloc[-1])
+    value = trend.samples[column].iloc[-1]
+    return "" if pd.isna(value) else str(value)
 
 
 def _facets(trend: SeriesTrend) -> dict[str, str]:
-    """case / stack / topology / metric of a series (the newest sample's)."""
+    """case / stack / lab / metric of a series (the newest sample's)."""
     return {"case": _last(trend, "case"), "stack": _last(trend, "stack"),
-            "topology": _last(trend, "topology") or trend.test_id.split("/")[0],
-            "metric": trend.metric}
+            "lab": _last(trend, "lab") or _last(trend, "topology")
+            or trend.test_id.split("/")[0], "metric": trend.metric}
 
 
 def _link(target: str, base: Path | None) -> str:
@@ -184,29 +82,74 @@ def _link(target: str, base: Path | None) -> str:
     return os.path.relpath(path, base) + (f"#{anchor}" if anchor else "")
 
 
-def _series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
-                 base: Path | None) -> dict[str, Any]:
+def _rounded(values: np.ndarray) -> list[float]:
+    """Values with 6 significant digits (of the series' largest): a shorter page."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    digits = 5 - int(np.floor(np.log10(top))) if top > 0 else 6
+    return np.round(values, digits).tolist()
+
+
+def _arrays(trend: SeriesTrend) -> tuple[np.ndarray, ...]:
+    """(seconds, value, low, high) of every sample of the series, oldest first."""
+    if trend.history is not None:
+        h = trend.history
+        return (np.asarray(h.t) // 1_000_000, np.asarray(h.value), np.asarray(h.low),
+                np.asarray(h.high))
     rows = trend.samples
-    level = [0.0] * len(rows)
+    seconds = rows["start_time"].astype("datetime64[us, UTC]").astype("int64") // 1_000_000
+    return (seconds.to_numpy(), rows["value"].to_numpy(float), rows["low"].to_numpy(float),
+            rows["high"].to_numpy(float))
+
+
+def _buckets(seconds: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray,
+             count: int) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """Samples ``0..count-1`` in at most :data:`BUCKETS` runs of consecutive samples."""
+    if count == 0:
+        return [], np.empty(0), np.empty(0), np.empty(0), []
+    edges = np.unique(np.linspace(0, count, min(BUCKETS, count) + 1).astype(int))
+    x, y, lo, hi, n = [], [], [], [], []
+    for a, b in itertools.pairwise(edges.tolist()):
+        x.append(int(seconds[(a + b - 1) // 2]))
+        y.append(float(np.median(value[a:b])))
+        lo.append(float(low[a:b].min()))
+        hi.append(float(high[a:b].max()))
+        n.append(int(b - a))
+    return x, np.array(y), np.array(lo), np.array(hi), n
+
+
+def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
+                base: Path | None) -> dict[str, Any]:
+    """A series as the page's script draws it: points ``x`` (seconds), ``y``, ``lo``, ``hi``
+    and ``n`` (samples per point); the first ``raw`` points are buckets of older samples, the
+    others one sample each with ``run``, ``ver``, ``rev`` and ``log``; the group line ``gx``/
+    ``gy``; anomaly markers ``ax``/``ay``/``ak`` (``ai``: the marked point, -1 in a bucket)."""
+    seconds, value, low, high = _arrays(trend)
+    size = len(seconds)
+    rows = trend.samples.tail(min(RAW_POINTS, size))
+    first_raw = size - len(rows)
+    bx, by, blo, bhi, bn = _buckets(seconds, value, low, high, first_raw)
+    logs = rows["log"].fillna("").tolist() if "log" in rows.columns else [""] * len(rows)
+    gx, gy = [], []
     for group in trend.groups:
-        level[group.start: group.end + 1] = [group.avg] * (group.end - group.start + 1)
-    anomalies = [""] * len(rows)
-    for position, kind in trend.anomalies.items():
-        anomalies[position] = kind
-    logs = rows["log"].tolist() if "log" in rows.columns else [""] * len(rows)
+        gx += [int(seconds[group.start]), int(seconds[group.end])]
+        gy += [group.avg, group.avg]
+    marks = sorted(trend.anomalies.items())
     return {
-        "index": index,
-        "unit": trend.unit,
-        "x": rows["start_time"].dt.strftime("%Y-%m-%d %H:%M:%S").tolist(),
-        "y": rows["value"].tolist(),
-        "lo": rows["low"].tolist(),
-        "hi": rows["high"].tolist(),
-        "run": rows["run_id"].tolist(),
-        "ver": [versions.setdefault(v, len(versions)) for v in rows["versions"].tolist()],
-        "rev": rows["revision"].tolist(),
-        "trend": level,
-        "anom": anomalies,
+        "index": index, "unit": trend.unit, "raw": len(bx),
+        "x": bx + seconds[first_raw:].tolist(),
+        "y": _rounded(np.concatenate([by, value[first_raw:]])),
+        "lo": _rounded(np.concatenate([blo, low[first_raw:]])),
+        "hi": _rounded(np.concatenate([bhi, high[first_raw:]])),
+        "n": bn + [1] * len(rows),
+        "run": rows["run_id"].astype(str).tolist(),
+        "ver": [versions.setdefault(str(v), len(versions)) for v in rows["versions"].tolist()],
+        "rev": rows["revision"].fillna("").astype(str).tolist(),
         "log": [_link(str(target), base) for target in logs],
+        "gx": gx, "gy": _rounded(np.array(gy)),
+        "ax": [int(seconds[p]) for p, _ in marks], "ay": [float(value[p]) for p, _ in marks],
+        "ak": [kind for _, kind in marks],
+        "ai": [len(bx) + p - first_raw if p >= first_raw else -1 for p, _ in marks],
     }
 
 
@@ -239,19 +182,23 @@ def _select(name: str, values: set[str]) -> str:
             "</select></label>")
 
 
-def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> str:
+def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tuple[str,
+                                                                                  list[int]]:
+    """The test sections (worst first; the same test on several labs side by side) and the
+    series indexes in page order."""
     by_test: dict[str, list[int]] = defaultdict(list)
     for index, trend in enumerate(trends):
         by_test[trend.test_id].append(index)
-    order = sorted(by_test, key=lambda test: (min(ORDER[trends[i].classification]
-                                                  for i in by_test[test]), test))
+    order = sorted(by_test, key=lambda test: (
+        min(ORDER[trends[i].classification] for i in by_test[test]),
+        _last(trends[by_test[test][0]], "test_key") or test, test))
     parts = []
     for test in order:
         indexes = by_test[test]
         worst = min((trends[i].classification for i in indexes), key=ORDER.__getitem__)
         first = facets[indexes[0]]
-        badges = "".join(f'<span class="badge">{html.escape(first[k])}</span>'
-                         for k in ("case", "stack", "topology") if first[k])
+        badges = "".join(f'<span class="badge {k}">{html.escape(first[k])}</span>'
+                         for k in ("case", "stack", "lab") if first[k])
         figures = "".join(
             f'<figure class="series {trends[i].classification}" id="chart-{i}" '
             + " ".join(f'data-{k}="{html.escape(v)}"' for k, v in facets[i].items())
@@ -263,45 +210,101 @@ def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> st
         parts.append(f'<section class="test {worst}" data-test="{html.escape(test)}">'
                      f"<h2>{html.escape(test)}{badges}</h2>"
                      f'<div class="charts">{figures}</div></section>')
-    return "\n".join(parts)
+    return "\n".join(parts), [i for test in order for i in by_test[test]]
 
 
-def render_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance trend",
-                     base: Path | None = None) -> str:
-    """The complete HTML document for ``trends``; ``base`` is the folder the page is written
-    to (log links are made relative to it)."""
+@dataclass(frozen=True)
+class Dashboard:
+    """A rendered dashboard: the ``page`` and its side ``files`` (name -> text; empty when
+    the series data is inline) that go into the folder ``data_dir`` beside the page."""
+
+    page: str
+    files: dict[str, str]
+    data_dir: str
+
+
+def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance trend",
+                    base: Path | None = None, data_dir: str = "trend-data",
+                    runs: int | None = None, inline_bytes: int = INLINE_BYTES) -> Dashboard:
+    """The page for ``trends``; ``base`` is the folder it is written to (log links are made
+    relative to it); ``runs``: how many runs the history holds (default: those named by the
+    samples). Series data beyond ``inline_bytes`` goes to side files in ``data_dir``."""
     versions: dict[str, int] = {}
-    series = [_series_json(t, i, versions, base) for i, t in enumerate(trends)]
+    series = [series_json(t, i, versions, base) for i, t in enumerate(trends)]
     facets = [_facets(t) for t in trends]
     counts = {c: sum(t.classification == c for t in trends)
               for c in ("regression", "progression", "normal")}
-    runs = {run for t in trends for run in t.samples["run_id"].tolist()}
+    if runs is None:
+        runs = len({run for t in trends for run in t.samples["run_id"].tolist()})
     anchors = [f"chart-{i}" for i in range(len(trends))]
     selects = "".join(_select(name, {f[name] for f in facets}) for name in FILTERS)
+    sections, page_order = _sections(trends, facets)
+    data = _script_json(series)
+    files: dict[str, str] = {}
+    chunk_of = [0] * len(series)
+    if len(data) > inline_bytes:
+        for chunk, first in enumerate(range(0, len(page_order), CHUNK_SERIES)):
+            members = page_order[first: first + CHUNK_SERIES]
+            for index in members:
+                chunk_of[index] = chunk
+            files[f"chunk-{chunk}.js"] = (
+                f"TREND_DATA({_script_json([series[i] for i in members])});\n")
+        data = "null"
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (
+    labs = sorted({f["lab"] for f in facets if f["lab"]})
+    page = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>\n"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>\n'
         f"<nav>{selects}<label>test <input id=\"f-text\" type=\"search\" size=\"24\"></label>"
         '<label><input id="f-changes" type="checkbox"> changes only</label>'
         '<span id="shown"></span> charts shown</nav>\n'
         f"<h1>{html.escape(title)}</h1>\n"
         f"<p>{len(trends)} series of {len(set(t.test_id for t in trends))} tests over "
-        f"{len(runs)} runs: <b>{counts['regression']} regression(s)</b>, "
+        f"{runs} runs on {len(labs)} lab(s) ({html.escape(', '.join(labs))}): "
+        f"<b>{counts['regression']} regression(s)</b>, "
         f"{counts['progression']} progression(s), {counts['normal']} normal. "
         f"Generated {generated}.</p>\n"
-        '<p class="note">Each series is grouped by jumpavg (minimum description length); the '
-        "trend line is the average of each group. The newest sample is a regression or "
-        "progression when its group moved against the previous group (direction-aware) "
-        "recently. Error bars: min..max of the run's trials. Click a sample to open that "
-        "run's log at the test.</p>\n"
+        '<p class="note">Each series is grouped by jumpavg (minimum description length) over '
+        "its whole history; the trend line is the average of each group. The newest sample is "
+        "a regression or progression when its group moved against the previous group "
+        "(direction-aware) recently. The newest samples are drawn one by one (error bars: "
+        "min..max of the run's trials; click one to open that run's log at the test); older "
+        "ones as buckets of consecutive samples (median, smallest and largest trial).</p>\n"
         f"{_summary_table(trends, anchors, only_changes=True)}\n"
         f"<details><summary>Every series ({len(trends)})</summary>"
         f"{_summary_table(trends, anchors, only_changes=False)}</details>\n"
-        f"{_sections(trends, facets)}\n"
-        f"<script>const SERIES = {_script_json(series)};\n"
+        f"{sections}\n"
+        f"<script>const SERIES = {data};\n"
+        f"const CHUNK_OF = {_script_json(chunk_of if files else [])};\n"
+        f"const DATA_DIR = {_script_json(data_dir)};\n"
         f"const VERSIONS = {_script_json(list(versions))};\n"
         f"const FILTERS = {_script_json(list(FILTERS))};\n"
-        f"{_SCRIPT % {'eager': EAGER_LIMIT}}</script>\n</body></html>\n"
+        f"{SCRIPT % {'eager': EAGER_LIMIT}}</script>\n</body></html>\n"
     )
+    return Dashboard(page, files, data_dir)
+
+
+def render_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance trend",
+                     base: Path | None = None) -> str:
+    """The self-contained page for ``trends`` (every series inline, whatever its size)."""
+    return build_dashboard(trends, title, base, inline_bytes=2**62).page
+
+
+def write_dashboard(trends: Sequence[SeriesTrend], path: Path, title: str = "Performance trend",
+                    runs: int | None = None) -> Dashboard:
+    """Write the page to ``path`` and, for a large history, its data files to
+    ``<page name>-data/`` beside it (stale ones removed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = path.parent / f"{path.stem}-data"
+    dashboard = build_dashboard(trends, title, path.resolve().parent, folder.name, runs)
+    if folder.is_dir():
+        for stale in folder.glob("chunk-*.js"):
+            if stale.name not in dashboard.files:
+                stale.unlink()
+    if dashboard.files:
+        folder.mkdir(exist_ok=True)
+        for name, text in dashboard.files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    path.write_text(dashboard.page, encoding="utf-8")
+    return dashboard

@@ -108,7 +108,7 @@ def classify_batch(series: Sequence[Sequence[Run]]) -> list[list[Group]]:
     avg /= unit[:, None]
     sd /= unit[:, None]
     top = max_value / unit  # max in units: 2**13 - 1
-    choice, group_avg = _search(avg, sd, top)
+    choice, group_avg, _ = _search(avg, sd, top)
     for row, index in enumerate(work):
         n = len(series[index])
         starts: list[int] = []
@@ -129,12 +129,14 @@ def classify_batch(series: Sequence[Sequence[Run]]) -> list[list[Group]]:
     return [r or [] for r in results]
 
 
-def _search(avg: np.ndarray, sd: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _search(avg: np.ndarray, sd: np.ndarray, top: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The jumpavg search over all series at once (values already in units).
 
-    Returns ``choice[s, i]``: start of the last group of the best grouping of runs 0..i, and
-    ``group_avg[s, i]``: that group's average. Processing group starts ``j`` in ascending order
-    reproduces jumpavg's tie-breaking (earliest start wins; a new group at ``i`` wins ties).
+    Returns ``choice[s, i]``: start of the last group of the best grouping of runs 0..i,
+    ``group_avg[s, i]``: that group's average, and ``best[s, i]``: its cost in bits.
+    Processing group starts ``j`` in ascending order reproduces jumpavg's tie-breaking
+    (earliest start wins; a new group at ``i`` wins ties).
     """
     count, length = avg.shape
     zero = np.zeros((count, 1))
@@ -174,7 +176,7 @@ def _search(avg: np.ndarray, sd: np.ndarray, top: np.ndarray) -> tuple[np.ndarra
         best[:, j:] = np.where(take, bits, best[:, j:])
         choice[:, j:] = np.where(take, j, choice[:, j:])
         group_avg[:, j:] = np.where(take, mean, group_avg[:, j:])
-    return choice, group_avg
+    return choice, group_avg, best
 
 
 def classify_with_jumpavg(runs: Sequence[Run]) -> list[Group]:

@@ -196,13 +196,15 @@ class Store:
             "and ingest their runs again from results/<run-id>/records.jsonl "
             f"(python -m libraries.trend.ingest RESULTS_DIR --store {self.root})")
 
-    def frame(self, where: str = "", params: list[Any] | None = None) -> pd.DataFrame:
+    def frame(self, where: str = "", params: list[Any] | None = None,
+              files: list[Path] | None = None) -> pd.DataFrame:
         """Stored samples as the table of :func:`libraries.trend.load.load_records` (same
-        columns and types; ``where`` is an optional SQL condition over them)."""
+        columns and types; ``where`` is an optional SQL condition over them; ``files``
+        limits the read to those runs' files)."""
         columns = ", ".join(f'"{name}"' for name in SCHEMA.names)
         # ``where`` is SQL written by the calling code; values go in ``params``.
         sql = f"SELECT {columns} FROM samples {'WHERE ' + where if where else ''}"  # noqa: S608
-        frame = self.query(sql, params)
+        frame = self.query(sql, params, files)
         frame["start_time"] = pd.to_datetime(frame["start_time"], utc=True)
         for name in ("versions", "revision", "log"):
             frame[name] = frame[name].fillna("")

@@ -1,0 +1,86 @@
+"""Trends of a whole store, fast at any history size: the nightly gate and the dashboard.
+
+:func:`analyse_store` brings the change-detection cache up to the store
+(:mod:`libraries.trend.series`: only series with new samples are searched again), takes each
+series' groups from it, reads the newest :data:`TAIL` samples of every series with all their
+columns from the Parquet files of the runs they belong to (DuckDB), and judges each series
+with :func:`libraries.trend.analysis.judge`, the same function :func:`analysis.analyse` uses on
+a full table. A :class:`SeriesTrend` from here has ``samples`` = those newest rows and
+``history`` = every sample's time, value and trial range (for the dashboard's downsampled
+older points).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from libraries.results.records import RecordError
+from libraries.trend.analysis import History, SeriesTrend, judge, rank, select_tests
+from libraries.trend.series import SeriesCache, UpdateReport, update_cache
+from libraries.trend.store import Store
+
+TAIL = 120
+"""Newest samples of each series read with every column (drawn one by one on the chart)."""
+
+
+@dataclass(frozen=True)
+class StoreTrends:
+    """The trends of a store and what the cache update did."""
+
+    trends: list[SeriesTrend]
+    update: UpdateReport
+    runs: int
+
+
+def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
+                  tests: Sequence[str] = (), tail: int = TAIL) -> StoreTrends:
+    """Classify every series of ``store`` (those whose test id matches ``tests``)."""
+    cache, report = update_cache(store)
+    keys = sorted(cache.series)
+    if tests:
+        wanted = set(select_tests(pd.DataFrame({"test_id": sorted({k[0] for k in keys})}),
+                                  tests)["test_id"])
+        keys = [k for k in keys if k[0] in wanted]
+    rows = _tail_rows(store, cache, keys, max(tail, recent, 1))
+    trends = []
+    for key in keys:
+        series = cache.series[key]
+        samples = rows.get(key)
+        expected = min(len(series), max(tail, recent, 1))
+        if samples is None or len(samples) != expected:
+            raise RecordError(f"{store.root}: {key[0]} [{key[1]}]: the store holds "
+                              f"{0 if samples is None else len(samples)} of the newest "
+                              f"{expected} samples the cache lists; delete "
+                              f"{store.cache_dir} to rebuild it")
+        history = History(series.t, series.value, series.low, series.high)
+        trends.append(judge(key, samples, series.state.groups(), recent, min_samples, history))
+    return StoreTrends(rank(trends), report, len(cache.files))
+
+
+def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
+               tail: int) -> dict[tuple[str, str], pd.DataFrame]:
+    """The newest ``tail`` rows of each series, every column, oldest first."""
+    if not keys:
+        return {}
+    wanted_runs: set[int] = set()
+    since: dict[tuple[str, str], int] = {}
+    for key in keys:
+        series = cache.series[key]
+        wanted_runs.update(np.unique(series.run[-tail:]).tolist())
+        since[key] = int(series.t[-tail:][0])
+    runs = {cache.runs[i] for i in wanted_runs}
+    files = [stored.path for run_id, stored in store.runs().items() if run_id in runs]
+    tests = sorted({k[0] for k in keys})
+    frame = store.frame("list_contains(?, test_id)", [tests], files=files)
+    frame = frame.sort_values(["test_id", "metric", "start_time", "run_id"], kind="stable")
+    micros = frame["start_time"].astype("datetime64[us, UTC]").astype("int64")
+    result: dict[tuple[str, str], pd.DataFrame] = {}
+    for (test_id, metric), part in frame.groupby(["test_id", "metric"], sort=False):
+        key = (str(test_id), str(metric))
+        if key in since:
+            result[key] = part[micros.loc[part.index] >= since[key]].reset_index(drop=True)
+    return result
