@@ -162,7 +162,10 @@ class SeriesCache:
             valid[key] = min(valid.get(key, first), first)
 
     def _merge(self, files: list[Path], store: Store, valid: dict[Key, int]) -> None:
-        con = store.connect(files)
+        try:
+            con = store.connect(files)
+        except Exception as error:
+            raise store.explain(error, files) from None
         try:
             names = dict(con.execute("SELECT DISTINCT hash(test_id, metric), [test_id, metric] "
                                      "FROM samples").fetchall())

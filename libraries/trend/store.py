@@ -173,7 +173,10 @@ class Store:
         """Run ``sql`` over the view ``samples``; a damaged file raises :class:`StoreError`
         naming it."""
         files = self.files() if files is None else files
-        con = self.connect(files)
+        try:
+            con = self.connect(files)
+        except duckdb.Error as error:
+            raise self.explain(error, files) from None
         try:
             return con.execute(sql, params or []).df()
         except duckdb.Error as error:
