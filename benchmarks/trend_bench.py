@@ -1,104 +1,284 @@
-"""Benchmark: records -> trend dashboard (load + validate, jumpavg grouping, HTML).
+"""Benchmark: trend dashboard and gate from the columnar history, 100k to 10M samples.
 
-    python -m benchmarks.trend_bench [--tests 400] [--metrics 1] [--runs 250] [--keep DIR]
+    python -m benchmarks.trend_bench [--size 100k 1m 10m] [--real RUNS] [--keep DIR]
 
-Writes ``tests x runs`` schema-valid records (``metrics`` each; one series per test and metric;
-a few series get a step) into a temporary results tree, then times each phase and the whole
-command line (``python -m libraries.trend DIR --html OUT``). Goal: 100k records <= 10 s.
+Per size (``tests x runs`` series of one metric; a sample = one metric of one test in one
+run): 100k = 400 x 250, 1m = 2,000 x 500, 10m = 2,000 x 5,000. The history is written
+straight into a store (Parquet, the ingest's own writer: JSON lines of 10M samples would be
+5 GB), except for 100k, which is written as ``records.jsonl`` files and ingested like old
+results directories. Then one more night is written as ``records.jsonl`` and timed:
+
+* ``JSON load/classify/html`` (100k only): the path of earlier versions, every records file
+  parsed and every series searched on every run, for comparison;
+* ``cold ingest``: old results folders stored (100k only: the others are written as Parquet);
+* ``cold search``: the first trend run over the history (the change-detection cache is built: every
+  series searched in full; once per store);
+* ``ingest``: storing the new night (JSON lines -> Parquet);
+* ``load``: reading the cache, listing the store and reading the newest samples' rows;
+* ``classify``: the new night's samples searched (cache extended) and every series judged;
+* ``html``: the dashboard (page + side files);
+* ``end to end``: ``python -m libraries.trend --store S --html OUT`` in a fresh process, the
+  nightly's gate, with its peak resident memory.
+
+``--real RUNS`` does the same with real records: RUNS copies of a real full 3node run
+(``utest/fixtures/runs/full-3node``: 18 records of ~17 KB with telemetry), ingested from JSON.
+The machine is shared and small (2 cores): repeat and take medians (``--repeat``).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
-import logging
+import os
 import random
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
 from libraries.trend.analysis import analyse
-from libraries.trend.cli import main as trend_main
-from libraries.trend.dashboard import render_dashboard
+from libraries.trend.dashboard import render_dashboard, write_dashboard
+from libraries.trend.gate import analyse_store
+from libraries.trend.ingest import ingest
 from libraries.trend.load import load_records
+from libraries.trend.series import CACHE_FILE, SeriesCache
+from libraries.trend.store import SCHEMA, Store
 
-LOG = logging.getLogger(__name__)
-T0 = datetime(2025, 1, 1, 2, 0, tzinfo=UTC)
+T0 = datetime(2012, 1, 1, 2, 0, tzinfo=UTC)
+SIZES = {"100k": (400, 250), "1m": (2000, 500), "10m": (2000, 5000)}
+REAL_RUN = Path(__file__).resolve().parent.parent / "utest" / "fixtures" / "runs" / "full-3node"
 
 
-def write_tree(root: Path, tests: int, metrics: int, runs: int, seed: int = 1) -> int:
-    """Write the results tree; returns the number of records written."""
-    rng = random.Random(seed)  # noqa: S311 (test data)
-    levels = [rng.uniform(1e3, 1e10) for _ in range(tests)]
-    count = 0
+def run_id(run: int) -> str:
+    return f"{T0 + timedelta(days=run):%Y%m%d-%H%M%S}-{run:04x}"
+
+
+def night(levels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One night's 3 trials per test: 5 % run-to-run noise, 1 % within a run."""
+    run_level = rng.normal(levels, levels * 0.05)
+    return run_level[:, None] + rng.normal(0, 1, (len(levels), 3)) * levels[:, None] * 0.01
+
+
+def write_store_run(store: Store, tests: int, run: int, trials: np.ndarray) -> None:
+    when = T0 + timedelta(days=run)
+    rid = run_id(run)
+    ids = [f"lab-{'ab'[t % 2]}/tcp_term/test-{t:04d}" for t in range(tests)]
+    value = np.median(trials, axis=1)
+    columns = {
+        "test_id": ids, "metric": ["throughput"] * tests, "unit": ["bit/s"] * tests,
+        "direction": ["higher_is_better"] * tests, "value": value, "low": trials.min(1),
+        "high": trials.max(1), "stdev": trials.std(1, ddof=1),
+        "cv": trials.std(1, ddof=1) / trials.mean(1), "trials": np.full(tests, 3, np.int32),
+        "run_id": [rid] * tests,
+        "start_time": pa.array([when + timedelta(seconds=t) for t in range(tests)],
+                               pa.timestamp("us", tz="UTC")),
+        "versions": ["dut: kernel 6.1.0, nginx 1.22.1"] * tests, "revision": ["0123abcd"] * tests,
+        "verdict": ["no_criteria"] * tests, "case": ["tcp_term"] * tests,
+        "stack": ["kernel"] * tests, "topology": [i.split("/")[0] for i in ids],
+        "log": [f"/results/{rid}/log.html#s1-s1-t{t}" for t in range(tests)],
+        "file": [f"/results/{rid}/records.jsonl"] * tests,
+        "line": np.arange(1, tests + 1, dtype=np.int32), "lab": [i.split("/")[0] for i in ids],
+        "test_key": [i.split("/", 1)[1] for i in ids], "trial_values": list(trials),
+        "ci_low": pa.nulls(tests, pa.float64()), "ci_high": pa.nulls(tests, pa.float64()),
+        "ci_level": pa.nulls(tests, pa.float64()), "ci_method": pa.nulls(tests, pa.string()),
+        "schema_version": np.full(tests, 2, np.int16), "parameters": ["{}"] * tests,
+    }
+    store.write_run(rid, f"{when:%Y-%m}", pa.table(columns, schema=SCHEMA), 1, [])
+
+
+def write_json_run(results: Path, tests: int, run: int, trials: np.ndarray) -> None:
+    when = T0 + timedelta(days=run)
+    rid = run_id(run)
+    lines = []
+    for t in range(tests):
+        values = trials[t].tolist()
+        mean = statistics.fmean(values)
+        stdev = statistics.stdev(values)
+        lab = f"lab-{'ab'[t % 2]}"
+        lines.append(json.dumps({
+            "schema_version": 1, "run_id": rid, "test_id": f"{lab}/tcp_term/test-{t:04d}",
+            "suite": "Tcp Term", "name": f"test-{t:04d}", "tags": ["TCP_TERM"],
+            "topology": lab, "stack": "kernel", "case": "tcp_term", "parameters": {},
+            "start_time": (when + timedelta(seconds=t)).isoformat(), "duration_s": 10.0,
+            "metrics": {"throughput": {
+                "unit": "bit/s", "value": statistics.median(values), "trials": values,
+                "min": min(values), "max": max(values), "mean": mean, "stdev": stdev,
+                "cv": stdev / mean, "direction": "higher_is_better"}},
+            "criteria": [], "verdict": "no_criteria",
+            "versions": {"dut": {"kernel": "6.1.0", "nginx": "1.22.1"}}}))
+    (results / rid).mkdir(parents=True)
+    (results / rid / "records.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def write_real_run(results: Path, run: int, rng: random.Random) -> None:
+    """A copy of the real run with a new run id, dates moved and every figure scaled a bit."""
+    rid = run_id(run)
+    shift = timedelta(days=run)
+    factor = rng.gauss(1.0, 0.03)
+    lines = []
+    for line in (REAL_RUN / "records.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        record["run_id"] = rid
+        start = datetime.fromisoformat(record["start_time"]) - datetime(2026, 1, 1, tzinfo=UTC)
+        record["start_time"] = (T0 + shift + start % timedelta(days=1)).isoformat()
+        for metric in record["metrics"].values():
+            for key in ("value", "min", "max", "mean", "stdev"):
+                if key in metric:
+                    metric[key] *= factor
+            metric["trials"] = [v * factor for v in metric["trials"]]
+        lines.append(json.dumps(record))
+    (results / rid).mkdir(parents=True)
+    (results / rid / "records.jsonl").write_text("\n".join(lines) + "\n")
+    shutil.copy(REAL_RUN / "tests.jsonl", results / rid / "tests.jsonl")
+
+
+def end_to_end(store: Store, html: Path) -> tuple[float, float, int]:
+    """Seconds, peak RSS (MiB) and exit status of the gate + dashboard in a new process."""
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "libraries.trend", "--store",
+                                str(store.root), "--html", str(html)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss / 1024, process.returncode
+
+
+def measure_night(store: Store, results: Path, work: Path, add_night) -> dict[str, float]:
+    """Add one night as JSON lines, then time every phase of tonight's gate + dashboard."""
+    timings: dict[str, float] = {}
+    add_night()
+    start = time.perf_counter()
+    report = ingest([results], store)
+    timings["ingest night"] = time.perf_counter() - start
+    assert not report.errors, report.errors
+    start = time.perf_counter()
+    cache = SeriesCache.load(store.cache_dir / CACHE_FILE)
+    timings["load"] = time.perf_counter() - start
+    start = time.perf_counter()
+    cache.update(store)
+    cache.save(store.cache_dir / CACHE_FILE)
+    timings["classify"] = time.perf_counter() - start
+    start = time.perf_counter()
+    result = analyse_store(store)  # cache already current: the newest rows + judging
+    timings["load"] += time.perf_counter() - start
+    start = time.perf_counter()
+    dashboard = write_dashboard(result.trends, work / "trend.html", runs=result.runs)
+    timings["html"] = time.perf_counter() - start
+    timings["page MB"] = len(dashboard.page.encode()) / 1e6
+    timings["side MB"] = sum(len(t.encode()) for t in dashboard.files.values()) / 1e6
+    timings["regressions"] = sum(t.classification == "regression" for t in result.trends)
+    add_night()
+    ingest([results], store)
+    seconds, rss, status = end_to_end(store, work / "cli.html")
+    timings["end to end"] = seconds
+    timings["peak RSS MiB"] = rss
+    timings["exit"] = status
+    return timings
+
+
+def bench_size(name: str, work: Path, repeat: int) -> dict[str, float]:
+    tests, runs = SIZES[name]
+    rng = np.random.default_rng(1)
+    levels = rng.uniform(1e3, 1e10, tests)
+    store = Store(work / "history")
+    results = work / "results"
+    results.mkdir(parents=True)
+    start = time.perf_counter()
     for run in range(runs):
-        when = T0 + timedelta(days=run)
-        run_id = f"{when:%Y%m%d-%H%M%S}-{run:04x}"
-        lines = []
-        for test in range(tests):
-            level = levels[test] * (0.8 if test % 50 == 0 and run >= runs - 2 else 1.0)
-            metric_docs = {}
-            for metric in range(metrics):
-                run_level = rng.gauss(level, level * 0.05)
-                trials = [rng.gauss(run_level, level * 0.01) for _ in range(3)]
-                mean = statistics.fmean(trials)
-                stdev = statistics.stdev(trials)
-                metric_docs[f"m{metric}"] = {
-                    "unit": "bit/s", "value": statistics.median(trials), "trials": trials,
-                    "min": min(trials), "max": max(trials), "mean": mean, "stdev": stdev,
-                    "cv": stdev / mean, "direction": "higher_is_better"}
-            lines.append(json.dumps({
-                "schema_version": 1, "run_id": run_id, "test_id": f"Tests.Bench.test-{test:04d}",
-                "suite": "Tests.Bench", "name": f"test-{test:04d}", "tags": ["TCP_TERM"],
-                "topology": "3node", "stack": "kernel", "case": "tcp_term", "parameters": {},
-                "start_time": (when + timedelta(seconds=test)).isoformat(), "duration_s": 10.0,
-                "metrics": metric_docs, "criteria": [], "verdict": "no_criteria",
-                "versions": {"dut": {"kernel": "6.1.0", "nginx": "1.22.1"}}}))
-            count += 1
-        run_dir = root / run_id
-        run_dir.mkdir(parents=True)
-        (run_dir / "records.jsonl").write_text("\n".join(lines) + "\n")
-    return count
+        trials = night(levels, rng)
+        if name == "100k":
+            write_json_run(results, tests, run, trials)
+        else:
+            write_store_run(store, tests, run, trials)
+    generated = time.perf_counter() - start
+    before = {}
+    if name == "100k":  # the JSON-only path of earlier versions, for comparison
+        start = time.perf_counter()
+        frame = load_records([results])
+        before["JSON load"] = time.perf_counter() - start
+        start = time.perf_counter()
+        trends = analyse(frame)
+        before["JSON classify"] = time.perf_counter() - start
+        start = time.perf_counter()
+        (work / "json.html").write_text(render_dashboard(trends))
+        before["JSON html"] = time.perf_counter() - start
+        del frame, trends
+    start = time.perf_counter()
+    if name == "100k":
+        ingest([results], store)
+    ingested = time.perf_counter() - start
+    start = time.perf_counter()
+    analyse_store(store)
+    cold = time.perf_counter() - start
+    counter = [runs]
+
+    def add_night() -> None:  # every 50th test drops 20 % from now on
+        step = np.where(np.arange(tests) % 50 == 0, 0.8, 1.0)
+        write_json_run(results, tests, counter[0], night(levels * step, rng))
+        counter[0] += 1
+    nights = [measure_night(store, results, work, add_night) for _ in range(repeat)]
+    summary = {key: statistics.median(n[key] for n in nights) for key in nights[0]}
+    return {"samples": tests * runs, "generate": generated, **before, "cold ingest": ingested,
+            "cold search": cold, **summary}
+
+
+def bench_real(runs: int, work: Path, repeat: int) -> dict[str, float]:
+    rng = random.Random(2)  # noqa: S311 (test data)
+    results = work / "results"
+    results.mkdir(parents=True)
+    for run in range(runs):
+        write_real_run(results, run, rng)
+    size = sum(p.stat().st_size for p in results.rglob("records.jsonl"))
+    store = Store(work / "history")
+    start = time.perf_counter()
+    ingest([results], store)
+    ingested = time.perf_counter() - start
+    start = time.perf_counter()
+    analyse_store(store)
+    cold = time.perf_counter() - start
+    counter = [runs]
+
+    def add_night() -> None:
+        write_real_run(results, counter[0], rng)
+        counter[0] += 1
+    nights = [measure_night(store, results, work, add_night) for _ in range(repeat)]
+    summary = {key: statistics.median(n[key] for n in nights) for key in nights[0]}
+    samples = len(store.frame("run_id = ?", [run_id(0)])) * runs
+    return {"samples": samples, "JSON MB": size / 1e6, "cold ingest": ingested,
+            "cold search": cold, **summary}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the timings."""
+    """Run the benchmark and print one table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tests", type=int, default=400)
-    parser.add_argument("--metrics", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=250)
-    parser.add_argument("--keep", type=Path, help="write the tree here and keep it")
+    parser.add_argument("--size", nargs="*", choices=list(SIZES), default=["100k", "1m"])
+    parser.add_argument("--real", type=int, default=0, metavar="RUNS")
+    parser.add_argument("--repeat", type=int, default=3, help="nights timed (median)")
+    parser.add_argument("--keep", type=Path, help="work here and keep the files")
     args = parser.parse_args(argv)
+    rows = {}
     with tempfile.TemporaryDirectory(prefix="trend-bench-") as scratch:
-        root = args.keep or Path(scratch)
-        count = write_tree(root / "results", args.tests, args.metrics, args.runs)
-        timings = {}
-        start = time.perf_counter()
-        frame = load_records([root / "results"])
-        timings["load+validate"] = time.perf_counter() - start
-        start = time.perf_counter()
-        trends = analyse(frame)
-        timings["classify"] = time.perf_counter() - start
-        start = time.perf_counter()
-        page = render_dashboard(trends)
-        (root / "trend.html").write_text(page)
-        timings["html"] = time.perf_counter() - start
-        start = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            status = trend_main([str(root / "results"), "--html", str(root / "cli.html")])
-        timings["end-to-end CLI"] = time.perf_counter() - start
-        regressions = sum(t.classification == "regression" for t in trends)
-        injected = len(range(0, args.tests, 50)) * args.metrics
-        sys.stdout.write(
-            f"{count} records, {len(frame)} samples, {len(trends)} series, {args.runs} runs; "
-            f"{regressions} regressions flagged (injected: {injected}); "
-            f"exit {status}; HTML {len(page) / 1e6:.1f} MB\n"
-            + "".join(f"  {name:<16} {seconds:6.2f} s\n" for name, seconds in timings.items()))
+        base = args.keep or Path(scratch)
+        for name in args.size:
+            rows[name] = bench_size(name, base / name, args.repeat)
+            sys.stdout.write(f"{name}: {json.dumps(rows[name])}\n")
+            sys.stdout.flush()
+        if args.real:
+            rows[f"real x{args.real}"] = bench_real(args.real, base / "real", args.repeat)
+    keys = list(dict.fromkeys(k for row in rows.values() for k in row))
+    sys.stdout.write(f"{'':<16}" + "".join(f"{name:>14}" for name in rows) + "\n")
+    for key in keys:
+        cells = "".join(f"{row[key]:>14.3g}" if key in row else f"{'-':>14}"
+                        for row in rows.values())
+        sys.stdout.write(f"{key:<16}{cells}\n")
     return 0
 
 

@@ -25,7 +25,6 @@ of series, not on the length of the history.
 from __future__ import annotations
 
 import html
-import itertools
 import json
 import os
 from collections import defaultdict
@@ -44,7 +43,7 @@ from libraries.trend.dashboard_assets import SCRIPT, STYLE
 
 EAGER_LIMIT = 40
 """Dashboards with more charts draw each chart lazily when it becomes visible."""
-RAW_POINTS = 120
+RAW_POINTS = 60
 """The newest samples of a series are drawn one by one (run, versions, log link)..."""
 BUCKETS = 120
 """...older ones as at most this many buckets of consecutive samples (median, trial range)."""
@@ -61,15 +60,21 @@ FILTERS = ("case", "stack", "lab", "metric")
 def _last(trend: SeriesTrend, column: str) -> str:
     if column not in trend.samples.columns or trend.samples.empty:
         return ""
-    value = trend.samples[column].iloc[-1]
+    value = trend.samples[column].iat[-1]
     return "" if pd.isna(value) else str(value)
 
 
 def _facets(trend: SeriesTrend) -> dict[str, str]:
-    """case / stack / lab / metric of a series (the newest sample's)."""
-    return {"case": _last(trend, "case"), "stack": _last(trend, "stack"),
-            "lab": _last(trend, "lab") or _last(trend, "topology")
-            or trend.test_id.split("/")[0], "metric": trend.metric}
+    """case / stack / lab / metric / test key of a series (the newest sample's)."""
+    rows = trend.samples
+    last = rows.iloc[-1].to_dict() if not rows.empty else {}
+
+    def text(name: str) -> str:
+        value = last.get(name)
+        return "" if value is None or pd.isna(value) else str(value)
+    return {"case": text("case"), "stack": text("stack"),
+            "lab": text("lab") or text("topology") or trend.test_id.split("/")[0],
+            "metric": trend.metric, "key": text("test_key") or trend.test_id}
 
 
 def _link(target: str, base: Path | None) -> str:
@@ -80,6 +85,14 @@ def _link(target: str, base: Path | None) -> str:
     if base is None:
         return Path(path).as_uri() + (f"#{anchor}" if anchor else "")
     return os.path.relpath(path, base) + (f"#{anchor}" if anchor else "")
+
+
+def _cached_link(target: str, base: Path | None, links: dict[str, str]) -> str:
+    """:func:`_link`, computed once per log file (the anchor varies per test)."""
+    path, _, anchor = target.partition("#")
+    if path not in links:
+        links[path] = _link(path, base)
+    return links[path] + (f"#{anchor}" if anchor and links[path] else "")
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -104,32 +117,38 @@ def _arrays(trend: SeriesTrend) -> tuple[np.ndarray, ...]:
 
 def _buckets(seconds: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray,
              count: int) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int]]:
-    """Samples ``0..count-1`` in at most :data:`BUCKETS` runs of consecutive samples."""
+    """Samples ``0..count-1`` in at most :data:`BUCKETS` runs of consecutive samples: the
+    middle sample's time, the median value, the smallest and largest trial, the count."""
     if count == 0:
         return [], np.empty(0), np.empty(0), np.empty(0), []
     edges = np.unique(np.linspace(0, count, min(BUCKETS, count) + 1).astype(int))
-    x, y, lo, hi, n = [], [], [], [], []
-    for a, b in itertools.pairwise(edges.tolist()):
-        x.append(int(seconds[(a + b - 1) // 2]))
-        y.append(float(np.median(value[a:b])))
-        lo.append(float(low[a:b].min()))
-        hi.append(float(high[a:b].max()))
-        n.append(int(b - a))
-    return x, np.array(y), np.array(lo), np.array(hi), n
+    starts, sizes = edges[:-1], np.diff(edges)
+    grid = starts[:, None] + np.arange(sizes.max())[None, :]  # buckets differ by <= 1 sample
+    inside = grid < edges[1:, None]
+    grid = np.where(inside, grid, starts[:, None])
+    ordered = np.sort(np.where(inside, value[grid], np.inf), axis=1)
+    rows = np.arange(len(sizes))
+    medians = (ordered[rows, (sizes - 1) // 2] + ordered[rows, sizes // 2]) / 2
+    return (seconds[starts + (sizes - 1) // 2].tolist(), medians,
+            np.minimum.reduceat(low[:count], starts), np.maximum.reduceat(high[:count], starts),
+            sizes.tolist())
 
 
 def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
-                base: Path | None) -> dict[str, Any]:
+                base: Path | None, links: dict[str, str] | None = None) -> dict[str, Any]:
     """A series as the page's script draws it: points ``x`` (seconds), ``y``, ``lo``, ``hi``
     and ``n`` (samples per point); the first ``raw`` points are buckets of older samples, the
     others one sample each with ``run``, ``ver``, ``rev`` and ``log``; the group line ``gx``/
     ``gy``; anomaly markers ``ax``/``ay``/``ak`` (``ai``: the marked point, -1 in a bucket)."""
     seconds, value, low, high = _arrays(trend)
     size = len(seconds)
-    rows = trend.samples.tail(min(RAW_POINTS, size))
+    rows = trend.samples
+    if len(rows) > RAW_POINTS:
+        rows = rows.iloc[len(rows) - RAW_POINTS:]
     first_raw = size - len(rows)
     bx, by, blo, bhi, bn = _buckets(seconds, value, low, high, first_raw)
     logs = rows["log"].fillna("").tolist() if "log" in rows.columns else [""] * len(rows)
+    links = {} if links is None else links
     gx, gy = [], []
     for group in trend.groups:
         gx += [int(seconds[group.start]), int(seconds[group.end])]
@@ -145,7 +164,7 @@ def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
         "run": rows["run_id"].astype(str).tolist(),
         "ver": [versions.setdefault(str(v), len(versions)) for v in rows["versions"].tolist()],
         "rev": rows["revision"].fillna("").astype(str).tolist(),
-        "log": [_link(str(target), base) for target in logs],
+        "log": [_cached_link(str(target), base, links) for target in logs],
         "gx": gx, "gy": _rounded(np.array(gy)),
         "ax": [int(seconds[p]) for p, _ in marks], "ay": [float(value[p]) for p, _ in marks],
         "ak": [kind for _, kind in marks],
@@ -191,7 +210,7 @@ def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tu
         by_test[trend.test_id].append(index)
     order = sorted(by_test, key=lambda test: (
         min(ORDER[trends[i].classification] for i in by_test[test]),
-        _last(trends[by_test[test][0]], "test_key") or test, test))
+        facets[by_test[test][0]]["key"], test))
     parts = []
     for test in order:
         indexes = by_test[test]
@@ -201,7 +220,8 @@ def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tu
                          for k in ("case", "stack", "lab") if first[k])
         figures = "".join(
             f'<figure class="series {trends[i].classification}" id="chart-{i}" '
-            + " ".join(f'data-{k}="{html.escape(v)}"' for k, v in facets[i].items())
+            + " ".join(f'data-{k}="{html.escape(v)}"' for k, v in facets[i].items()
+                       if k in FILTERS)
             + f' data-classification="{trends[i].classification}">'
             f"<figcaption>{html.escape(trends[i].metric)} ({html.escape(trends[i].unit)})"
             f"{'' if trends[i].classification == 'normal' else ': ' + trends[i].classification}"
@@ -230,7 +250,8 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
     relative to it); ``runs``: how many runs the history holds (default: those named by the
     samples). Series data beyond ``inline_bytes`` goes to side files in ``data_dir``."""
     versions: dict[str, int] = {}
-    series = [series_json(t, i, versions, base) for i, t in enumerate(trends)]
+    links: dict[str, str] = {}
+    series = [series_json(t, i, versions, base, links) for i, t in enumerate(trends)]
     facets = [_facets(t) for t in trends]
     counts = {c: sum(t.classification == c for t in trends)
               for c in ("regression", "progression", "normal")}

@@ -23,7 +23,7 @@ from libraries.trend.analysis import History, SeriesTrend, judge, rank, select_t
 from libraries.trend.series import SeriesCache, UpdateReport, update_cache
 from libraries.trend.store import Store
 
-TAIL = 120
+TAIL = 60
 """Newest samples of each series read with every column (drawn one by one on the chart)."""
 
 
@@ -63,24 +63,39 @@ def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
 
 def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
                tail: int) -> dict[tuple[str, str], pd.DataFrame]:
-    """The newest ``tail`` rows of each series, every column, oldest first."""
+    """The newest ``tail`` rows of each series, every column, oldest first (one DuckDB query
+    over the files of the runs those rows belong to)."""
     if not keys:
         return {}
     wanted_runs: set[int] = set()
-    since: dict[tuple[str, str], int] = {}
+    since = []
     for key in keys:
         series = cache.series[key]
         wanted_runs.update(np.unique(series.run[-tail:]).tolist())
-        since[key] = int(series.t[-tail:][0])
+        since.append(int(series.t[-tail:][0]))
     runs = {cache.runs[i] for i in wanted_runs}
     files = [stored.path for run_id, stored in store.runs().items() if run_id in runs]
-    tests = sorted({k[0] for k in keys})
-    frame = store.frame("list_contains(?, test_id)", [tests], files=files)
-    frame = frame.sort_values(["test_id", "metric", "start_time", "run_id"], kind="stable")
-    micros = frame["start_time"].astype("datetime64[us, UTC]").astype("int64")
-    result: dict[tuple[str, str], pd.DataFrame] = {}
-    for (test_id, metric), part in frame.groupby(["test_id", "metric"], sort=False):
-        key = (str(test_id), str(metric))
-        if key in since:
-            result[key] = part[micros.loc[part.index] >= since[key]].reset_index(drop=True)
-    return result
+    wanted = pd.DataFrame({"want_test": [k[0] for k in keys], "want_metric": [k[1] for k in keys],
+                           "since": since, "k": np.arange(len(keys))})
+    try:
+        con = store.connect(files)
+    except Exception as error:
+        raise store.explain(error, files) from None
+    try:
+        con.register("wanted", wanted)
+        frame = con.execute(
+            "SELECT s.* EXCLUDE (month), w.k AS series_index FROM samples s JOIN wanted w"
+            " ON s.test_id = w.want_test AND s.metric = w.want_metric"
+            " WHERE epoch_us(s.start_time) >= w.since"
+            " ORDER BY w.k, s.start_time, s.run_id").df()
+    except Exception as error:
+        raise store.explain(error, files) from None
+    finally:
+        con.close()
+    frame["start_time"] = pd.to_datetime(frame["start_time"], utc=True)
+    for name in ("versions", "revision", "log"):
+        frame[name] = frame[name].fillna("")
+    codes = frame.pop("series_index").to_numpy()
+    bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    return {keys[int(codes[start])]: frame.iloc[int(start):int(end)]
+            for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(frame)], strict=True)}
