@@ -9,6 +9,7 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.keywords.pool import PoolClient
 from libraries.results.versions import node_versions, tool_version
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.provision import Testbed
@@ -27,6 +28,7 @@ class TestbedKeywords:
 
     def __init__(self) -> None:
         self._testbed: Testbed | None = None
+        self._pool: PoolClient | None = None
         self.versions: dict[str, dict[str, str]] = {}
 
     @property
@@ -57,13 +59,60 @@ class TestbedKeywords:
             builtin.set_suite_metadata(f"Versions {name}", text)
             LOG.info("%s versions: %s", name, text)
 
+    @keyword("Set Up Testbed From Lab Pool")
+    def set_up_testbed_from_lab_pool(self, tag: str) -> str:
+        """Acquire a free lab of the pabot pool ``tag`` (PabotLib value sets; waits while
+        every lab is busy) and set up its testbed; returns the lab's name.
+
+        A lab whose set-up fails (pre-flight: SSH, links, routes) is disabled for the rest of
+        the run and the next free lab is tried; with none left, fails naming each lab and
+        why. ``Tear Down Testbed`` releases the lab.
+        """
+        if self._pool is not None:
+            raise HostStackError("Set Up Testbed From Lab Pool called twice in one suite")
+        pool = PoolClient.for_suite(tag)
+        failures: list[str] = []
+        while True:
+            try:
+                lab, topology = pool.acquire()
+            except Exception as error:  # PabotLib: every lab disabled, or no pool at all
+                raise HostStackError(
+                    f"no lab left in pool {tag!r}: " + ("; ".join(failures) or str(error))
+                    + " (run with pabot --resourcefile; see python -m libraries.trend.nightly "
+                    "--pool)") from None
+            try:
+                self.set_up_testbed(topology)
+            except (HostStackError, OSError) as error:
+                failures.append(f"{lab}: {error}")
+                logger.warn(f"lab {lab} failed its pre-flight and leaves the pool: {error}")
+                self._discard_testbed()
+                pool.disable(str(error))
+                continue
+            self._pool = pool
+            BuiltIn().set_suite_metadata("Lab", lab)
+            return lab
+
+    def _discard_testbed(self) -> None:
+        testbed, self._testbed = self._testbed, None
+        if testbed is not None:
+            try:
+                testbed.down()
+            except HostStackError as error:
+                logger.warn(f"testbed teardown after a failed set-up: {error}")
+
     @keyword("Tear Down Testbed")
     def tear_down_testbed(self) -> None:
-        """Stop every process started on any node, disconnect, and remove a built testbed."""
-        if self._testbed is None:
-            return
-        testbed, self._testbed = self._testbed, None
-        testbed.down()
+        """Stop every process started on any node, disconnect, and remove a built testbed;
+        give a lab acquired from the pool back, whatever happened."""
+        pool, self._pool = self._pool, None
+        try:
+            if self._testbed is None:
+                return
+            testbed, self._testbed = self._testbed, None
+            testbed.down()
+        finally:
+            if pool is not None:
+                pool.release()
 
     @keyword("Stop Processes On All Nodes")
     def stop_processes_on_all_nodes(self, log_output: bool = False) -> None:

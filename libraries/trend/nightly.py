@@ -2,6 +2,7 @@
 
     python -m libraries.trend.nightly [--topology 3node ...] [--suites tests ...] [--processes N]
                                 [--pabot] [--results results] [-- EXTRA ROBOT ARGS]
+    python -m libraries.trend.nightly --pool lab-a lab-b [--suites tests ...] [--processes N]
 
 One run = one run id ``<YYYYmmdd-HHMMSS>-<4 hex>`` (UTC) and one directory
 ``<results>/<run-id>/`` holding ``run.json`` (run id, start / end time, project revision,
@@ -10,8 +11,11 @@ by the suites' Results library, which is given ``-v RUN_ID:<id>``). Each topolog
 ``robot`` (or ``pabot --processes N`` when ``--pabot`` is given or ``--processes`` > 1) run; with
 several topologies they run at the same time, each in ``<run-dir>/<topology>/`` with its console
 in ``console.log`` there, and ``rebot`` combines their ``output.xml`` files into
-``<run-dir>/output.xml``, ``log.html`` and ``report.html``. Then ``python -m libraries.trend``
-rebuilds ``<results>/trend.html`` and ``trend.md`` over every run.
+``<run-dir>/output.xml``, ``log.html`` and ``report.html``. With ``--pool`` one pabot run
+shares the labs between the suites (:mod:`libraries.trend.pool`: pre-flight, value sets, what
+ran where in ``run.json``). Then the run is ingested into the history (``<results>/history``
+or ``--store``) and ``python -m libraries.trend`` rebuilds ``<results>/trend.html`` and
+``trend.md`` from it.
 
 Exit status, first match wins: 4 a suite run could not run or was interrupted (Robot exit code
 >= 251, missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample
@@ -31,14 +35,27 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from libraries.results.records import RecordError
 from libraries.trend import cli as trend
+from libraries.trend.ingest import ingest
+from libraries.trend.pool import (
+    EVENTS_FILE,
+    POOL_TAG,
+    RESOURCE_FILE,
+    Lab,
+    preflight,
+    read_events,
+    resource_file,
+    summarise,
+)
 from libraries.trend.report import write_run_report
+from libraries.trend.store import Store, default_store
 
 LOG = logging.getLogger(__name__)
 
@@ -62,6 +79,8 @@ class Options:
     pabot_cmd: str = "pabot"
     rebot: str = "rebot"
     timeout: float = 6 * 3600.0
+    pool: tuple[str, ...] = ()
+    store: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,18 @@ def build_plan(options: Options, run_id: str) -> Plan:
     """The commands of a nightly run (pure: nothing is run or written)."""
     run_dir = options.results.resolve() / run_id
     suites = [str(Path(suite).resolve()) for suite in options.suites]
+    if options.pool:  # one pabot run; each suite acquires a lab of the pool
+        command = [options.pabot_cmd, "--processes",
+                   str(options.processes if options.processes > 1 else len(options.pool)),
+                   "--pabotlibport", "0", "--resourcefile", str(run_dir / RESOURCE_FILE),
+                   "--outputdir", str(run_dir), "--variable", f"RUN_ID:{run_id}",
+                   "--variable", f"LAB_POOL:{POOL_TAG}",
+                   "--variable", f"POOL_LOG:{run_dir / EVENTS_FILE}",
+                   "--metadata", f"Run id:{run_id}", *options.extra, *suites]
+        invocation = Invocation("pool", tuple(command), run_dir, run_dir / "console.log",
+                                run_dir)
+        return Plan(run_id, run_dir, (invocation,), None, run_dir.parent / "trend.html",
+                    run_dir.parent / "trend.md")
     parallel = len(options.topologies) > 1
     use_pabot = options.pabot or options.processes > 1
     invocations = []
@@ -166,11 +197,22 @@ def _write_metadata(plan: Plan, options: Options, extra: dict[str, object]) -> N
 def _start(invocation: Invocation) -> subprocess.Popen[bytes]:
     invocation.output_dir.mkdir(parents=True, exist_ok=True)
     LOG.info("running: %s", " ".join(invocation.command))
+    # pabot starts ``robot`` by name: the project's venv is searched after the PATH.
+    env = {**os.environ, "PATH": os.pathsep.join(
+        filter(None, [os.environ.get("PATH", ""), str(Path(sys.executable).parent)]))}
     if invocation.console is None:
-        return subprocess.Popen(invocation.command, cwd=invocation.cwd, start_new_session=True)
+        return subprocess.Popen(invocation.command, cwd=invocation.cwd, start_new_session=True,
+                                env=env)
     with invocation.console.open("wb") as console:
         return subprocess.Popen(invocation.command, stdout=console, stderr=subprocess.STDOUT,
-                                cwd=invocation.cwd, start_new_session=True)
+                                cwd=invocation.cwd, start_new_session=True, env=env)
+
+
+def _with_processes(invocation: Invocation, processes: int) -> Invocation:
+    """The pool's pabot command with ``--processes`` set to the labs that passed."""
+    command = list(invocation.command)
+    command[command.index("--processes") + 1] = str(processes)
+    return replace(invocation, command=tuple(command))
 
 
 def _wait(process: subprocess.Popen[bytes], timeout: float, what: str) -> int:
@@ -185,6 +227,24 @@ def _wait(process: subprocess.Popen[bytes], timeout: float, what: str) -> int:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         return -1
+
+
+def _prepare_pool(plan: Plan, options: Options, outcome: Outcome
+                  ) -> tuple[list[Lab], dict[str, str], tuple[Invocation, ...]]:
+    """Pre-flight the pool's labs and write pabot's resource file: (labs that passed, labs
+    left out -> why, the invocations to start). Without a pool: the plan's invocations."""
+    if not options.pool:
+        return [], {}, plan.invocations
+    labs, excluded = preflight(options.pool)
+    for lab, reason in excluded.items():
+        LOG.warning("lab %s left out of the pool: %s", lab, reason)
+    (plan.run_dir / RESOURCE_FILE).write_text(resource_file(labs))
+    if not labs:
+        LOG.error("no lab passed its pre-flight: nothing to run on")
+        outcome.run_codes["pool"] = -1
+        return labs, excluded, ()
+    processes = options.processes if options.processes > 1 else len(labs)
+    return labs, excluded, tuple(_with_processes(i, processes) for i in plan.invocations)
 
 
 def gate_status(outcome: Outcome) -> int:
@@ -209,7 +269,8 @@ def execute(plan: Plan, options: Options) -> Outcome:
                                     "host": platform.node()})
     outcome = Outcome()
     started = {}
-    for invocation in plan.invocations:
+    labs, excluded, invocations = _prepare_pool(plan, options, outcome)
+    for invocation in invocations:
         try:
             started[invocation.topology] = _start(invocation)
         except OSError as error:
@@ -225,12 +286,23 @@ def execute(plan: Plan, options: Options) -> Outcome:
         except (OSError, subprocess.TimeoutExpired) as error:
             LOG.error("rebot failed: %s", error)
             outcome.merge_code = -1
+    if options.pool:
+        report = summarise(labs, excluded, read_events(plan.run_dir / EVENTS_FILE))
+        _write_metadata(plan, options, {"pool": report.as_dict()})
+        for line in report.lines():
+            LOG.info("%s", line)
     try:
         LOG.info("run report: %s", write_run_report(plan.run_dir))
     except (OSError, ValueError, RecordError) as error:
         LOG.warning("run report not written: %s", error)
-    outcome.trend_code = trend.main([str(options.results), "--html", str(plan.html),
-                                     "--markdown", str(plan.markdown)])
+    store = Store(options.store or default_store([options.results]))
+    started_ingest = time.monotonic()
+    ingested = ingest([plan.run_dir], store)
+    LOG.info("run %s stored in %s in %.2f s%s", plan.run_id, store.root,
+             time.monotonic() - started_ingest,
+             "" if not ingested.errors else ": " + "; ".join(ingested.errors))
+    outcome.trend_code = trend.main([str(options.results), "--store", str(store.root),
+                                     "--html", str(plan.html), "--markdown", str(plan.markdown)])
     outcome.status = gate_status(outcome)
     _write_metadata(plan, options, {"end_time": datetime.now(UTC).isoformat(),
                                     "exit_codes": asdict(outcome)})
@@ -242,6 +314,10 @@ def _parser() -> argparse.ArgumentParser:
                                      description=__doc__.split("\n\n")[0],
                                      epilog="arguments after -- go to robot / pabot")
     parser.add_argument("--topology", nargs="+", default=["3node"], help="testbed name(s)")
+    parser.add_argument("--pool", nargs="+", default=[], metavar="LAB",
+                        help="run the suites over this pool of labs (topology names or files; "
+                        "pabot value sets: each suite takes a free lab)")
+    parser.add_argument("--store", type=Path, help="history folder (default: <results>/history)")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")
@@ -266,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         processes=max(args.processes, 1), pabot=args.pabot, results=args.results,
         extra=tuple(extra), robot=args.robot or resolve_tool("robot"),
         pabot_cmd=args.pabot_command or resolve_tool("pabot"),
-        rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout)
+        rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout,
+        pool=tuple(args.pool), store=args.store)
     plan = build_plan(options, args.run_id or new_run_id())
     if args.dry_run:
         lines = [shlex.join(i.command) for i in plan.invocations]

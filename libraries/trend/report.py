@@ -213,6 +213,24 @@ def _unrecorded(tests: list[dict[str, Any]], recorded: set[str]) -> str:
             + "</table></section>")
 
 
+def _labs(pool: Any) -> str:
+    """The lab pool of a nightly run: where each suite ran, labs left out and why."""
+    if not isinstance(pool, dict):
+        return ""
+    rows = [f"<tr><td>{html.escape(str(suite))}</td><td>{html.escape(' -> '.join(labs))}</td>"
+            "</tr>" for suite, labs in sorted(pool.get("suites", {}).items())]
+    out = [f"<tr><td>{html.escape(str(lab))}</td><td class=\"FAIL\">{html.escape(when)}: "
+           f"{html.escape(str(reason))}</td></tr>"
+           for when, key in (("left out before the run", "excluded"),
+                             ("taken out during the run", "disabled"))
+           for lab, reason in sorted(pool.get(key, {}).items())]
+    return ('<section class="case"><h2>Labs</h2>'
+            f"<p>Pool: {html.escape(', '.join(pool.get('labs', [])) or 'no lab')}</p>"
+            "<table><tr><th>suite</th><th>lab(s)</th></tr>" + "".join(rows) + "</table>"
+            + ("<table><tr><th>lab</th><th>out of the pool</th></tr>" + "".join(out)
+               + "</table>" if out else "") + "</section>\n")
+
+
 def render_run_report(run_dir: Path) -> str:
     """The HTML page of the run in ``run_dir``."""
     records, tests, run = _load_run(run_dir)
@@ -246,7 +264,8 @@ def render_run_report(run_dir: Path) -> str:
         '<p class="note">Bars: the median of each variant\'s trials (labelled); points: every '
         "trial. Variants of one test were measured interleaved in the same run, so their "
         "ratios are the portable figures.</p>\n"
-        + "\n".join(sections) + _unrecorded(tests, {r["test_id"] for r in records})
+        + _labs(run.get("pool")) + "\n".join(sections)
+        + _unrecorded(tests, {r["test_id"] for r in records})
         + f"\n<script>{draw}</script>\n</body></html>\n")
 
 
