@@ -231,3 +231,21 @@ def test_killing_one_labs_sshd_mid_run_loses_no_record_of_the_other(
     assert {e["event"] for e in events(run_dir) if e["lab"] == victim} >= {"acquired",
                                                                            "released"}
     assert_nothing_left(before)
+
+
+def test_without_a_pool_a_suite_runs_on_its_topology_and_the_run_stores_itself(
+        labs, tmp_path: Path) -> None:
+    """Plain ``robot`` (no pabot, no LAB_POOL): the fixture suite sets up ``-v TOPOLOGY`` and
+    the results listener stores the run in ``<output dir>/history`` when the run ends."""
+    before = namespaces()
+    out = tmp_path / "out"
+    done = subprocess.run([str(Path(sys.executable).parent / "robot"), "--outputdir", str(out),
+                           "--variable", f"TOPOLOGY:{labs['lab-b']}", *SHORT, "--console",
+                           "quiet", str(SUITES / "forward.robot")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (record,) = records(out)
+    stored = Store(out / "history").frame()
+    assert stored["run_id"].unique().tolist() == [record["run_id"]]
+    assert set(stored["lab"]) == {"lab-b"} and set(stored["metric"]) == set(record["metrics"])
+    assert_nothing_left(before)

@@ -200,3 +200,31 @@ def test_dry_run_prints_quoted_commands(fakes, capsys) -> None:
     out = capsys.readouterr().out
     assert "'--metadata' " not in out and "'Run id:r1'" in out
     assert not calls(fakes["log"])
+
+
+def test_pool_plan_is_one_pabot_run_sharing_the_labs_as_value_sets(tmp_path: Path) -> None:
+    options = Options(results=tmp_path, suites=("tests",), pabot_cmd="pabot",
+                      pool=("lab-a", "lab-b"))
+    plan = build_plan(options, "r1")
+    (run,) = plan.invocations
+    argv = list(run.command)
+    assert argv[:5] == ["pabot", "--processes", "2", "--pabotlibport", "0"]
+    run_dir = tmp_path.resolve() / "r1"
+    assert argv[argv.index("--resourcefile") + 1] == str(run_dir / "labs.dat")
+    assert "LAB_POOL:hoststack-lab" in argv and f"POOL_LOG:{run_dir / 'pool.jsonl'}" in argv
+    assert plan.merge is None and run.cwd == run_dir
+
+
+def test_a_pool_without_a_working_lab_is_a_run_error_and_starts_nothing(
+        fakes, tmp_path, monkeypatch) -> None:
+    history(fakes["results"], 1.0, tmp_path, monkeypatch)
+    down = tmp_path / "down.yaml"
+    down.write_text("name: lab-down\nnodes:\n  dut:\n    roles: [tg, dut, server]\n"
+                    "    host: 127.0.0.1\n    port: 9\n    user: root\n"
+                    f"    key: {tmp_path / 'no-key'}\n    tools: {{iperf3: iperf3}}\nlinks: []\n")
+    assert main(["--results", str(fakes["results"]), "--pool", str(down)]) == 4
+    assert not [c for c in calls(fakes["log"]) if c["tool"] == "pabot"]
+    (run_json,) = [p for p in fakes["results"].glob("*/run.json")
+                   if "pool" in json.loads(p.read_text())]
+    excluded = json.loads(run_json.read_text())["pool"]["excluded"]
+    assert list(excluded) == ["lab-down"] and "127.0.0.1:9" in excluded["lab-down"]

@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 from libraries.trend.cli import main
+from libraries.trend.dashboard import build_dashboard
+from libraries.trend.gate import analyse_store
+from libraries.trend.ingest import ingest
+from libraries.trend.store import Store
 from utest.test_trend import SERIES, write_runs
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
@@ -138,3 +142,26 @@ def test_regressions_come_first_and_every_sample_links_to_an_existing_log(
         path, _, anchor = link.partition("#")
         assert (two_case_dashboard.parent / path).is_file(), link
         assert re.fullmatch(r"s1-t\d", anchor)
+
+
+def test_a_large_history_loads_each_chart_from_side_files(tmp_path: Path) -> None:
+    """Series data over the inline budget goes to ``<page>-data/chunk-N.js``; the charts in
+    view load theirs and draw, with no console error (file:// pages may load scripts)."""
+    write_runs(tmp_path / "results", SERIES)
+    store = Store(tmp_path / "results" / "history")
+    ingest([tmp_path / "results"], store)
+    trends = analyse_store(store).trends
+    site = tmp_path / "site"
+    dashboard = build_dashboard(trends, base=site, data_dir="trend-data", inline_bytes=0)
+    assert dashboard.files and "const SERIES = null;" in dashboard.page
+    (site / "trend-data").mkdir(parents=True)
+    for name, text in dashboard.files.items():
+        (site / "trend-data" / name).write_text(text)
+    page = site / "trend.html"
+    page.write_text(dashboard.page)
+    done = chromium(tmp_path / "profile", "--window-size=1280,3000", "--dump-dom",
+                    page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert console_lines(done.stderr) == []
+    assert done.stdout.count('class="plot-container plotly"') == len(SERIES)
+    assert len(re.findall(r'<text[^>]*>regression</text>', done.stdout)) == 2

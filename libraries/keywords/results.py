@@ -23,7 +23,9 @@ from libraries.results.measurement import Measurement
 from libraries.results.records import CURRENT_VERSION, RecordError, append_record, make_test_id
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
+from libraries.trend.ingest import ingest
 from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
+from libraries.trend.store import Store
 
 LOG = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -61,6 +63,8 @@ class ResultsKeywords:
         self._revision: str | None = None
         self._headline: str | None = None
         self._metadata_set = False
+        self._run_given = False
+        self._store_dir: str | None = None
 
     # -- listener ----------------------------------------------------------------------------
 
@@ -105,15 +109,37 @@ class ResultsKeywords:
             stream.write(json.dumps(entry) + "\n")
 
     def close(self) -> None:
-        """Listener hook at the end of the run: write ``<run dir>/report.html``."""
+        """Listener hook at the end of the run: write ``<run dir>/report.html`` and, for a run
+        that chose its own run id, store the run in the history ``${OUTPUT DIR}/history``
+        (``-v TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all). With ``-v RUN_ID`` the
+        caller (the nightly runner, after pabot's processes) stores the whole run itself."""
         if self._records_path is None or not self._records_path.parent.is_dir():
             return
+        self._store_run()
         try:
             path = write_run_report(self._records_path.parent)
         except (OSError, ValueError, RecordError) as error:
             LOG.warning("run report not written: %s", error)
             return
         print(f"Run report: {path}", file=sys.__stdout__)
+
+    def _store_run(self) -> None:
+        if self._run_given or self._records_path is None or \
+                not self._records_path.is_file():
+            return
+        target = str(self._store_dir or "")
+        if target.upper() == "NONE":
+            return
+        store = Store(Path(target) if target else self._records_path.parent.parent / "history")
+        try:
+            report = ingest([self._records_path.parent], store)
+        except (OSError, RecordError) as error:
+            LOG.warning("run not stored in the history: %s", error)
+            return
+        for error in report.errors:
+            LOG.warning("run not stored in the history: %s", error)
+        if report.stored:
+            print(f"History: {store.root}", file=sys.__stdout__)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -124,6 +150,8 @@ class ResultsKeywords:
         if self._records_path is None:
             output_dir = Path(self._variable("OUTPUT DIR", "results"))
             given = self._variable("RUN_ID")
+            self._run_given = bool(given)
+            self._store_dir = self._variable("TREND_STORE")
             if given:
                 self._run_id, run_dir = str(given), output_dir
             else:

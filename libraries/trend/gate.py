@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -79,7 +80,7 @@ def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
                            "since": since, "k": np.arange(len(keys))})
     try:
         con = store.connect(files)
-    except Exception as error:
+    except duckdb.Error as error:
         raise store.explain(error, files) from None
     try:
         con.register("wanted", wanted)
@@ -88,7 +89,7 @@ def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
             " ON s.test_id = w.want_test AND s.metric = w.want_metric"
             " WHERE epoch_us(s.start_time) >= w.since"
             " ORDER BY w.k, s.start_time, s.run_id").df()
-    except Exception as error:
+    except duckdb.Error as error:
         raise store.explain(error, files) from None
     finally:
         con.close()

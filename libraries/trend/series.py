@@ -21,6 +21,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import numpy as np
 
 from libraries.trend.incremental import GroupState, Scale, Tables, build, extend
@@ -164,7 +165,7 @@ class SeriesCache:
     def _merge(self, files: list[Path], store: Store, valid: dict[Key, int]) -> None:
         try:
             con = store.connect(files)
-        except Exception as error:
+        except duckdb.Error as error:
             raise store.explain(error, files) from None
         try:
             names = dict(con.execute("SELECT DISTINCT hash(test_id, metric), [test_id, metric] "
@@ -174,7 +175,7 @@ class SeriesCache:
             data = con.execute(
                 "SELECT hash(test_id, metric) AS k, epoch_us(start_time) AS t, hash(run_id) AS r,"
                 " value, low, high, stdev FROM samples ORDER BY k, t, run_id").fetchnumpy()
-        except Exception as error:
+        except duckdb.Error as error:
             raise store.explain(error, files) from None
         finally:
             con.close()
