@@ -14,8 +14,9 @@ results directories. Then one more night is written as ``records.jsonl`` and tim
 * ``cold search``: the first trend run over the history (the change-detection cache is built: every
   series searched in full; once per store);
 * ``ingest``: storing the new night (JSON lines -> Parquet);
-* ``load``: reading the cache, listing the store and reading the newest samples' rows;
-* ``classify``: the new night's samples searched (cache extended) and every series judged;
+* ``classify``: the cache brought up to the store (mapped, the new night read, every series
+  extended by its new sample, a new generation written);
+* ``load``: the current cache mapped, the newest samples' rows read, every series judged;
 * ``html``: the dashboard (page + side files);
 * ``end to end``: ``python -m libraries.trend --store S --html OUT`` in a fresh process, the
   nightly's gate, with its peak resident memory.
@@ -48,7 +49,7 @@ from libraries.trend.dashboard import render_dashboard, write_dashboard
 from libraries.trend.gate import analyse_store
 from libraries.trend.ingest import ingest
 from libraries.trend.load import load_records
-from libraries.trend.series import CACHE_FILE, SeriesCache
+from libraries.trend.series import refresh
 from libraries.trend.store import SCHEMA, Store
 
 T0 = datetime(2012, 1, 1, 2, 0, tzinfo=UTC)
@@ -160,15 +161,12 @@ def measure_night(store: Store, results: Path, work: Path, add_night) -> dict[st
     timings["ingest night"] = time.perf_counter() - start
     assert not report.errors, report.errors
     start = time.perf_counter()
-    cache = SeriesCache.load(store.cache_dir / CACHE_FILE)
-    timings["load"] = time.perf_counter() - start
-    start = time.perf_counter()
-    cache.update(store)
-    cache.save(store.cache_dir / CACHE_FILE)
+    _, update = refresh(store)  # map the cache, read the new night, extend, write
     timings["classify"] = time.perf_counter() - start
+    assert update.added == 1, update
     start = time.perf_counter()
-    result = analyse_store(store)  # cache already current: the newest rows + judging
-    timings["load"] += time.perf_counter() - start
+    result = analyse_store(store)  # cache current: map it, read the newest rows, judge
+    timings["load"] = time.perf_counter() - start
     start = time.perf_counter()
     dashboard = write_dashboard(result.trends, work / "trend.html", runs=result.runs)
     timings["html"] = time.perf_counter() - start

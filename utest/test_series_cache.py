@@ -23,7 +23,7 @@ from libraries.trend.detect import Run, classify_batch
 from libraries.trend.gate import analyse_store
 from libraries.trend.incremental import Scale, build, extend
 from libraries.trend.ingest import ingest
-from libraries.trend.series import CACHE_FILE, SeriesCache
+from libraries.trend.series import POINTER, SeriesCache
 from libraries.trend.store import Store
 from utest.test_trend import T0, make_record
 
@@ -127,11 +127,17 @@ def test_a_damaged_cache_is_rebuilt_with_the_same_result(nights, caplog) -> None
     for day in range(12):
         add(day)
     first = shape(analyse_store(store).trends)
-    path = store.cache_dir / CACHE_FILE
-    path.write_bytes(path.read_bytes()[:1000])
-    assert shape(analyse_store(store).trends) == first
+    folder = store.cache_dir / (store.cache_dir / POINTER).read_text()
+    values = folder / "value.bin"
+    values.write_bytes(values.read_bytes()[: values.stat().st_size // 2])
+    add(12)  # a new night: the damaged generation cannot be read, so it is rebuilt whole
+    again = analyse_store(store)
     assert "unreadable change-detection cache" in caplog.text
-    assert SeriesCache.load(path).files  # rewritten whole
+    assert again.update.rebuilt == 6 and again.update.added == 13
+    assert_agree(store)
+    assert len(SeriesCache.load(store.cache_dir).files) == 13
+    assert not folder.exists()  # the damaged generation was removed
+    assert first.keys() == shape(again.trends).keys()
 
 
 def test_resumed_state_equals_a_full_search_bit_for_bit() -> None:

@@ -1,14 +1,17 @@
 """The change-detection cache of a store: every series' samples and its jumpavg search state.
 
-``<store>/_cache/series.npz`` remembers which Parquet files it has seen (name and size), each
+``<store>/_cache/`` remembers which Parquet files it has seen (name and size), each
 (test id, metric) series' samples (time, run, value, trial min / max, stdev; oldest first) and
-its resumable search state (:mod:`libraries.trend.incremental`). :meth:`SeriesCache.update`
-reads only the files stored since: a series whose new samples come after its last one is
-extended (O(n) per new sample), a series whose samples changed earlier (a late run, a run
-replaced by its longer version) is resumed from the first changed sample, and one whose
-units changed (a new maximum) is searched again in full; series without new samples are not
-touched. A file that shrank or vanished counts as changed. The cache is derived data: deleting
-it only costs one full search. Several writers replace it atomically (last one wins).
+its resumable search state (:mod:`libraries.trend.incremental`), as raw arrays in a generation
+folder (``gen-*``, memory-mapped when read; ``series.current`` names the current one).
+:func:`refresh` reads only the files stored since: a series whose new samples come after its
+last one is extended (O(n) per new sample), a series whose samples changed earlier (a late
+run, a run replaced by its longer version) is resumed from the first changed sample, and one
+whose units changed (a new maximum) is searched again in full; series without new samples are
+copied as they are. A file that shrank or vanished counts as changed. Series are merged,
+searched and written one at a time, so memory holds about one mapped copy of the cache. The
+cache is derived data: deleting it only costs one full search. Several writers each write their own
+generation and switch the pointer atomically (last one wins).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import logging
 import os
 import secrets
-import zipfile
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,13 +28,18 @@ import duckdb
 import numpy as np
 
 from libraries.trend.incremental import GroupState, Scale, Tables, build, extend
-from libraries.trend.store import Store
+from libraries.trend.store import Store, StoreError
 
 LOG = logging.getLogger(__name__)
-CACHE_VERSION = 1
-CACHE_FILE = "series.npz"
+CACHE_VERSION = 2
+POINTER = "series.current"
 Key = tuple[str, str]
 _ARRAYS = ("t", "run", "value", "low", "high", "stdev")
+_DTYPES = {"t": np.int64, "run": np.int32, "value": np.float64, "low": np.float64,
+           "high": np.float64, "stdev": np.float64, "best": np.float64, "choice": np.int32,
+           "group_avg": np.float64}
+BATCH_CELLS = 2_000_000
+"""Series searched in full are batched up to this many (series x runs) cells."""
 
 
 @dataclass
@@ -51,6 +59,9 @@ class Series:
     def __len__(self) -> int:
         return len(self.t)
 
+    def arrays(self) -> list[np.ndarray]:
+        return [getattr(self, name) for name in _ARRAYS]
+
 
 @dataclass
 class UpdateReport:
@@ -64,186 +75,202 @@ class UpdateReport:
 
 @dataclass
 class SeriesCache:
-    """Series of a store as of the files in ``files`` (name -> size)."""
+    """Series of a store as of the files in ``files`` (name -> size), memory-mapped from one
+    generation folder of the cache (``folder``)."""
 
     files: dict[str, int] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     series: dict[Key, Series] = field(default_factory=dict)
-
-    # -- persistence -----------------------------------------------------------------------
+    folder: Path | None = None
 
     @classmethod
-    def load(cls, path: Path) -> SeriesCache:
-        """The cache at ``path``; an empty one when absent, of another version or unreadable
-        (logged: it is rebuilt from the store)."""
-        if not path.is_file():
+    def load(cls, cache_dir: Path) -> SeriesCache:
+        """The current generation under ``cache_dir``; an empty cache when there is none, or
+        it is of another version or unreadable (logged: it is rebuilt from the store)."""
+        pointer = cache_dir / POINTER
+        if not pointer.is_file():
             return cls()
         try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(bytes(data["meta"]).decode())
-                if meta.get("version") != CACHE_VERSION:
-                    LOG.warning("%s: cache version %s, expected %s: rebuilding", path,
-                                meta.get("version"), CACHE_VERSION)
-                    return cls()
-                arrays = {name: data[name] for name in
-                          (*_ARRAYS, "offsets", "best", "choice", "group_avg", "scales")}
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
-            LOG.warning("%s: unreadable change-detection cache (%s): rebuilding", path, error)
+            folder = cache_dir / pointer.read_text().strip()
+            meta = json.loads((folder / "meta.json").read_text())
+            if meta.get("version") != CACHE_VERSION:
+                LOG.warning("%s: cache version %s, expected %s: rebuilding", folder,
+                            meta.get("version"), CACHE_VERSION)
+                return cls()
+            offsets = meta["offsets"]
+            arrays = {name: np.memmap(folder / f"{name}.bin", dtype=dtype, mode="r",
+                                      shape=(offsets[-1],)) if offsets[-1] else
+                      np.empty(0, dtype) for name, dtype in _DTYPES.items()}
+            cache = cls(files=meta["files"], runs=meta["runs"], folder=folder)
+            for index, (key, scale) in enumerate(zip(meta["keys"], meta["scales"],
+                                                     strict=True)):
+                part = slice(offsets[index], offsets[index + 1])
+                cache.series[(key[0], key[1])] = Series(
+                    *(arrays[name][part] for name in _ARRAYS),
+                    GroupState(Scale(*scale), arrays["best"][part], arrays["choice"][part],
+                               arrays["group_avg"][part]))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            LOG.warning("%s: unreadable change-detection cache (%s): rebuilding", cache_dir,
+                        error)
             return cls()
-        cache = cls(files=meta["files"], runs=meta["runs"])
-        offsets = arrays["offsets"]
-        for index, key in enumerate(meta["keys"]):
-            part = slice(int(offsets[index]), int(offsets[index + 1]))
-            scale = Scale(*(float(x) for x in arrays["scales"][index]))
-            cache.series[(key[0], key[1])] = Series(
-                *(arrays[name][part] for name in _ARRAYS),
-                GroupState(scale, arrays["best"][part], arrays["choice"][part],
-                           arrays["group_avg"][part]))
         return cache
 
-    def save(self, path: Path) -> None:
-        """Write the cache atomically (temporary file, then rename)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        keys = list(self.series)
-        ordered = [self.series[k] for k in keys]
-        lengths = np.array([len(s) for s in ordered], dtype=np.int64)
-        arrays = {name: _concat([getattr(s, name) for s in ordered], name) for name in _ARRAYS}
-        arrays["best"] = _concat([s.state.best for s in ordered], "best")
-        arrays["choice"] = _concat([s.state.choice for s in ordered], "choice")
-        arrays["group_avg"] = _concat([s.state.group_avg for s in ordered], "group_avg")
-        arrays["scales"] = np.array([[s.state.scale.max_value, s.state.scale.low]
-                                     for s in ordered], dtype=float).reshape(-1, 2)
-        arrays["offsets"] = np.concatenate([[0], np.cumsum(lengths)])
-        meta = {"version": CACHE_VERSION, "files": self.files, "runs": self.runs,
-                "keys": [list(k) for k in keys]}
-        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            with temporary.open("wb") as handle:
-                np.savez(handle, **arrays)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
 
-    # -- update ----------------------------------------------------------------------------
+class _Writer:
+    """Appends series to the raw arrays of a new generation folder, one series at a time."""
 
-    def update(self, store: Store) -> UpdateReport:
-        """Bring the cache up to the store's files (see the module docstring)."""
-        current = {}
-        for path in store.files():
-            current[str(path.relative_to(store.root))] = path.stat().st_size
-        removed = [name for name, size in self.files.items() if current.get(name) != size]
-        added = [name for name, size in current.items() if self.files.get(name) != size]
-        report = UpdateReport(added=len(added), removed=len(removed))
-        valid: dict[Key, int] = {}
-        if removed:
-            self._drop_runs({Path(name).name.split("~")[0] for name in removed}, valid)
-        if added:
-            self._merge([store.root / name for name in added], store, valid)
-        self._search(valid, report)
-        self.files = current
-        return report
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True)
+        self.folder = folder
+        self.handles = {name: (folder / f"{name}.bin").open("wb") for name in _DTYPES}
+        self.keys: list[list[str]] = []
+        self.scales: list[list[float]] = []
+        self.offsets = [0]
 
-    def _run_index(self, run_id: str, index: dict[str, int]) -> int:
-        if run_id not in index:
-            index[run_id] = len(self.runs)
-            self.runs.append(run_id)
-        return index[run_id]
+    def write(self, key: Key, series: Series) -> None:
+        parts = dict(zip(_ARRAYS, series.arrays(), strict=True))
+        parts.update(best=series.state.best, choice=series.state.choice,
+                     group_avg=series.state.group_avg)
+        for name, handle in self.handles.items():
+            handle.write(np.ascontiguousarray(parts[name], dtype=_DTYPES[name]).tobytes())
+        self.keys.append(list(key))
+        self.scales.append([series.state.scale.max_value, series.state.scale.low])
+        self.offsets.append(self.offsets[-1] + len(series))
 
-    def _drop_runs(self, run_ids: set[str], valid: dict[Key, int]) -> None:
-        gone = np.array([i for i, run in enumerate(self.runs) if run in run_ids], dtype=np.int32)
-        for key, series in list(self.series.items()):
-            mask = np.isin(series.run, gone)
-            if not mask.any():
-                continue
-            first = int(np.argmax(mask))
-            keep = ~mask
-            self.series[key] = Series(*(getattr(series, n)[keep] for n in _ARRAYS),
-                                      series.state.truncated(first))
-            valid[key] = min(valid.get(key, first), first)
+    def finish(self, files: dict[str, int], runs: list[str]) -> None:
+        for handle in self.handles.values():
+            handle.close()
+        meta = {"version": CACHE_VERSION, "files": files, "runs": runs, "keys": self.keys,
+                "scales": self.scales, "offsets": self.offsets}
+        (self.folder / "meta.json").write_text(json.dumps(meta))
 
-    def _merge(self, files: list[Path], store: Store, valid: dict[Key, int]) -> None:
-        try:
-            con = store.connect(files)
-        except duckdb.Error as error:
-            raise store.explain(error, files) from None
-        try:
-            names = dict(con.execute("SELECT DISTINCT hash(test_id, metric), [test_id, metric] "
-                                     "FROM samples").fetchall())
-            run_names = dict(con.execute("SELECT DISTINCT hash(run_id), run_id FROM samples")
-                             .fetchall())
-            data = con.execute(
-                "SELECT hash(test_id, metric) AS k, epoch_us(start_time) AS t, hash(run_id) AS r,"
-                " value, low, high, stdev FROM samples ORDER BY k, t, run_id").fetchnumpy()
-        except duckdb.Error as error:
-            raise store.explain(error, files) from None
-        finally:
-            con.close()
-        index = {run: i for i, run in enumerate(self.runs)}
-        hashes, inverse = np.unique(data["r"], return_inverse=True)
-        run = np.array([self._run_index(run_names[h], index) for h in hashes.tolist()],
-                       dtype=np.int32)[inverse]
-        keys = np.asarray(data["k"])
-        bounds = np.flatnonzero(np.diff(keys)) + 1
-        for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)], strict=True):
-            test_id, metric = names[int(keys[start])]
-            new = [np.asarray(data["t"][start:end], dtype=np.int64), run[start:end],
-                   *(np.asarray(data[n][start:end], dtype=float)
-                     for n in ("value", "low", "high", "stdev"))]
-            self._insert((test_id, metric), new, valid)
 
-    def _insert(self, key: Key, new: list[np.ndarray], valid: dict[Key, int]) -> None:
-        old = self.series.get(key)
-        if old is None:
-            empty = GroupState(Scale(1.0, 0.0), np.empty(0), np.empty(0, np.int32), np.empty(0))
-            self.series[key] = Series(*new, empty)
-            valid[key] = 0
-            return
-        arrays = [np.concatenate([getattr(old, n), part]) for n, part in zip(_ARRAYS, new,
-                                                                              strict=True)]
-        first = len(old)
-        if len(old) and new[0][0] <= old.t[-1]:  # not after the last sample: merge in order
-            names = np.array(self.runs)[arrays[1]]
-            order = np.lexsort((names, arrays[0]))
+def _read_added(store: Store, files: list[Path], runs: list[str]
+                ) -> dict[Key, list[np.ndarray]]:
+    """The samples of ``files`` per series, sorted by time and run id; new run ids are
+    appended to ``runs``."""
+    try:
+        con = store.connect(files)
+    except duckdb.Error as error:
+        raise store.explain(error, files) from None
+    try:
+        names = dict(con.execute("SELECT DISTINCT hash(test_id, metric), [test_id, metric] "
+                                 "FROM samples").fetchall())
+        run_names = dict(con.execute("SELECT DISTINCT hash(run_id), run_id FROM samples")
+                         .fetchall())
+        data = con.execute(
+            "SELECT hash(test_id, metric) AS k, epoch_us(start_time) AS t, hash(run_id) AS r,"
+            " value, low, high, stdev FROM samples ORDER BY k, t, run_id").fetchnumpy()
+    except duckdb.Error as error:
+        raise store.explain(error, files) from None
+    finally:
+        con.close()
+    index = {run: i for i, run in enumerate(runs)}
+    for name in run_names.values():
+        if name not in index:
+            index[name] = len(runs)
+            runs.append(name)
+    hashes, inverse = np.unique(data["r"], return_inverse=True)
+    run = np.array([index[run_names[h]] for h in hashes.tolist()], dtype=np.int32)[inverse]
+    keys = np.asarray(data["k"])
+    bounds = np.flatnonzero(np.diff(keys)) + 1
+    grouped: dict[Key, list[np.ndarray]] = {}
+    for start, end in zip(np.r_[0, bounds], np.r_[bounds, len(keys)], strict=True):
+        test_id, metric = names[int(keys[start])]
+        grouped[(test_id, metric)] = [
+            np.asarray(data["t"][start:end], dtype=np.int64), run[start:end],
+            *(np.asarray(data[n][start:end], dtype=np.float64)
+              for n in ("value", "low", "high", "stdev"))]
+    return grouped
+
+
+def _merged(old: Series | None, new: list[np.ndarray] | None, gone: np.ndarray,
+            runs: list[str]) -> tuple[list[np.ndarray], int]:
+    """The series' samples after dropping the runs ``gone`` and adding ``new``, and how many
+    of its first samples are unchanged (its search state stays valid that far)."""
+    if old is None:
+        return list(new or []), 0
+    arrays, prefix = old.arrays(), len(old)
+    if gone.size:
+        mask = np.isin(old.run, gone)
+        if mask.any():
+            prefix = int(np.argmax(mask))
+            arrays = [a[~mask] for a in arrays]
+    if new is not None:
+        late = len(arrays[0]) and new[0][0] <= arrays[0][-1]
+        arrays = [np.concatenate([a, b]) for a, b in zip(arrays, new, strict=True)]
+        if late:  # not after the last sample: merge in (time, run id) order
+            order = np.lexsort((np.array(runs)[arrays[1]], arrays[0]))
             arrays = [a[order] for a in arrays]
             moved = np.flatnonzero(order != np.arange(len(order)))
-            first = int(moved[0]) if len(moved) else len(old)
-        self.series[key] = Series(*arrays, old.state)
-        valid[key] = min(valid.get(key, first), first)
+            prefix = min(prefix, int(moved[0]) if len(moved) else prefix)
+    return arrays, prefix
 
-    def _search(self, valid: dict[Key, int], report: UpdateReport) -> None:
-        full: list[Key] = []
-        longest = max((len(self.series[k]) for k in valid if k in self.series), default=0)
-        tables = Tables.upto(longest)
-        for key, prefix in valid.items():
-            series = self.series[key]
-            if not len(series):
-                del self.series[key]
-                continue
-            scale = Scale.of(series.value, series.high)
-            if prefix == 0 or scale != series.state.scale:
-                full.append(key)
-                continue
-            series.state = extend(series.state.truncated(prefix), series.value, series.stdev,
-                                  tables)
+
+def refresh(store: Store) -> tuple[SeriesCache, UpdateReport]:
+    """Bring the store's cache up to its files (see the module docstring): series are merged,
+    searched and written to a new generation one at a time (memory stays about one copy of
+    the cache, mapped from disk), then the generation becomes current."""
+    cache_dir = store.cache_dir
+    old = SeriesCache.load(cache_dir)
+    current = {str(p.relative_to(store.root)): p.stat().st_size for p in store.files()}
+    removed = [name for name, size in old.files.items() if current.get(name) != size]
+    added = [name for name, size in current.items() if old.files.get(name) != size]
+    report = UpdateReport(added=len(added), removed=len(removed))
+    if not removed and not added:
+        return old, report
+    runs = list(old.runs)
+    gone_names = {Path(name).name.split("~")[0] for name in removed}
+    gone = np.array([i for i, run in enumerate(runs) if run in gone_names], dtype=np.int32)
+    new = _read_added(store, [store.root / name for name in added], runs) if added else {}
+    try:
+        writer = _Writer(cache_dir / f"gen-{secrets.token_hex(6)}")
+    except OSError as error:
+        raise StoreError(f"{cache_dir}: cannot write the change-detection cache ({error}); "
+                         "give the trend tool a writable --store") from None
+    keys = sorted(set(old.series) | set(new))
+    longest = max((len(old.series[k]) if k in old.series else 0) + len(new.get(k, [[]])[0])
+                  for k in keys) if keys else 0
+    tables = Tables.upto(longest)
+    batch: list[tuple[Key, list[np.ndarray]]] = []
+    for key in keys:
+        arrays, prefix = _merged(old.series.get(key), new.get(key), gone, runs)
+        if not len(arrays) or not len(arrays[0]):
+            continue
+        state = old.series[key].state if key in old.series else None
+        scale = Scale.of(arrays[2], arrays[4])
+        if state is None or prefix == 0 or scale != state.scale:
+            batch.append((key, arrays))
+            if len(batch) * max(len(a[0]) for _, a in batch) > BATCH_CELLS:
+                report.rebuilt += _write_built(writer, batch)
+            continue
+        if prefix < len(arrays[0]):
+            state = extend(state.truncated(prefix), arrays[2], arrays[5], tables)
             report.extended += 1
-        states = build([(self.series[k].value, self.series[k].stdev, self.series[k].high)
-                        for k in full])
-        for key, state in zip(full, states, strict=True):
-            self.series[key].state = state
-        report.rebuilt = len(full)
+        writer.write(key, Series(*arrays, state))
+    report.rebuilt += _write_built(writer, batch)
+    writer.finish(current, runs)
+    temporary = cache_dir / f".{POINTER}.{secrets.token_hex(4)}"
+    temporary.write_text(writer.folder.name)
+    os.replace(temporary, cache_dir / POINTER)
+    keep = {writer.folder, old.folder}
+    for folder in cache_dir.glob("gen-*"):
+        if folder not in keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    del old
+    return SeriesCache.load(cache_dir), report
 
 
-def _concat(parts: list[np.ndarray], name: str) -> np.ndarray:
-    dtype = {"t": np.int64, "run": np.int32, "choice": np.int32}.get(name, np.float64)
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
+def _write_built(writer: _Writer, batch: list[tuple[Key, list[np.ndarray]]]) -> int:
+    """Search the batched series in full, write them; empties the batch."""
+    states = build([(a[2], a[5], a[4]) for _, a in batch])
+    for (key, arrays), state in zip(batch, states, strict=True):
+        writer.write(key, Series(*arrays, state))
+    count = len(batch)
+    batch.clear()
+    return count
 
 
 def update_cache(store: Store) -> tuple[SeriesCache, UpdateReport]:
-    """Load the store's cache, bring it up to date and save it when anything changed."""
-    path = store.cache_dir / CACHE_FILE
-    cache = SeriesCache.load(path)
-    report = cache.update(store)
-    if report.added or report.removed:
-        cache.save(path)
-    return cache, report
+    """The store's cache, brought up to date (an alias of :func:`refresh`)."""
+    return refresh(store)
