@@ -23,7 +23,8 @@ results directories. Then one more night is written as ``records.jsonl`` and tim
 
 ``--real RUNS`` does the same with real records: RUNS copies of a real full 3node run
 (``utest/fixtures/runs/full-3node``: 18 records of ~17 KB with telemetry), ingested from JSON.
-The machine is shared and small (2 cores): repeat and take medians (``--repeat``).
+The machine is shared and small (2 cores): repeat and take medians (``--repeat``). With
+``--keep DIR`` of an earlier run, a size whose history exists there only times new nights.
 """
 
 from __future__ import annotations
@@ -188,6 +189,8 @@ def bench_size(name: str, work: Path, repeat: int) -> dict[str, float]:
     levels = rng.uniform(1e3, 1e10, tests)
     store = Store(work / "history")
     results = work / "results"
+    if store.runs():  # --keep of an earlier run: time new nights on that history
+        return _more_nights(store, results, work, tests, levels, rng, repeat)
     results.mkdir(parents=True)
     start = time.perf_counter()
     for run in range(runs):
@@ -226,6 +229,19 @@ def bench_size(name: str, work: Path, repeat: int) -> dict[str, float]:
     summary = {key: statistics.median(n[key] for n in nights) for key in nights[0]}
     return {"samples": tests * runs, "generate": generated, **before, "cold ingest": ingested,
             "cold search": cold, **summary}
+
+
+def _more_nights(store: Store, results: Path, work: Path, tests: int, levels: np.ndarray,
+                 rng: np.random.Generator, repeat: int) -> dict[str, float]:
+    counter = [len(store.runs())]
+
+    def add_night() -> None:
+        step = np.where(np.arange(tests) % 50 == 0, 0.8, 1.0)
+        write_json_run(results, tests, counter[0], night(levels * step, rng))
+        counter[0] += 1
+    nights = [measure_night(store, results, work, add_night) for _ in range(repeat)]
+    summary = {key: statistics.median(n[key] for n in nights) for key in nights[0]}
+    return {"samples": tests * len(store.runs()), **summary}
 
 
 def bench_real(runs: int, work: Path, repeat: int) -> dict[str, float]:
