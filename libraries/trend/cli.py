@@ -1,17 +1,22 @@
-"""Trend dashboard and nightly gate over stored result records.
+"""Trend dashboard and nightly gate over the columnar history of result records.
 
-    python -m libraries.trend RESULTS_DIR... --html OUT.html [--markdown OUT.md] [--test PATTERN]
-    python -m libraries.trend RESULTS_DIR... --compare RUN_A RUN_B
+    python -m libraries.trend [RESULTS_DIR...] [--store DIR] --html OUT.html [--markdown OUT.md]
+                              [--test PATTERN]
+    python -m libraries.trend [RESULTS_DIR...] [--store DIR] --compare RUN_A RUN_B
 
-One series per (test id, metric), ordered by the records' start time. jumpavg groups each series
-(:mod:`libraries.trend.detect`); the newest sample is a *regression* (or *progression*) when the
+Runs under RESULTS_DIR (default ``results``) that the history (``<RESULTS_DIR>/history`` or
+``--store``) lacks are stored first (:mod:`libraries.trend.ingest`); everything is then read
+from the history with DuckDB. One series per (test id, metric), ordered by the records' start
+time. jumpavg groups each series (:mod:`libraries.trend.detect`, resumed from the store's cache:
+:mod:`libraries.trend.series`); the newest sample is a *regression* (or *progression*) when the
 group it belongs to moved the wrong (right) way against the previous group, taking the metric's
 direction into account, and that group started within the newest ``--recent`` samples (default 5:
 a new level is reported for that many nights, then it is the baseline) and the series has at
 least ``--min-samples`` samples (default 5).
 
 Exit status: 0 nothing regressed, 3 the newest sample of some series is a regression (compare
-mode: a significant regression), 2 bad input (unreadable or invalid record: file and line).
+mode: a significant regression), 2 bad input (unreadable or invalid record: file and line; a
+damaged Parquet file: its name).
 """
 
 from __future__ import annotations

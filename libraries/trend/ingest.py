@@ -24,9 +24,11 @@ import logging
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from libraries.results.records import RecordError, find_record_files
@@ -34,6 +36,7 @@ from libraries.trend.load import load_files
 from libraries.trend.store import SCHEMA, Store, default_store
 
 LOG = logging.getLogger(__name__)
+WRITERS = 2
 BATCH_BYTES = 64_000_000
 """Runs are loaded in batches of about this many bytes of JSON (memory stays bounded)."""
 
@@ -111,13 +114,22 @@ def _store_batch(store: Store, batch: list[SourceRun], report: IngestReport) -> 
             except RecordError as error:
                 report.errors.append(str(error))
         return
+    jobs = []
+    by_file = frame.groupby("file", sort=False).indices
     for run in batch:
-        rows = frame[frame["file"].isin([str(p) for p in run.files])]
-        for run_id, part in rows.groupby("run_id", sort=True):
+        rows = [by_file[str(p)] for p in run.files if str(p) in by_file]
+        if not rows:
+            continue
+        part_rows = frame.iloc[np.concatenate(rows)]
+        for run_id, part in part_rows.groupby("run_id", sort=True):
             month = part["start_time"].min().strftime("%Y-%m")
-            written = store.write_run(str(run_id), month, run_table(part), run.size,
-                                      [str(p) for p in run.files])
-            (report.stored if written else report.skipped).append(str(run_id))
+            jobs.append((str(run_id), month, run_table(part), run.size,
+                         [str(p) for p in run.files]))
+    # Parquet encoding releases the GIL: files are written two at a time.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        for (run_id, *_), written in zip(jobs, pool.map(lambda job: store.write_run(*job),
+                                                        jobs), strict=True):
+            (report.stored if written else report.skipped).append(run_id)
 
 
 def ingest(roots: list[Path], store: Store, rebuild: bool = False) -> IngestReport:
