@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -36,6 +37,9 @@ from libraries.trend.load import load_files
 from libraries.trend.store import SCHEMA, Store, default_store
 
 LOG = logging.getLogger(__name__)
+SOURCES = "sources.json"
+"""Index of the records files seen (path -> size, mtime, run id) in the store's cache folder:
+a scan of a large results tree then reads only new or changed files."""
 WRITERS = 2
 BATCH_BYTES = 64_000_000
 """Runs are loaded in batches of about this many bytes of JSON (memory stays bounded)."""
@@ -72,16 +76,45 @@ def _first_run_id(path: Path) -> str | None:
     return run_id if isinstance(run_id, str) and run_id else None
 
 
-def find_runs(roots: list[Path]) -> list[SourceRun]:
+def find_runs(roots: list[Path], known: dict[str, list] | None = None) -> list[SourceRun]:
     """Runs under ``roots``: records files grouped by run id (an unreadable file is a run of
-    its own, keyed by its path, so that loading it reports the problem)."""
-    groups: dict[str, list[Path]] = defaultdict(list)
+    its own, keyed by its path, so that loading it reports the problem). ``known`` (path ->
+    [size, mtime_ns, run id]) spares reading files seen before; it is updated in place."""
+    known = {} if known is None else known
+    groups: dict[str, list[tuple[Path, int]]] = defaultdict(list)
     for path in find_record_files(roots):
-        if path.stat().st_size == 0:
+        stat = path.stat()
+        if stat.st_size == 0:
             continue
-        groups[_first_run_id(path) or str(path)].append(path)
-    return [SourceRun(run_id, tuple(files), sum(p.stat().st_size for p in files))
+        seen = known.get(str(path))
+        if seen and seen[:2] == [stat.st_size, stat.st_mtime_ns]:
+            run_id = seen[2]
+        else:
+            run_id = _first_run_id(path)
+            if run_id:
+                known[str(path)] = [stat.st_size, stat.st_mtime_ns, run_id]
+        groups[run_id or str(path)].append((path, stat.st_size))
+    return [SourceRun(run_id, tuple(p for p, _ in files), sum(size for _, size in files))
             for run_id, files in sorted(groups.items())]
+
+
+def _load_known(store: Store) -> dict[str, list]:
+    """The store's index of records files seen before (``_cache/sources.json``)."""
+    try:
+        data = json.loads((store.cache_dir / SOURCES).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_known(store: Store, known: dict[str, list]) -> None:
+    try:
+        store.cache_dir.mkdir(parents=True, exist_ok=True)
+        temporary = store.cache_dir / f".{SOURCES}.{os.getpid()}.tmp"
+        temporary.write_text(json.dumps(known))
+        os.replace(temporary, store.cache_dir / SOURCES)
+    except OSError as error:  # a read-only store: the next scan reads the files again
+        LOG.info("%s: index of records files not saved: %s", store.cache_dir, error)
 
 
 def run_table(frame_rows: object) -> pa.Table:
@@ -137,7 +170,12 @@ def ingest(roots: list[Path], store: Store, rebuild: bool = False) -> IngestRepo
     report = IngestReport()
     stored = {} if rebuild else store.runs()
     todo = []
-    for run in find_runs(roots):
+    known = _load_known(store)
+    before = len(known)
+    runs = find_runs(roots, known)
+    if len(known) != before:
+        _save_known(store, known)
+    for run in runs:
         known = stored.get(run.run_id)
         if known is not None and known.fingerprint >= run.size:
             report.skipped.append(run.run_id)
