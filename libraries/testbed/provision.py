@@ -18,10 +18,11 @@ import time
 from dataclasses import dataclass, field
 
 from libraries.testbed.errors import HostStackError, NodeError, TopologyError
-from libraries.testbed.netns import LocalTestbed, list_testbeds, make_prefix, teardown_prefix
+from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
 from libraries.testbed.ssh import SshTarget
+from libraries.testbed.teardown import list_testbeds, teardown_prefix
 from libraries.testbed.topology import Topology, load_topology
 
 LOG = logging.getLogger(__name__)
