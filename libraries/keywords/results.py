@@ -15,6 +15,7 @@ from typing import Any
 from robot.api import logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
+from robot.running.context import EXECUTION_CONTEXTS
 
 from libraries.keywords import TESTBED_LIBRARY
 from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
@@ -31,6 +32,12 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+def _dry_run() -> bool:
+    """True under ``robot --dryrun``: nothing is measured, so nothing is recorded."""
+    context = EXECUTION_CONTEXTS.current
+    return bool(context is not None and context.dry_run)
 
 
 def _project_revision() -> str:
@@ -92,7 +99,7 @@ class ResultsKeywords:
         if self._headline:
             result.message = (f"{result.message} | measured: {self._headline}"
                               if result.message else self._headline)
-        if self._records_path is None:
+        if self._records_path is None or _dry_run():
             return
         log_file = self._variable("LOG FILE")
         log = (os.path.relpath(log_file, self._records_path.parent)
@@ -101,6 +108,8 @@ class ResultsKeywords:
                  "robot_id": result.id, "suite": result.parent.full_name if result.parent
                  else "", "status": result.status, "message": result.message,
                  "headline": self._headline, "log": log, "tags": list(result.tags)}
+        # A run stopped before its first record (an interrupt, a dry run) has no directory yet.
+        self._records_path.parent.mkdir(parents=True, exist_ok=True)
         with (self._records_path.parent / TESTS_FILE).open("a") as stream:
             stream.write(json.dumps(entry) + "\n")
 

@@ -38,6 +38,7 @@ class Testbed:
     run_id: str
     nodes: dict[str, Node] = field(default_factory=dict)
     local: LocalTestbed | None = None
+    removed: bool = False
 
     @classmethod
     def up(cls, topology: Topology | str, owner: str = "robot") -> Testbed:
@@ -73,11 +74,26 @@ class Testbed:
         """The node called ``name_or_role``, or the first node with that role."""
         return self.nodes[self.topology.resolve_node(name_or_role)]
 
+    def remove_now(self) -> None:
+        """Remove a namespace testbed at once, with local commands only (from a signal
+        handler, where the interrupted code may hold an SSH connection's lock): every process
+        in its namespaces, the namespaces, its files. :meth:`down` then only disconnects. A
+        lab is left to :meth:`down`, which needs SSH."""
+        if self.local is not None and not self.removed:
+            self.removed = True
+            self.local.down()
+
     def down(self) -> None:
         """Stop every tracked process, disconnect, and remove a provisioned testbed.
 
-        Runs every step even when one fails, then raises the first failure.
+        Runs every step even when one fails, then raises the first failure. After
+        :meth:`remove_now` it only drops the connections to the nodes, which are gone.
         """
+        if self.removed:
+            for node in self.nodes.values():
+                node.abandon()
+            self.nodes.clear()
+            return
         failures: list[str] = []
         for node in self.nodes.values():
             try:
