@@ -25,7 +25,7 @@ from pathlib import Path
 
 from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import load_topology
+from libraries.testbed.topology_file import load_topology
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3
 from libraries.tools.nginx.config import HttpsServerParams, NginxInstance

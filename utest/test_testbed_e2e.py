@@ -20,7 +20,7 @@ from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
 from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.provision import Testbed
 from libraries.testbed.teardown import STATE_ROOT, sweep_stale, teardown_prefix
-from libraries.testbed.topology import load_topology, parse_topology
+from libraries.testbed.topology_file import load_topology, parse_topology
 
 REPO = Path(__file__).resolve().parent.parent
 

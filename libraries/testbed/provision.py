@@ -23,7 +23,8 @@ from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
 from libraries.testbed.ssh import SshTarget
 from libraries.testbed.teardown import list_testbeds, teardown_prefix
-from libraries.testbed.topology import Topology, load_topology
+from libraries.testbed.topology import Topology
+from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
 
