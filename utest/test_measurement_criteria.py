@@ -89,6 +89,48 @@ def test_bad_criteria_file_names_file_and_entry(tmp_path: Path):
     assert f"{path}: criteria.1.typo: Extra inputs are not permitted" in text
 
 
+def test_criteria_on_what_a_case_never_measures_are_refused_when_loaded(tmp_path: Path):
+    path = tmp_path / "criteria.yaml"
+    path.write_text("version: 1\ncriteria:\n"
+                    "  - {case: ssl_proxy, metric: rsp, min: 1000}\n"
+                    "  - {case: ssl_proxy, metric: rps, min: 1, when: {file_sise: 1kb}}\n"
+                    "  - {case: tcp_trem, metric: throughput, min: 1}\n"
+                    "  - {case: ebpf_stream, metric: ebpf_gbps_per_dut_core, min: 1,\n"
+                    "     when: {ebpf: true, stack: kernel}}\n")
+    with pytest.raises(CriteriaError) as error:
+        load_criteria(path)
+    lines = str(error.value).splitlines()
+    assert lines[0].startswith(f"{path}: criteria.0.metric: 'rsp' is not measured by case "
+                               "ssl_proxy (its metrics: rps, errors, ")
+    assert lines[1].startswith(f"{path}: criteria.1.when.file_sise: case ssl_proxy has no "
+                               "parameter 'file_sise' (its parameters: stack, file_size, ")
+    assert lines[2].startswith(f"{path}: criteria.2.case: unknown case 'tcp_trem': expected "
+                               "one of ebpf_stream, ssl_proxy, sslsniff, tcp_term")
+    assert len(lines) == 3  # the variant-prefixed metric of criteria.3 is known
+
+
+def test_a_measurement_refuses_a_metric_missing_from_the_catalogue():
+    with pytest.raises(ValueError, match="case tcp_term: metric 'thruput' is not in its "
+                                         "catalogue"):
+        Measurement("tcp_term", "kernel", {}).add("thruput", [1.0], "Gbit/s")
+
+
+@pytest.mark.parametrize(("trials", "duration", "warmup", "message"), [
+    ("3", "1.5", "1", "-v DURATION:1.5: expected whole seconds >= 1, got '1.5'"),
+    ("0", "3", "1", "-v TRIALS:0: expected an integer >= 1"),
+    ("3", "3", "-1", "-v WARMUP:-1: expected whole seconds >= 0"),
+    ("three", "3", "1", "-v TRIALS:three: expected an integer >= 1"),
+    (3, 2.5, 1, "-v DURATION:2.5: expected whole seconds >= 1"),
+])
+def test_trial_settings_from_robot_variables_are_strict(trials, duration, warmup, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TrialPlan.parse(trials, duration, warmup)
+
+
+def test_trial_settings_accept_whole_numbers_given_as_text():
+    assert TrialPlan.parse("5", " 30 ", 0) == TrialPlan(5, 30, 0)
+
+
 def _record(**changes) -> dict:
     m = _measurement()
     record = {

@@ -128,8 +128,8 @@ class EbpfStreamKeywords:
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
-        self, client: str = "tg", reverse: bool = True, trials: int = 3, duration: int = 3,
-        warmup: int = 1,
+        self, client: str = "tg", reverse: bool = True, trials: str | int = 3,
+        duration: str | int = 3, warmup: str | int = 1,
     ) -> Measurement:
         """Run iperf3 from ``client`` (``-R``: download, as in the seed) directly to the
         server and through every started proxy, interleaved (direct, native, eBPF, direct,
@@ -158,7 +158,7 @@ class EbpfStreamKeywords:
                                 handle.ports[0])
         cpus = testbed.topology.cpus_of(tg.name, "load") if self._pinned else None
         evidence: list[EngagementEvidence] = []
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         bpftool = "bpftool"
         ebpf = self._proxies.get("ebpf")
         dut = testbed.nodes[ebpf.node] if ebpf else None

@@ -18,9 +18,15 @@ from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
 from libraries.keywords import TESTBED_LIBRARY
-from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
+from libraries.results.criteria import (
+    DEFAULT_CRITERIA,
+    CriteriaFile,
+    CriterionResult,
+    evaluate,
+    load_criteria,
+)
 from libraries.results.headline import headline
-from libraries.results.measurement import Measurement
+from libraries.results.measurement import Measurement, TrialPlan
 from libraries.results.records import CURRENT_VERSION, RecordError, append_record, make_test_id
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
@@ -68,6 +74,7 @@ class ResultsKeywords:
         self._revision: str | None = None
         self._headline: str | None = None
         self._metadata_set = False
+        self._criteria: tuple[Path, CriteriaFile] | None = None
 
     # -- listener ----------------------------------------------------------------------------
 
@@ -152,10 +159,17 @@ class ResultsKeywords:
         }
         path.write_text(json.dumps(metadata, indent=2) + "\n")
 
+    def _criteria_file(self) -> tuple[Path, CriteriaFile]:
+        """The criteria of ``${CRITERIA}``, read and checked once per file."""
+        path = Path(self._variable("CRITERIA", DEFAULT_CRITERIA))
+        if self._criteria is None or self._criteria[0] != path:
+            self._criteria = (path, load_criteria(path))
+        return self._criteria
+
     def _criteria_results(self, measurement: Measurement, topology: str
                           ) -> list[CriterionResult]:
-        path = Path(self._variable("CRITERIA", DEFAULT_CRITERIA))
-        return evaluate(load_criteria(path), measurement, topology, source=path.name)
+        path, criteria = self._criteria_file()
+        return evaluate(criteria, measurement, topology, source=path.name)
 
     def _test_id_now(self, test_name: str) -> str:
         """The running test's record id (topology from the testbed, when one is up)."""
@@ -171,6 +185,24 @@ class ResultsKeywords:
         return testbed.testbed.topology.name, testbed.versions
 
     # -- keywords ----------------------------------------------------------------------------
+
+    @keyword("Check Measurement Settings")
+    def check_measurement_settings(self) -> None:
+        """Check ``${TRIALS}``, ``${DURATION}``, ``${WARMUP}`` and the criteria file
+        (``${CRITERIA}``, default ``topologies/criteria.yaml``) completely, before anything is
+        built or measured: whole numbers of trials and seconds (``-v DURATION:1.5`` is refused,
+        not truncated), valid YAML, known keys, and every criterion on a metric and parameters
+        its case really has (:mod:`libraries.results.catalogue`).
+        """
+        try:
+            TrialPlan.parse(self._variable("TRIALS", 3), self._variable("DURATION", 3),
+                            self._variable("WARMUP", 1))
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
+        self._criteria = None
+        path, criteria = self._criteria_file()
+        logger.info(f"{path}: {len(criteria.criteria)} criteria, all on metrics and "
+                    "parameters their cases have")
 
     @keyword("Record Result")
     def record_result(self, measurement: Measurement) -> str:

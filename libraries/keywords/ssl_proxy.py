@@ -183,7 +183,8 @@ class SslProxyKeywords:
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
+        stack: str = "kernel",
     ) -> Measurement:
         """Run wrk (or wrk2 at maximum rate) from ``client`` against the proxy and, in the
         same run, directly against the server, interleaved: warm-up, then ``trials`` rounds.
@@ -204,7 +205,7 @@ class SslProxyKeywords:
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
         binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
         env = app_environment(tg.name, "client", stack, program="wrk")

@@ -87,7 +87,8 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        per_event: bool = True, trials: int = 3, duration: int = 3, warmup: int = 1,
+        per_event: bool = True, trials: str | int = 3, duration: str | int = 3,
+        warmup: str | int = 1,
     ) -> Measurement:
         """wrk from ``client`` against the HTTPS server: untraced and with the kernel tracer on
         nginx's libssl ``SSL_read``/``SSL_write`` (entry and return probes), interleaved.
@@ -156,7 +157,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1,
+        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the seed's sslsniff binary run as root (``sudo
         ./sslsniff``) and given nginx's worker (``-p``): started before and stopped (SIGINT)
@@ -199,7 +200,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1,
+        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the same sslsniff binary under bpftime: every traced
         trial runs ``bpftime load <sslsniff>`` and a second nginx (same config, port 8447)
@@ -253,8 +254,9 @@ class SslsniffKeywords:
             "env": dict(setup.env), "mode": "bpftime userspace uprobes (load + start)",
             "output": "every event with its data, counted on the node"})
 
-    def _measure(self, client: str, path: str, connections: int, trials: int, duration: int,
-                 warmup: int, traced: Callable | None, variant: str,
+    def _measure(self, client: str, path: str, connections: int, trials: str | int,
+                 duration: str | int, warmup: str | int, traced: Callable | None,
+                 variant: str,
                  traced_port: int | None = None) -> Measurement:
         testbed = current_testbed()
         server = self._server()
@@ -263,7 +265,7 @@ class SslsniffKeywords:
         binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def wrk(port: int, seconds: int) -> WrkResult:

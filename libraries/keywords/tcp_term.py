@@ -64,7 +64,8 @@ class TcpTermKeywords:
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
         self, client: str = "tg", reverse: bool = False, streams: int = 1,
-        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
+        stack: str = "kernel",
         mtu: int | None = None,
     ) -> Measurement:
         """Run ``iperf3 -c`` from ``client`` to the running server: a warm-up, then
@@ -85,7 +86,7 @@ class TcpTermKeywords:
         binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
         address = app_address(testbed, "server", server_name, tg.name, stack)
         env = app_environment(tg.name, "client", stack, program="iperf3")
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
 

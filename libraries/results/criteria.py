@@ -15,8 +15,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from libraries.testbed.errors import HostStackError, TopologyError
+from libraries.results.catalogue import CASES
 from libraries.results.measurement import Measurement
+from libraries.testbed.errors import HostStackError, TopologyError
 from libraries.testbed.topology import TOPOLOGY_DIR
 
 DEFAULT_CRITERIA = TOPOLOGY_DIR / "criteria.yaml"
@@ -103,7 +104,7 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
     except yaml.YAMLError as error:
         raise CriteriaError(f"{path}: not valid YAML: {error}") from None
     try:
-        return CriteriaFile.model_validate(data)
+        loaded = CriteriaFile.model_validate(data)
     except ValidationError as error:
         lines = [
             f"{path}: {'.'.join(str(p) for p in item['loc']) or '(top level)'}: "
@@ -111,6 +112,29 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
             for item in error.errors()
         ]
         raise CriteriaError("\n".join(lines)) from None
+    problems = [f"{path}: criteria.{index}.{problem}"
+                for index, criterion in enumerate(loaded.criteria)
+                for problem in _catalogue_problems(criterion)]
+    if problems:
+        raise CriteriaError("\n".join(problems))
+    return loaded
+
+
+def _catalogue_problems(criterion: Criterion) -> list[str]:
+    """What the case catalogue says against ``criterion``: an unknown case, a metric the case
+    never measures, a ``when`` on a parameter it does not have."""
+    if criterion.case not in CASES:
+        return [f"case: unknown case {criterion.case!r}: expected one of "
+                f"{', '.join(sorted(CASES))}"]
+    catalogue = CASES[criterion.case]
+    problems = []
+    if not catalogue.has_metric(criterion.metric):
+        problems.append(f"metric: {criterion.metric!r} is not measured by case {criterion.case}"
+                        f" (its metrics: {', '.join(catalogue.metrics)})")
+    problems += [f"when.{key}: case {criterion.case} has no parameter {key!r} (its "
+                 f"parameters: stack, {', '.join(catalogue.parameters)})"
+                 for key in criterion.when if not catalogue.has_parameter(key)]
+    return problems
 
 
 def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,

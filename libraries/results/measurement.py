@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from libraries.results.catalogue import case_catalogue
 from libraries.results.stats import TrialSummary, summarize
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +36,29 @@ class TrialPlan:
             raise ValueError(f"duration: expected whole seconds >= 1, got {self.duration!r}")
         if not isinstance(self.warmup, int) or self.warmup < 0:
             raise ValueError(f"warmup: expected whole seconds >= 0, got {self.warmup!r}")
+
+    @classmethod
+    def parse(cls, trials: object, duration: object, warmup: object) -> TrialPlan:
+        """The plan from Robot variables (``-v TRIALS:5 -v DURATION:30 -v WARMUP:5``, strings
+        or numbers), strictly: ``1.5`` seconds is refused, not truncated (iperf3 and wrk take
+        whole seconds). Errors name the variable."""
+        return cls(_whole("TRIALS", trials, 1, "an integer"),
+                   _whole("DURATION", duration, 1, "whole seconds"),
+                   _whole("WARMUP", warmup, 0, "whole seconds"))
+
+
+def _whole(variable: str, value: object, minimum: int, what: str) -> int:
+    """``value`` as an int >= ``minimum``: an int, or a string of digits (``ValueError`` naming
+    ``-v VARIABLE:value`` otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
+    if number < minimum:
+        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -79,7 +103,11 @@ class Measurement:
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
-        """Summarise ``values`` as metric ``name``."""
+        """Summarise ``values`` as metric ``name`` (one of the case's metrics in
+        :mod:`libraries.results.catalogue`: ``ValueError`` otherwise)."""
+        if not case_catalogue(self.case).has_metric(name):
+            raise ValueError(f"case {self.case}: metric {name!r} is not in its catalogue "
+                             "(libraries/results/catalogue.py): add it there")
         metric = Metric(name, summarize(values, unit), direction)
         self.metrics[name] = metric
         return metric
