@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaError, evaluate, load_criteria
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.measurement import Measurement, Trial, TrialPlan, run_interleaved
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.testbed.errors import TopologyError
 
@@ -25,12 +25,24 @@ def _measurement(**params) -> Measurement:
 
 def test_interleaving_runs_variants_in_turn_after_a_warm_up():
     calls = []
-    variants = {name: (lambda d, n=name: calls.append((n, d)) or len(calls))
-                for name in ("direct", "proxy")}
+    variants = dict.fromkeys(("direct", "proxy"),
+                             lambda t: calls.append((t.variant, t.seconds)) or len(calls))
     results, _ = run_interleaved(variants, TrialPlan(trials=2, duration=5, warmup=1))
     assert calls == [("direct", 1), ("proxy", 1), ("direct", 5), ("proxy", 5),
                      ("direct", 5), ("proxy", 5)]
     assert results == {"direct": [3, 5], "proxy": [4, 6]}
+
+
+def test_a_warm_up_as_long_as_a_trial_is_still_a_warm_up():
+    """Trials told a warm-up by its length: with -v DURATION:1 -v WARMUP:1 the warm-up's
+    requests leaked into the first trial's evidence, and 2 trials left 3 evidence entries."""
+    seen: list[Trial] = []
+    run_interleaved({"baseline": seen.append, "traced": seen.append},
+                    TrialPlan(trials=2, duration=1, warmup=1))
+    assert [(t.variant, t.round, t.measured) for t in seen] == [
+        ("baseline", 0, False), ("traced", 0, False), ("baseline", 1, True),
+        ("traced", 1, True), ("baseline", 2, True), ("traced", 2, True)]
+    assert {t.seconds for t in seen} == {1}
 
 
 @pytest.mark.parametrize("bad", [{"trials": 0}, {"duration": 0}, {"warmup": -1},

@@ -216,7 +216,7 @@ def test_observer_hears_measured_trials_only_in_order():
     calls: list[tuple[str, int]] = []
 
     def variant(name: str):
-        return lambda seconds: calls.append((name, seconds)) or f"{name}{len(calls)}"
+        return lambda trial: calls.append((name, trial.seconds)) or f"{name}{len(calls)}"
 
     results, _ = run_interleaved({"a": variant("a"), "b": variant("b")},
                                  TrialPlan(trials=2, duration=3, warmup=1), recorder)

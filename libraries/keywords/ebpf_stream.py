@@ -22,6 +22,7 @@ from libraries.results.efficiency import (
 from libraries.results.measurement import (
     AllObservers,
     Measurement,
+    Trial,
     TrialPlan,
     run_interleaved,
 )
@@ -166,16 +167,17 @@ class EbpfStreamKeywords:
             bpftool = testbed.topology.nodes[dut.name].tools.get("bpftool", "bpftool")
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(variant: str, seconds: int) -> IperfResult:
+        def trial(run: Trial) -> IperfResult:
+            variant = run.variant
             host, port = targets[variant]
-            options = IperfClientOptions(server=host, port=port, duration=seconds,
+            options = IperfClientOptions(server=host, port=port, duration=run.seconds,
                                          reverse=bool(reverse), cpus=cpus)
             mark = mark_engagement(dut, ebpf.error_log, bpftool) if variant == "ebpf" else None
             result = run_iperf3_client(tg, binary, options, cpu_ledger=telemetry.ledger(tg.name))
             if mark is not None:
                 engaged = collect_engagement(dut, mark, bpftool)
                 engaged.require_engaged()
-                if seconds == plan.duration:
+                if run.measured:
                     evidence.append(engaged)
             for handle in self._proxies.values():
                 nginx_is_alive(testbed.nodes[handle.node], handle)
@@ -183,7 +185,7 @@ class EbpfStreamKeywords:
                 raise HostStackError("the iperf3 server died")
             return result
 
-        variants = {name: (lambda s, n=name: trial(n, s)) for name in targets}
+        variants = dict.fromkeys(targets, trial)
         with ExitStack() as stack:
             if dut is not None:
                 previous = stack.enter_context(bpf_stats_enabled(dut))

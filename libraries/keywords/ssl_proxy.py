@@ -16,6 +16,7 @@ from libraries.results.efficiency import ProcessCost, RateCost, add_process_cost
 from libraries.results.measurement import (
     AllObservers,
     Measurement,
+    Trial,
     TrialPlan,
     run_interleaved,
 )
@@ -221,11 +222,11 @@ class SslProxyKeywords:
         status = self._server.status
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(variant: str, seconds: int) -> WrkResult:
+        def trial(run: Trial) -> WrkResult:
+            variant, measured = run.variant, run.measured  # warm-ups only warm up
             options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
-                                 duration=seconds, rate=100000000 if flavour == "wrk2" else None,
-                                 cpus=cpus)
-            measured = seconds == plan.duration  # warm-ups only warm up
+                                 duration=run.seconds,
+                                 rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
             count = status and measured and variant == "proxy"
             before = stub_status_requests(server, STATUS_PORT) if count else 0
             result = run_wrk(tg, binary, options, flavour=flavour, env=env,
@@ -238,7 +239,7 @@ class SslProxyKeywords:
             _check_responses(result, size, variant, int(connections))
             return result
 
-        variants = {name: (lambda s, n=name: trial(n, s)) for name in urls}
+        variants = dict.fromkeys(urls, trial)
         results, measured = run_interleaved(variants, plan,
                                             AllObservers(ConsoleProgress(), telemetry))
         measurement = Measurement(

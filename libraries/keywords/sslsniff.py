@@ -22,6 +22,7 @@ from libraries.results.efficiency import ProcessCost, RateCost, add_process_cost
 from libraries.results.measurement import (
     AllObservers,
     Measurement,
+    Trial,
     TrialPlan,
     run_interleaved,
 )
@@ -106,7 +107,7 @@ class SslsniffKeywords:
         dut = current_testbed().nodes[server.node]
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
             pids = sorted(group_pids(dut, server.process.pid))
             params = SslsniffParams(pids=tuple(pids), per_event=bool(per_event))
             running = start_sslsniff(dut, params, tracer, sudo=True)
@@ -119,7 +120,7 @@ class SslsniffKeywords:
                 raise HostStackError(f"{dut.where}: the tracer left probes attached: "
                                      f"{leftovers}")
             check_attachment(seen, pids, "nginx", dut.where)
-            if seconds == plan.duration:
+            if trial.measured:
                 evidence.append({"events": seen.total_events, "lost": seen.lost_events,
                                  "events_per_pid": {str(p): n for p, n in
                                                     seen.events_per_pid.items()},
@@ -170,7 +171,7 @@ class SslsniffKeywords:
         dut = current_testbed().nodes[server.node]
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
             pids = sorted(group_pids(dut, server.process.pid))
             program = SeedSslsniff(binary=seed.binary,
                                    pid=nginx_worker(pids, server.process.pid))
@@ -186,7 +187,7 @@ class SslsniffKeywords:
                 finally:
                     _no_uprobe_left(dut, failing)
             check_attachment(seen, pids, "nginx", dut.where)
-            if seconds == plan.duration:
+            if trial.measured:
                 evidence.append(_trial_evidence(seen, result))
             return result
 
@@ -239,12 +240,12 @@ class SslsniffKeywords:
         shm_name = f"hoststack_bpftime_{server.process.pid}"
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
-            trial = run_bpftime_trial(dut, setup, SeedSslsniff(binary=setup.sslsniff), target,
-                                      run, shm_name)
-            if seconds == plan.duration:
-                evidence.append(_trial_evidence(trial.seen, trial.result))
-            return trial.result
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
+            outcome = run_bpftime_trial(dut, setup, SeedSslsniff(binary=setup.sslsniff), target,
+                                        run, shm_name)
+            if trial.measured:
+                evidence.append(_trial_evidence(outcome.seen, outcome.result))
+            return outcome.result
 
         measurement = self._measure(client, path, connections, trials, duration, warmup,
                                     traced, variant="bpftime", traced_port=BPFTIME_PORT)
@@ -280,14 +281,14 @@ class SslsniffKeywords:
             nginx_is_alive(dut, server)
             return result
 
-        def baseline(seconds: int) -> WrkResult:
-            return wrk(server.ports[0], seconds)
+        def baseline(trial: Trial) -> WrkResult:
+            return wrk(server.ports[0], trial.seconds)
 
-        def with_tracer(seconds: int) -> WrkResult:
+        def with_tracer(trial: Trial) -> WrkResult:
             port = traced_port or server.ports[0]  # userspace: the traced server is another
             if traced is None:
-                return wrk(port, seconds)
-            return traced(lambda: wrk(port, seconds), seconds, plan)
+                return wrk(port, trial.seconds)
+            return traced(lambda: wrk(port, trial.seconds), trial)
 
         results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
                                             plan, AllObservers(ConsoleProgress(), telemetry))

@@ -17,6 +17,7 @@ from libraries.results.efficiency import ProcessCost, RateCost, add_process_cost
 from libraries.results.measurement import (
     AllObservers,
     Measurement,
+    Trial,
     TrialPlan,
     run_interleaved,
 )
@@ -90,8 +91,8 @@ class TcpTermKeywords:
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(seconds: int) -> IperfResult:
-            options = IperfClientOptions(server=address, port=IPERF_PORT, duration=seconds,
+        def trial(run: Trial) -> IperfResult:
+            options = IperfClientOptions(server=address, port=IPERF_PORT, duration=run.seconds,
                                          reverse=bool(reverse), parallel=int(streams),
                                          cpus=testbed.topology.cpus_of(tg.name, "load"))
             result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info,

@@ -119,6 +119,22 @@ class Measurement:
         return self.metrics[name].value
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One run of a variant, as :func:`run_interleaved` asks for it: ``variant``, ``seconds``
+    long, in ``round`` (1-based; 0 is the warm-up). Only a measured trial (not the warm-up)
+    may leave evidence: a warm-up as long as a trial is still a warm-up."""
+
+    variant: str
+    seconds: int
+    round: int
+
+    @property
+    def measured(self) -> bool:
+        """False for the warm-up."""
+        return self.round > 0
+
+
 class TrialObserver(Protocol):
     """Told around every measured trial (never around a warm-up), e.g. to read CPU counters
     at its start and end, or to print progress. Its time is not counted as trial time."""
@@ -152,27 +168,27 @@ class AllObservers:
 
 
 def run_interleaved(
-    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan,
+    variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
     observer: TrialObserver | None = None,
 ) -> tuple[dict[str, list[Any]], float]:
     """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
 
-    Each callable takes the duration in seconds and returns its trial result; ``observer``
-    hears of each measured trial's start and end. Returns the results per variant (in trial
-    order) and the seconds spent inside measured trials.
+    Each callable takes a :class:`Trial` (duration, round, warm-up or measured) and returns its
+    trial result; ``observer`` hears of each measured trial's start and end. Returns the
+    results per variant (in trial order) and the seconds spent inside measured trials.
     """
     results: dict[str, list[Any]] = {name: [] for name in variants}
     if plan.warmup:
         for name, trial in variants.items():
             LOG.info("warm-up: %s for %d s", name, plan.warmup)
-            trial(plan.warmup)
+            trial(Trial(name, plan.warmup, 0))
     measured = 0.0
     for round_number in range(1, plan.trials + 1):
         for name, trial in variants.items():
             if observer is not None:
                 observer.trial_started(name, round_number, plan.trials)
             started = time.monotonic()
-            result = trial(plan.duration)
+            result = trial(Trial(name, plan.duration, round_number))
             measured += time.monotonic() - started
             results[name].append(result)
             if observer is not None:
