@@ -27,7 +27,13 @@ from libraries.results.criteria import (
 )
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement, TrialPlan
-from libraries.results.records import CURRENT_VERSION, RecordError, append_record, make_test_id
+from libraries.results.records import (
+    CURRENT_VERSION,
+    RecordError,
+    append_line,
+    append_record,
+    make_test_id,
+)
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
 from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
@@ -115,13 +121,16 @@ class ResultsKeywords:
                  "robot_id": result.id, "suite": result.parent.full_name if result.parent
                  else "", "status": result.status, "message": result.message,
                  "headline": self._headline, "log": log, "tags": list(result.tags)}
-        # A run stopped before its first record (an interrupt, a dry run) has no directory yet.
-        self._records_path.parent.mkdir(parents=True, exist_ok=True)
-        with (self._records_path.parent / TESTS_FILE).open("a") as stream:
-            stream.write(json.dumps(entry) + "\n")
+        # A run stopped before its first record (an interrupt) has no directory yet:
+        # append_line makes it. A full disk costs this line, not the run.
+        try:
+            append_line(self._records_path.parent / TESTS_FILE, json.dumps(entry) + "\n",
+                        f"the line of test {result.name}")
+        except RecordError as error:
+            logger.warn(str(error))
 
     def close(self) -> None:
-        """Listener hook at the end of the run: write ``<run dir>/report.html``."""
+        """Listener hook at the end of the run: write ``<run dir>/run-report.html``."""
         if self._records_path is None or not self._records_path.parent.is_dir():
             return
         try:
@@ -157,7 +166,13 @@ class ResultsKeywords:
             "end_time": _now().isoformat(), "project_revision": self._revision,
             "topology": topology, "host": socket.gethostname(),
         }
-        path.write_text(json.dumps(metadata, indent=2) + "\n")
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        try:  # whole or not at all: a reader never sees half a file
+            partial.write_text(json.dumps(metadata, indent=2) + "\n")
+            partial.replace(path)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise RecordError(f"{path}: run metadata not written ({error.strerror})") from None
 
     def _criteria_file(self) -> tuple[Path, CriteriaFile]:
         """The criteria of ``${CRITERIA}``, read and checked once per file."""
