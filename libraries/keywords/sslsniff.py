@@ -207,8 +207,10 @@ class SslsniffKeywords:
         trial runs ``bpftime load <sslsniff>`` and a second nginx (same config, port 8447)
         under ``bpftime start``, stops both and checks that bpftime left nothing behind; wrk
         alternates between the untraced server and the bpftime one. Skips with the reason
-        where bpftime or its sslsniff program is absent (topology ``tools.bpftime`` and
-        ``tools.bpftime_sslsniff``, environment from ``tool_env.bpftime``)."""
+        where bpftime, its libraries or its sslsniff program is absent (topology
+        ``tools.bpftime`` and ``tools.bpftime_sslsniff``, environment from
+        ``tool_env.bpftime``, the libraries' folder from ``tool_dirs.bpftime`` or found beside
+        the binary)."""
         server = self._server()
         testbed = current_testbed()
         dut = testbed.nodes[server.node]
@@ -219,12 +221,14 @@ class SslsniffKeywords:
                                 "tools.bpftime_sslsniff)")
         setup = BpftimeSetup(binary=spec.tools["bpftime"],
                              sslsniff=spec.tools["bpftime_sslsniff"],
-                             env=spec.tool_env.get("bpftime", {}))
+                             env=spec.tool_env.get("bpftime", {}),
+                             install_dir=spec.tool_dirs.get("bpftime"))
         try:
-            version = detect_bpftime(dut, setup)
+            detected = detect_bpftime(dut, setup)
             program = detect_seed_sslsniff(dut, setup.sslsniff)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
+        setup, version = detected.setup, detected.version
         prefix = f"{server.prefix}-bpftime"
         dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
         dut.put(traced_config(dut.get(server.config_path, sudo=True), server.prefix, prefix,
@@ -250,7 +254,8 @@ class SslsniffKeywords:
         measurement = self._measure(client, path, connections, trials, duration, warmup,
                                     traced, variant="bpftime", traced_port=BPFTIME_PORT)
         return _with_tracer_evidence(measurement, evidence, {
-            "kind": "bpftime", "bpftime": setup.binary, "version": version,
+            "kind": "bpftime", "bpftime": setup.binary, "install_dir": setup.install_dir,
+            "version": version,
             "program": setup.sslsniff, "program_version": program.version,
             "env": dict(setup.env), "mode": "bpftime userspace uprobes (load + start)",
             "output": "every event with its data, counted on the node"})

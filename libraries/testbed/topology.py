@@ -122,12 +122,15 @@ class Node(_Strict):
     tools: dict[str, str] = Field(default_factory=dict)
     optional_tools: list[str] = Field(default_factory=list)
     tool_env: dict[str, dict[str, str]] = Field(default_factory=dict)
+    #: a folder a tool needs besides its binary (bpftime: its libraries, ``bpftime -i``)
+    tool_dirs: dict[str, Annotated[str, StringConstraints(pattern=r"^(/|~/)")]] = Field(
+        default_factory=dict)
     vpp: VppInstall | None = None
     interfaces: dict[IfName, Interface] = Field(default_factory=dict)
     routes: list[Route] = Field(default_factory=list)
     ip_forward: bool = False
 
-    @field_validator("tools", "tool_env", "optional_tools")
+    @field_validator("tools", "tool_env", "optional_tools", "tool_dirs")
     @classmethod
     def _known_tools(cls, value: dict[str, Any] | list[str]) -> dict[str, Any] | list[str]:
         for tool in value:
@@ -193,10 +196,11 @@ class Topology(_Strict):
                     )
                 seen_ips[address.ip] = end
         for name, node in self.nodes.items():
-            for tool in node.optional_tools:
-                if tool not in node.tools:
-                    raise PathError(f"nodes.{name}.optional_tools",
-                                     f"{tool!r} is not in this node's tools")
+            for key in ("optional_tools", "tool_dirs"):
+                for tool in getattr(node, key):
+                    if tool not in node.tools:
+                        raise PathError(f"nodes.{name}.{key}",
+                                        f"{tool!r} is not in this node's tools")
             if self.provision is None and node.host is None:
                 raise PathError(
                     f"nodes.{name}.host", "expected a host name or address (no provisioning)"
