@@ -13,7 +13,8 @@ from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
 from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
-from libraries.results.measurement import AllObservers, TrialPlan, run_interleaved
+from libraries.results.measurement import AllObservers, run_interleaved
+from libraries.results.plan import TrialPlan
 
 
 def _console() -> tuple[VerboseConsole, io.StringIO]:

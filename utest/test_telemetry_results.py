@@ -16,7 +16,8 @@ from libraries.results.efficiency import (
     add_rate_costs,
     add_ratio,
 )
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.measurement import Measurement, run_interleaved
+from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.results.telemetry import (
     busy_cores,

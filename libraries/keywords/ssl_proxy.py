@@ -8,18 +8,15 @@ from dataclasses import dataclass
 
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    Trial,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -184,7 +181,7 @@ class SslProxyKeywords:
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
         stack: str = "kernel",
     ) -> Measurement:
         """Run wrk (or wrk2 at maximum rate) from ``client`` against the proxy and, in the
@@ -239,22 +236,48 @@ class SslProxyKeywords:
             _check_responses(result, size, variant, int(connections))
             return result
 
-        variants = dict.fromkeys(urls, trial)
-        results, measured = run_interleaved(variants, plan,
-                                            AllObservers(ConsoleProgress(), telemetry))
-        measurement = Measurement(
-            case="ssl_proxy", stack=stack,
-            parameters={"file_size": size_name(size), "connections": int(connections),
-                        "threads": 1, "tool": flavour, "mtls": self._server.mtls,
-                        "trials": plan.trials, "duration_s": plan.duration,
-                        "warmup_s": plan.warmup},
-            trial_seconds=measured,
-        )
+        judge = current_judge()
+        alpha = judge.settings.alpha if judge else DEFAULT_ALPHA
+
+        def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
+            measurement = Measurement(
+                case="ssl_proxy", stack=stack,
+                parameters={"file_size": size_name(size), "connections": int(connections),
+                            "threads": 1, "tool": flavour, "mtls": self._server.mtls,
+                            "trials": plan.trials, "duration_s": plan.duration,
+                            "warmup_s": plan.warmup},
+                trial_seconds=seconds, alpha=alpha,
+            )
+            self._metrics(measurement, results, forwarded, status)
+            telemetry.attach(measurement)
+            add_rate_costs(measurement, telemetry.trials,
+                           [RateCost("proxy", "rps", "rps", dut=proxy.name)])
+            costs = [ProcessCost("proxy", proxy.name, f"{self._proxy.process.name} worker",
+                                 "proxy_nginx_worker_cpu")]
+            if stack == "vpp":
+                costs.append(ProcessCost("proxy", proxy.name, "vpp", "vpp_cpu"))
+            add_process_costs(measurement, telemetry.trials, costs)
+            return measurement
+
+        measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
+                                       AllObservers(ConsoleProgress(), telemetry))
+        telemetry.log()
+        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
+                           plan, env)
+        for variant, runs in outputs.items():
+            for number, run in enumerate(runs, start=1):
+                log_folded(f"{variant} trial {number}: wrk output", run.raw)
+        return measurement
+
+    @staticmethod
+    def _metrics(measurement: Measurement, results: dict[str, list[WrkResult]],
+                 forwarded: list[int], status: bool) -> None:
+        """Rates, errors, the per-round ratio and the forwarding evidence of the trials."""
         proxied = results["proxy"]
         measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
         measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
                         "lower_is_better")
-        measurement.evidence["server_counted_requests"] = forwarded
+        measurement.evidence["server_counted_requests"] = list(forwarded)
         measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
         measurement.evidence["bytes_per_response"] = [
             round(r.total_bytes / r.total_requests) for r in proxied
@@ -275,20 +298,6 @@ class SslProxyKeywords:
         else:
             measurement.notes.append("direct path not measured: the server requires the "
                                      "proxy's client certificate (mTLS variant)")
-        telemetry.finish(measurement)
-        add_rate_costs(measurement, telemetry.trials,
-                       [RateCost("proxy", "rps", "rps", dut=proxy.name)])
-        costs = [ProcessCost("proxy", proxy.name, f"{self._proxy.process.name} worker",
-                             "proxy_nginx_worker_cpu")]
-        if stack == "vpp":
-            costs.append(ProcessCost("proxy", proxy.name, "vpp", "vpp_cpu"))
-        add_process_costs(measurement, telemetry.trials, costs)
-        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
-                           plan, env)
-        for variant, runs in results.items():
-            for number, run in enumerate(runs, start=1):
-                log_folded(f"{variant} trial {number}: wrk output", run.raw)
-        return measurement
 
     @staticmethod
     def _latency_pass(measurement: Measurement, tg: Node, binary: str, flavour: Flavour,

@@ -15,17 +15,14 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    Trial,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
 from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
@@ -88,7 +85,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        per_event: bool = True, trials: str | int = 3, duration: str | int = 3,
+        per_event: bool = True, trials: str | int = 5, duration: str | int = 2,
         warmup: str | int = 1,
     ) -> Measurement:
         """wrk from ``client`` against the HTTPS server: untraced and with the kernel tracer on
@@ -158,7 +155,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the seed's sslsniff binary run as root (``sudo
         ./sslsniff``) and given nginx's worker (``-p``): started before and stopped (SIGINT)
@@ -201,7 +198,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 3, duration: str | int = 3, warmup: str | int = 1,
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the same sslsniff binary under bpftime: every traced
         trial runs ``bpftime load <sslsniff>`` and a second nginx (same config, port 8447)
@@ -295,43 +292,53 @@ class SslsniffKeywords:
                 return wrk(port, trial.seconds)
             return traced(lambda: wrk(port, trial.seconds), trial)
 
-        results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
-                                            plan, AllObservers(ConsoleProgress(), telemetry))
-        measurement = Measurement(
-            case="sslsniff", stack="kernel",
-            parameters={"tracer": variant, "file": path, "connections": int(connections),
-                        "tool": flavour, "trials": plan.trials, "duration_s": plan.duration,
-                        "warmup_s": plan.warmup},
-            trial_seconds=measured,
-        )
+        judge = current_judge()
+
+        def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
+            measurement = Measurement(
+                case="sslsniff", stack="kernel",
+                parameters={"tracer": variant, "file": path, "connections": int(connections),
+                            "tool": flavour, "trials": plan.trials, "duration_s": plan.duration,
+                            "warmup_s": plan.warmup},
+                trial_seconds=seconds, alpha=judge.settings.alpha if judge else DEFAULT_ALPHA,
+            )
+            base = [r.requests_per_second for r in results["baseline"]]
+            with_ = [r.requests_per_second for r in results["traced"]]
+            measurement.add("baseline_rps", base, "requests/s")
+            measurement.add("traced_rps", with_, "requests/s")
+            measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
+                                             zip(with_, base, strict=True)], "%",
+                            "lower_is_better")
+            _tracer_costs(measurement, telemetry, dut.name, server.process.name, traced)
+            return measurement
+
+        measurement, results = measure({"baseline": baseline, "traced": with_tracer}, plan,
+                                       build, judge, AllObservers(ConsoleProgress(), telemetry))
+        telemetry.log()
         for name, runs in results.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{name} trial {number}: wrk output", run.raw)
-        base = [r.requests_per_second for r in results["baseline"]]
-        with_ = [r.requests_per_second for r in results["traced"]]
-        measurement.add("baseline_rps", base, "requests/s")
-        measurement.add("traced_rps", with_, "requests/s")
-        measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
-                                         zip(with_, base, strict=True)], "%",
-                        "lower_is_better")
-        telemetry.finish(measurement)
-        add_rate_costs(measurement, telemetry.trials, [
-            RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut.name)
-            for v in ("baseline", "traced")])
-        traced_server = "nginx-bpftime" if traced is None else server.process.name
-        add_process_costs(measurement, telemetry.trials, [
-            ProcessCost("baseline", dut.name, f"{server.process.name} worker",
-                        "baseline_nginx_worker_cpu"),
-            ProcessCost("traced", dut.name, f"{traced_server} worker",
-                        "traced_nginx_worker_cpu")])
-        if traced is None:
-            add_process_costs(measurement, telemetry.trials, [
-                ProcessCost("traced", dut.name, "bpftime-sslsniff", "tracer_cpu")])
-        else:
-            measurement.notes.append(
-                "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
-                "shows in the per-core table (sys/soft of the DUT), not as a process")
         return measurement
+
+
+def _tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
+                  server: str, traced: Callable | None) -> None:
+    """Telemetry and the CPU metrics of both variants (the tracer's own, under bpftime)."""
+    telemetry.attach(measurement)
+    add_rate_costs(measurement, telemetry.trials, [
+        RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut)
+        for v in ("baseline", "traced")])
+    traced_server = "nginx-bpftime" if traced is None else server
+    add_process_costs(measurement, telemetry.trials, [
+        ProcessCost("baseline", dut, f"{server} worker", "baseline_nginx_worker_cpu"),
+        ProcessCost("traced", dut, f"{traced_server} worker", "traced_nginx_worker_cpu")])
+    if traced is None:
+        add_process_costs(measurement, telemetry.trials, [
+            ProcessCost("traced", dut, "bpftime-sslsniff", "tracer_cpu")])
+    else:
+        measurement.notes.append(
+            "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
+            "shows in the per-core table (sys/soft of the DUT), not as a process")
 
 
 def _no_uprobe_left(dut: Any, failing: bool) -> None:

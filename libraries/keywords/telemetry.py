@@ -162,16 +162,23 @@ class TrialTelemetry:
 
     # -- results ------------------------------------------------------------------------------
 
-    def finish(self, measurement: Measurement) -> dict[str, Any]:
-        """Put the telemetry block in ``measurement`` and log it: per variant a folded
-        mpstat-like table per node and its processes, VPP's raw ``show runtime`` texts."""
+    def attach(self, measurement: Measurement) -> dict[str, Any]:
+        """Put the telemetry block of the trials so far in ``measurement`` (with a note when
+        nodes share a kernel); logs nothing, so it may run after every round."""
         block = telemetry_block(self.trials)
         measurement.telemetry = block
-        shared = shared_kernels(block)
-        for nodes in shared:
+        for nodes in shared_kernels(block):
             measurement.notes.append(
                 f"nodes {', '.join(nodes)} share one kernel (a netns testbed): their per-core "
                 "tables are the same host's, and DUT efficiency is per busy host core")
+        return block
+
+    def log(self) -> None:
+        """Log the telemetry once the measurement is done: per variant a folded mpstat-like
+        table per node and its processes, VPP's raw ``show runtime`` texts, and a warning per
+        node whose telemetry was unavailable."""
+        block = telemetry_block(self.trials)
+        shared = shared_kernels(block)
         for variant, entry in block["variants"].items():
             tables = []
             shown: dict[str, str] = {}
@@ -190,4 +197,9 @@ class TrialTelemetry:
                        for node, summary in entry["nodes"].items() if "unavailable" in summary]
         for line in unavailable:
             logger.warn(f"telemetry unavailable: {line}")
+
+    def finish(self, measurement: Measurement) -> dict[str, Any]:
+        """:meth:`attach` and :meth:`log` at once."""
+        block = self.attach(measurement)
+        self.log()
         return block

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from libraries.results.catalogue import case_catalogue
+from libraries.results.inference import DEFAULT_ALPHA, Interval, median_interval
+from libraries.results.plan import TrialPlan
 from libraries.results.stats import TrialSummary, summarize
 
 LOG = logging.getLogger(__name__)
@@ -22,64 +24,32 @@ Direction = Literal["higher_is_better", "lower_is_better"]
 
 
 @dataclass(frozen=True)
-class TrialPlan:
-    """How to measure: ``trials`` trials of ``duration`` s after a ``warmup`` s warm-up."""
-
-    trials: int = 3
-    duration: int = 3
-    warmup: int = 1
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.trials, int) or self.trials < 1:
-            raise ValueError(f"trials: expected an integer >= 1, got {self.trials!r}")
-        if not isinstance(self.duration, int) or self.duration < 1:
-            raise ValueError(f"duration: expected whole seconds >= 1, got {self.duration!r}")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"warmup: expected whole seconds >= 0, got {self.warmup!r}")
-
-    @classmethod
-    def parse(cls, trials: object, duration: object, warmup: object) -> TrialPlan:
-        """The plan from Robot variables (``-v TRIALS:5 -v DURATION:30 -v WARMUP:5``, strings
-        or numbers), strictly: ``1.5`` seconds is refused, not truncated (iperf3 and wrk take
-        whole seconds). Errors name the variable."""
-        return cls(_whole("TRIALS", trials, 1, "an integer"),
-                   _whole("DURATION", duration, 1, "whole seconds"),
-                   _whole("WARMUP", warmup, 0, "whole seconds"))
-
-
-def _whole(variable: str, value: object, minimum: int, what: str) -> int:
-    """``value`` as an int >= ``minimum``: an int, or a string of digits (``ValueError`` naming
-    ``-v VARIABLE:value`` otherwise)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    else:
-        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
-    if number < minimum:
-        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
-    return number
-
-
-@dataclass(frozen=True)
 class Metric:
-    """One summarised metric of a measurement (``value`` is the median of the trials)."""
+    """One summarised metric of a measurement: ``value`` is the median of the trials,
+    ``interval`` its confidence interval at ``1 - alpha`` (order statistics)."""
 
     name: str
     summary: TrialSummary
     direction: Direction = "higher_is_better"
+    alpha: float = DEFAULT_ALPHA
 
     @property
     def value(self) -> float:
         return self.summary.median
 
+    @property
+    def interval(self) -> Interval:
+        """The median's confidence interval (:func:`.inference.median_interval`)."""
+        return median_interval(self.summary.values, self.alpha)
+
     def as_record(self) -> dict[str, Any]:
-        """The record-schema form: unit, value, trials, min, max, mean, stdev, cv, direction."""
+        """The record-schema form: unit, value, interval, trials, min, max, mean, stdev, cv,
+        direction."""
         s = self.summary
         return {
-            "unit": s.unit, "value": s.median, "trials": list(s.values), "min": s.minimum,
-            "max": s.maximum, "mean": s.mean, "stdev": s.stdev, "cv": s.cv,
-            "direction": self.direction,
+            "unit": s.unit, "value": s.median, "interval": self.interval.as_record(),
+            "trials": list(s.values), "min": s.minimum, "max": s.maximum, "mean": s.mean,
+            "stdev": s.stdev, "cv": s.cv, "direction": self.direction,
         }
 
 
@@ -100,6 +70,9 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     trial_seconds: float = 0.0
     telemetry: dict[str, Any] | None = None
+    alpha: float = DEFAULT_ALPHA
+    rounds: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
@@ -108,7 +81,7 @@ class Measurement:
         if not case_catalogue(self.case).has_metric(name):
             raise ValueError(f"case {self.case}: metric {name!r} is not in its catalogue "
                              "(libraries/results/catalogue.py): add it there")
-        metric = Metric(name, summarize(values, unit), direction)
+        metric = Metric(name, summarize(values, unit), direction, self.alpha)
         self.metrics[name] = metric
         return metric
 
@@ -167,6 +140,35 @@ class AllObservers:
             observer.trial_finished(variant, round_number, total, result)
 
 
+def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:
+    """Run each variant once for ``plan.warmup`` s (round 0: nothing of it is kept)."""
+    if plan.warmup:
+        for name, trial in variants.items():
+            LOG.info("warm-up: %s for %d s", name, plan.warmup)
+            trial(Trial(name, plan.warmup, 0))
+
+
+def run_rounds(variants: Mapping[str, Callable[[Trial], Any]], duration: int,
+               rounds: range, total: int, results: dict[str, list[Any]],
+               observer: TrialObserver | None = None) -> float:
+    """Run ``rounds`` (round numbers) of every variant in turn, ``duration`` s each, appending
+    to ``results``; ``total`` is what observers are told the rounds count up to. Returns the
+    seconds spent inside the trials."""
+    measured = 0.0
+    for round_number in rounds:
+        for name, trial in variants.items():
+            if observer is not None:
+                observer.trial_started(name, round_number, total)
+            started = time.monotonic()
+            result = trial(Trial(name, duration, round_number))
+            measured += time.monotonic() - started
+            results.setdefault(name, []).append(result)
+            if observer is not None:
+                observer.trial_finished(name, round_number, total, result)
+            LOG.info("trial %d/%d of %s done", round_number, total, name)
+    return measured
+
+
 def run_interleaved(
     variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
     observer: TrialObserver | None = None,
@@ -178,20 +180,7 @@ def run_interleaved(
     results per variant (in trial order) and the seconds spent inside measured trials.
     """
     results: dict[str, list[Any]] = {name: [] for name in variants}
-    if plan.warmup:
-        for name, trial in variants.items():
-            LOG.info("warm-up: %s for %d s", name, plan.warmup)
-            trial(Trial(name, plan.warmup, 0))
-    measured = 0.0
-    for round_number in range(1, plan.trials + 1):
-        for name, trial in variants.items():
-            if observer is not None:
-                observer.trial_started(name, round_number, plan.trials)
-            started = time.monotonic()
-            result = trial(Trial(name, plan.duration, round_number))
-            measured += time.monotonic() - started
-            results[name].append(result)
-            if observer is not None:
-                observer.trial_finished(name, round_number, plan.trials, result)
-            LOG.info("trial %d/%d of %s done", round_number, plan.trials, name)
+    warm_up(variants, plan)
+    measured = run_rounds(variants, plan.duration, range(1, plan.trials + 1), plan.trials,
+                          results, observer)
     return results, measured

@@ -163,6 +163,14 @@ class Link(_Strict):
         return ((a_node, a_if, self.a_ip), (b_node, b_if, self.b_ip))
 
 
+class MeasurementBudget(_Strict):
+    """A lab's bounds for a test whose verdict is still inconclusive after its planned trials:
+    ``max_trials`` rounds in all, ``max_seconds`` of measuring (Robot variables override)."""
+
+    max_trials: int | None = Field(default=None, ge=1)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+
 class Topology(_Strict):
     """A whole testbed: nodes, links and how it is provisioned."""
 
@@ -171,6 +179,7 @@ class Topology(_Strict):
     provision: Literal["netns"] | None = None
     known_hosts: str | None = None
     may_change: list[Setting] | None = None
+    budget: MeasurementBudget | None = None
     nodes: dict[Name, Node] = Field(min_length=1)
     links: list[Link] = Field(default_factory=list)
 
