@@ -216,7 +216,7 @@ class EbpfStreamKeywords:
                             "measurement, restored afterwards")
             measurement, results = measure(variants, plan, build, judge,
                                            AllObservers(ConsoleProgress(), telemetry))
-        telemetry.log()
+        telemetry.close(measurement)
         for name, runs in results.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{name} trial {number}: iperf3 JSON", run.raw)

@@ -261,7 +261,7 @@ class SslProxyKeywords:
 
         measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
                                        AllObservers(ConsoleProgress(), telemetry))
-        telemetry.log()
+        telemetry.close(measurement)
         self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
                            plan, env)
         for variant, runs in outputs.items():

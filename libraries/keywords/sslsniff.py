@@ -314,7 +314,7 @@ class SslsniffKeywords:
 
         measurement, results = measure({"baseline": baseline, "traced": with_tracer}, plan,
                                        build, judge, AllObservers(ConsoleProgress(), telemetry))
-        telemetry.log()
+        telemetry.close(measurement)
         for name, runs in results.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{name} trial {number}: wrk output", run.raw)

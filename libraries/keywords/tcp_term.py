@@ -129,7 +129,7 @@ class TcpTermKeywords:
 
         measurement, results = measure({"iperf3": trial}, plan, build, judge,
                                        AllObservers(ConsoleProgress(), telemetry))
-        telemetry.log()
+        telemetry.close(measurement)
         for number, run in enumerate(results["iperf3"], start=1):
             log_folded(f"trial {number}: iperf3 JSON", run.raw)
         return measurement
