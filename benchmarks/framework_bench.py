@@ -25,7 +25,7 @@ from pathlib import Path
 
 from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import load_topology
+from libraries.testbed.topology_file import load_topology
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3
 from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
@@ -36,8 +36,18 @@ REPO = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _median_line(what: str, ups: list[float], downs: list[float]) -> str:
+    total = [u + d for u, d in zip(ups, downs, strict=True)]
+    return (f"{what}: up median {statistics.median(ups):.3f} s, down median "
+            f"{statistics.median(downs):.3f} s, up+down median {statistics.median(total):.3f} s "
+            f"(max {max(total):.3f} s) over {len(total)} rounds")
+
+
 def bench_testbed(rounds: int) -> None:
-    """Testbed up+down time (library calls, no interpreter start-up) and SSH round trip."""
+    """Testbed up+down three ways: the namespaces alone (library calls), what a suite pays
+    (``Testbed.up``: namespaces, SSH to every node, pre-flight; a process started over SSH;
+    ``Testbed.down``), and the command line (``python -m libraries.testbed up|down``, with
+    interpreter start-up). Then the SSH round trip."""
     topology = load_topology("3node")
     ups, downs = [], []
     for _ in range(rounds):
@@ -48,10 +58,25 @@ def bench_testbed(rounds: int) -> None:
         started = time.monotonic()
         bed.down()
         downs.append(time.monotonic() - started)
-    total = [u + d for u, d in zip(ups, downs, strict=True)]
-    print(f"3node up: median {statistics.median(ups):.3f} s, down: median "
-          f"{statistics.median(downs):.3f} s, up+down: median {statistics.median(total):.3f} s "
-          f"(max {max(total):.3f} s) over {rounds} rounds")
+    print(_median_line("3node namespaces", ups, downs))
+    ups, downs = [], []
+    for _ in range(rounds):
+        started = time.monotonic()
+        testbed = Testbed.up("3node")
+        ups.append(time.monotonic() - started)
+        testbed.node("dut").start("sleep 60", "sleeper")
+        started = time.monotonic()
+        testbed.down()
+        downs.append(time.monotonic() - started)
+    print(_median_line("3node suite (SSH, pre-flight, a process)", ups, downs))
+    ups, downs = [], []
+    for _ in range(rounds):
+        for action, times in (("up", ups), ("down", downs)):
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-m", "libraries.testbed", action, "3node"],
+                           check=True, stdout=subprocess.DEVNULL, timeout=60, cwd=REPO)
+            times.append(time.monotonic() - started)
+    print(_median_line("3node command line", ups, downs))
     testbed = Testbed.up("3node")
     try:
         node = testbed.node("tg")

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.measurement import TrialPlan, run_interleaved
+from libraries.results.measurement import run_interleaved
+from libraries.results.plan import TrialPlan
 from libraries.testbed.provision import Testbed
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3

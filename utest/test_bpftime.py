@@ -12,6 +12,7 @@ import pytest
 
 from libraries.testbed.errors import ToolMissing
 from libraries.tools.bpftime import (
+    LIBRARIES,
     RUNTIME_LOG,
     SHM_DIR,
     BpftimeSetup,
@@ -105,7 +106,67 @@ def test_bpftime_version_is_its_answer_plus_the_binary_digest(tmp_path):
     (tmp_path / "sslsniff").chmod(0o755)
     digest = subprocess.run(["sha256sum", str(binary)], capture_output=True, text=True,
                             check=True).stdout[:16]
-    assert detect_bpftime(node, missing) == f"1.0 sha256:{digest}"
+    for library in LIBRARIES:
+        (tmp_path / library).write_bytes(b"")
+    assert detect_bpftime(node, missing).version == f"1.0 sha256:{digest}"
+
+
+def _fake_bpftime(root: Path) -> Path:
+    """A bpftime CLI that behaves as the real one about its install folder: it preloads
+    ``<-i DIR, default ~/.bpftime>/libbpftime-syscall-server.so`` for ``load``, and refuses
+    with the real message when that library is not there (the issue's failure)."""
+    binary = root / "bin" / "bpftime"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(
+        '#!/bin/sh\ndir="$HOME/.bpftime"\n'
+        'if [ "$1" = -i ]; then dir=$2; shift 2; fi\n'
+        'case "$1" in --version) echo 1.0; exit 0;; esac\n'
+        'lib="$dir/libbpftime-syscall-server.so"\n'
+        '[ -f "$lib" ] || { echo "Library not found for syscall-server: $lib" >&2; exit 1; }\n'
+        'echo "preload $lib"\n')
+    binary.chmod(0o755)
+    return binary
+
+
+@pytest.mark.parametrize("layout", ["beside", "lib", "named"])
+def test_bpftime_installed_anywhere_runs_with_its_libraries(tmp_path, monkeypatch, layout):
+    """bpftime installed outside ~/.bpftime failed: `bpftime load` looked for its libraries in
+    ~/.bpftime. The folder is now found beside the binary (or in ../lib), or named by the
+    topology, and given as `bpftime -i DIR`."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    binary = _fake_bpftime(tmp_path / "opt")
+    folder = {"beside": tmp_path / "opt" / "bin", "lib": tmp_path / "opt" / "lib",
+              "named": tmp_path / "elsewhere"}[layout]
+    folder.mkdir(exist_ok=True)
+    for library in LIBRARIES:
+        (folder / library).write_bytes(b"")
+    sslsniff = tmp_path / "sslsniff"
+    sslsniff.write_text("#!/bin/sh\n")
+    sslsniff.chmod(0o755)
+    node = LocalNode(workdir=str(tmp_path))
+    setup = BpftimeSetup(binary=str(binary), sslsniff=str(sslsniff),
+                         install_dir=str(folder) if layout == "named" else None)
+    without = node.run(load_command(setup), check=False)
+    if layout != "named":  # what the old code ran
+        assert "Library not found for syscall-server: " in without.stderr
+    found = detect_bpftime(node, setup).setup
+    assert found.install_dir == str(folder.resolve())
+    ran = node.run(load_command(found))
+    assert ran.stdout.strip() == f"preload {folder.resolve()}/libbpftime-syscall-server.so"
+    assert start_command(found, "/usr/sbin/nginx", "/c", "/p").startswith(
+        f"{binary} -i {folder.resolve()} start ")
+
+
+def test_bpftime_without_its_libraries_is_missing_naming_the_folders(tmp_path):
+    binary = _fake_bpftime(tmp_path / "opt")
+    sslsniff = tmp_path / "sslsniff"
+    sslsniff.write_text("#!/bin/sh\n")
+    sslsniff.chmod(0o755)
+    node = LocalNode(workdir=str(tmp_path))
+    with pytest.raises(ToolMissing, match=r"bpftime's libraries not found on local: "
+                       r"libbpftime-agent.so and libbpftime-syscall-server.so are in none of "
+                       rf"{binary.parent}, {binary.parent}/../lib .*tool_dirs: \{{bpftime: DIR"):
+        detect_bpftime(node, BpftimeSetup(binary=str(binary), sslsniff=str(sslsniff)))
 
 
 # ---------------------------------------------------------------------------- leftovers

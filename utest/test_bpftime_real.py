@@ -152,8 +152,10 @@ def traced_nginx(nginx, tmp_path):
 
 @needs_bpftime
 def test_bpftime_traces_nginx_only_and_leaves_nothing(node, traced_nginx):
-    setup = BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF, env={"BPFTIME_VM_NAME": "ubpf"})
-    assert detect_bpftime(node, setup).startswith("1.0 sha256:")
+    detected = detect_bpftime(node, BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF,
+                                                 env={"BPFTIME_VM_NAME": "ubpf"}))
+    assert detected.version.startswith("1.0 sha256:")
+    setup = detected.setup  # with the folder of its libraries (bpftime -i)
     shm = f"hoststack_utest_{uuid.uuid4().hex[:8]}"
     before = bpftime_state(node, shm)
     trial = run_bpftime_trial(node, setup, SeedSslsniff(binary=SSLSNIFF), traced_nginx,
@@ -172,7 +174,8 @@ def test_bpftime_traces_nginx_only_and_leaves_nothing(node, traced_nginx):
 
 @needs_bpftime
 def test_bpftime_loader_without_the_vm_name_attaches_nothing_and_says_why(node, traced_nginx):
-    setup = BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF)  # no BPFTIME_VM_NAME
+    setup = detect_bpftime(node, BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF)).setup
+    # no BPFTIME_VM_NAME
     shm = f"hoststack_utest_{uuid.uuid4().hex[:8]}"
     try:
         run_bpftime_trial(node, setup, SeedSslsniff(binary=SSLSNIFF), traced_nginx,
@@ -195,7 +198,8 @@ def test_bpftime_refuses_to_run_beside_a_kernel_uprobe_on_the_same_library(node,
     tracer = detect_seed_sslsniff(node, SSLSNIFF)
     running = start_kernel_sslsniff(node, SeedSslsniff(binary=SSLSNIFF, pid=worker), tracer)
     try:
-        setup = BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF, env={"BPFTIME_VM_NAME": "ubpf"})
+        setup = detect_bpftime(node, BpftimeSetup(binary=BPFTIME, sslsniff=SSLSNIFF,
+                                                  env={"BPFTIME_VM_NAME": "ubpf"})).setup
         with pytest.raises(TracerError, match=r"kernel uprobes on .*libssl.so.3 are attached "
                                               r"\(another tracer: pids \[\d+\]\).*SIGTRAP"):
             run_bpftime_trial(node, setup, SeedSslsniff(binary=SSLSNIFF), traced_nginx,

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from robot.api import ExecutionResult
 
 from libraries.testbed.errors import CommandTimeout, HostStackError, NodeError, ParseError
 from libraries.testbed.provision import Testbed
@@ -147,3 +148,45 @@ def test_robot_with_a_broken_topology_fails_clearly_and_builds_nothing(tmp_path)
         result.stdout + result.stderr)
     after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert after == before
+
+
+_BAD_SETTINGS = {
+    "yaml syntax": (["-v", "CRITERIA:{bad}"], "version: 1\ncriteria: [{case: tcp_term,\n",
+                    "{bad}: not valid YAML"),
+    "unmeasured metric": (["-v", "CRITERIA:{bad}"],
+                          "version: 1\ncriteria:\n  - {case: tcp_term, metric: gbps, min: 1}\n",
+                          "{bad}: criteria.0.metric: 'gbps' is not measured by case tcp_term"),
+    "unknown operator": (["-v", "CRITERIA:{bad}"],
+                         "version: 1\ncriteria:\n"
+                         "  - {case: tcp_term, metric: throughput, ge: 1}\n",
+                         "{bad}: criteria.0.ge: Extra inputs are not permitted"),
+    "fractional duration": (["-v", "DURATION:1.5"], None,
+                            "-v DURATION:1.5: expected whole seconds >= 1, got '1.5'"),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_SETTINGS))
+def test_bad_criteria_or_trial_settings_stop_the_suite_before_anything_runs(tmp_path, case):
+    """These were reported only after the test had run its trials (criteria), or not at all
+    (DURATION:1.5 ran 1 s trials): now the suite setup refuses them, naming file and entry,
+    before a testbed is built."""
+    options, text, expected = _BAD_SETTINGS[case]
+    bad = tmp_path / "criteria.yaml"
+    if text is not None:
+        bad.write_text(text)
+    options = [o.format(bad=bad) for o in options]
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "robot"), "-d", str(tmp_path), "-v",
+         "TOPOLOGY:3node", *options, "--console", "verbose", "-t", "1s-kernel-tcp-term",
+         str(REPO / "tests" / "tcp_term")], capture_output=True, text=True, timeout=120,
+        cwd=REPO)
+    console = result.stdout + result.stderr
+    assert result.returncode == 1, console
+    assert "Parent suite setup failed:" in console
+    assert expected.format(bad=bad) in console
+    assert "trial 1/" not in console
+    assert list(tmp_path.glob("*/records.jsonl")) == []
+    setup = ExecutionResult(str(tmp_path / "output.xml")).suite.suites[0].setup
+    steps = [(step.name, step.status) for step in setup.body]
+    assert steps == [("Check Measurement Settings", "FAIL"),
+                     ("Set Up Suite Testbed", "NOT RUN")]  # no testbed was built

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaError, evaluate, load_criteria
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.criteria import (
+    DEFAULT_CRITERIA,
+    CriteriaError,
+    CriteriaFile,
+    evaluate,
+    load_criteria,
+)
+from libraries.results.measurement import Measurement, Trial, run_interleaved
+from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.testbed.errors import TopologyError
 
@@ -17,20 +24,32 @@ from libraries.testbed.errors import TopologyError
 def _measurement(**params) -> Measurement:
     m = Measurement(case="ssl_proxy", stack="kernel",
                     parameters={"file_size": "1kb", "mtls": False, **params})
-    m.add("rps", [900.0, 1100.0, 1000.0], "requests/s")
-    m.add("errors", [0.0, 0.0, 0.0], "count", "lower_is_better")
-    m.add("proxy_direct_ratio", [0.4, 0.5, 0.45], "ratio")
+    m.add("rps", [11900.0, 12100.0, 12000.0, 11950.0, 12050.0], "requests/s")
+    m.add("errors", [0.0] * 5, "count", "lower_is_better")
+    m.add("proxy_direct_ratio", [0.55, 0.6, 0.58, 0.62, 0.57], "ratio")
     return m
 
 
 def test_interleaving_runs_variants_in_turn_after_a_warm_up():
     calls = []
-    variants = {name: (lambda d, n=name: calls.append((n, d)) or len(calls))
-                for name in ("direct", "proxy")}
+    variants = dict.fromkeys(("direct", "proxy"),
+                             lambda t: calls.append((t.variant, t.seconds)) or len(calls))
     results, _ = run_interleaved(variants, TrialPlan(trials=2, duration=5, warmup=1))
     assert calls == [("direct", 1), ("proxy", 1), ("direct", 5), ("proxy", 5),
                      ("direct", 5), ("proxy", 5)]
     assert results == {"direct": [3, 5], "proxy": [4, 6]}
+
+
+def test_a_warm_up_as_long_as_a_trial_is_still_a_warm_up():
+    """Trials told a warm-up by its length: with -v DURATION:1 -v WARMUP:1 the warm-up's
+    requests leaked into the first trial's evidence, and 2 trials left 3 evidence entries."""
+    seen: list[Trial] = []
+    run_interleaved({"baseline": seen.append, "traced": seen.append},
+                    TrialPlan(trials=2, duration=1, warmup=1))
+    assert [(t.variant, t.round, t.measured) for t in seen] == [
+        ("baseline", 0, False), ("traced", 0, False), ("baseline", 1, True),
+        ("traced", 1, True), ("baseline", 2, True), ("traced", 2, True)]
+    assert {t.seconds for t in seen} == {1}
 
 
 @pytest.mark.parametrize("bad", [{"trials": 0}, {"duration": 0}, {"warmup": -1},
@@ -42,10 +61,12 @@ def test_trial_plan_rejects_bad_values(bad):
 
 def test_metric_summary_is_the_median_of_trials():
     m = _measurement()
-    assert m.value("rps") == 1000.0
+    assert m.value("rps") == 12000.0
     record = m.metrics["rps"].as_record()
-    assert record["trials"] == [900.0, 1100.0, 1000.0]
-    assert record["min"] == 900.0 and record["max"] == 1100.0
+    assert record["trials"] == [11900.0, 12100.0, 12000.0, 11950.0, 12050.0]
+    assert record["min"] == 11900.0 and record["max"] == 12100.0
+    assert record["interval"] == {"low": 11900.0, "high": 12100.0, "level": 1 - 2 / 32,
+                                  "method": "order statistics"}
     with pytest.raises(KeyError, match="no metric 'latency'"):
         m.value("latency")
 
@@ -57,17 +78,64 @@ def test_shipped_criteria_judge_an_ssl_proxy_result_on_3node():
     assert set(by_metric) == {"errors", "rps", "proxy_direct_ratio"}
     assert all(r.passed for r in results)
     # the 64 KiB floor does not apply to a 1 KiB test, and absolute floors not to a lab
-    assert [r.required for r in results if r.metric == "rps"] == [1000.0]
+    assert len([r for r in results if r.metric == "rps"]) == 1
     assert {r.metric for r in evaluate(criteria, _measurement(), "lab-3node")} == {
         "errors", "proxy_direct_ratio"}
 
 
+def _floor(metric: str = "rps", bound: float = 1000.0, op: str = "min") -> CriteriaFile:
+    return CriteriaFile.model_validate({"version": 1, "criteria": [
+        {"case": "ssl_proxy", "metric": metric, op: bound}]})
+
+
+def test_a_criterion_passes_only_when_the_interval_clears_the_bound():
+    m = _measurement()
+    m.add("rps", [1200.0, 1100.0, 1300.0, 1150.0, 1250.0], "requests/s")
+    [result] = evaluate(_floor(), m, "3node")
+    assert result.outcome == "pass"
+    assert result.describe().startswith(
+        "rps 1200 [1100, 1300] (94% confidence) requests/s >= required 1000 (")
+
+
 def test_a_missed_criterion_says_measured_versus_required():
     m = _measurement()
-    m.add("rps", [800.0, 812.3, 790.0], "requests/s")
-    failed = [r for r in evaluate(load_criteria(), m, "3node") if not r.passed]
-    assert len(failed) == 1
-    assert failed[0].describe().startswith("rps 800 requests/s < required 1000 (")
+    m.add("rps", [800.0, 812.3, 790.0, 805.0, 820.0], "requests/s")
+    [failed] = evaluate(_floor(), m, "3node")
+    assert failed.outcome == "fail" and not failed.passed
+    assert failed.describe().startswith(
+        "rps 805 [790, 820] (94% confidence) requests/s < required 1000 (")
+
+
+def test_an_interval_straddling_the_bound_is_inconclusive():
+    m = _measurement()
+    m.add("rps", [900.0, 1100.0, 1000.0, 950.0, 1050.0], "requests/s")
+    [result] = evaluate(_floor(), m, "3node")
+    assert result.outcome == "inconclusive"
+    assert "inconclusive against required >= 1000 (the interval straddles the bound)" in \
+        result.describe()
+
+
+def test_too_few_trials_are_inconclusive_even_far_from_the_bound():
+    m = _measurement()
+    m.add("rps", [100.0, 110.0, 105.0], "requests/s")  # 3 trials: 87.5 % one-sided at most
+    [result] = evaluate(_floor(), m, "3node")
+    assert result.outcome == "inconclusive"
+    assert "too few trials for an interval that decides" in result.describe()
+
+
+def test_a_ceiling_is_judged_with_the_upper_end():
+    m = _measurement()
+    m.add("errors", [0.0, 0.0, 0.0, 0.0, 2.0], "count", "lower_is_better")
+    assert evaluate(_floor("errors", 0, "max"), m, "3node")[0].outcome == "inconclusive"
+    m.add("errors", [3.0, 2.0, 4.0, 5.0, 2.0], "count", "lower_is_better")
+    assert evaluate(_floor("errors", 0, "max"), m, "3node")[0].outcome == "fail"
+
+
+def test_a_single_value_is_judged_by_its_value():
+    m = _measurement()
+    m.add("latency_p99", [12.0], "ms", "lower_is_better")
+    [result] = evaluate(_floor("latency_p99", 10.0, "max"), m, "3node")
+    assert result.outcome == "fail" and result.interval.level is None
 
 
 def test_criterion_on_an_unmeasured_metric_is_an_error_not_a_pass():
@@ -89,6 +157,48 @@ def test_bad_criteria_file_names_file_and_entry(tmp_path: Path):
     assert f"{path}: criteria.1.typo: Extra inputs are not permitted" in text
 
 
+def test_criteria_on_what_a_case_never_measures_are_refused_when_loaded(tmp_path: Path):
+    path = tmp_path / "criteria.yaml"
+    path.write_text("version: 1\ncriteria:\n"
+                    "  - {case: ssl_proxy, metric: rsp, min: 1000}\n"
+                    "  - {case: ssl_proxy, metric: rps, min: 1, when: {file_sise: 1kb}}\n"
+                    "  - {case: tcp_trem, metric: throughput, min: 1}\n"
+                    "  - {case: ebpf_stream, metric: ebpf_gbps_per_dut_core, min: 1,\n"
+                    "     when: {ebpf: true, stack: kernel}}\n")
+    with pytest.raises(CriteriaError) as error:
+        load_criteria(path)
+    lines = str(error.value).splitlines()
+    assert lines[0].startswith(f"{path}: criteria.0.metric: 'rsp' is not measured by case "
+                               "ssl_proxy (its metrics: rps, errors, ")
+    assert lines[1].startswith(f"{path}: criteria.1.when.file_sise: case ssl_proxy has no "
+                               "parameter 'file_sise' (its parameters: stack, file_size, ")
+    assert lines[2].startswith(f"{path}: criteria.2.case: unknown case 'tcp_trem': expected "
+                               "one of ebpf_stream, ssl_proxy, sslsniff, tcp_term")
+    assert len(lines) == 3  # the variant-prefixed metric of criteria.3 is known
+
+
+def test_a_measurement_refuses_a_metric_missing_from_the_catalogue():
+    with pytest.raises(ValueError, match="case tcp_term: metric 'thruput' is not in its "
+                                         "catalogue"):
+        Measurement("tcp_term", "kernel", {}).add("thruput", [1.0], "Gbit/s")
+
+
+@pytest.mark.parametrize(("trials", "duration", "warmup", "message"), [
+    ("3", "1.5", "1", "-v DURATION:1.5: expected whole seconds >= 1, got '1.5'"),
+    ("0", "3", "1", "-v TRIALS:0: expected an integer >= 1"),
+    ("3", "3", "-1", "-v WARMUP:-1: expected whole seconds >= 0"),
+    ("three", "3", "1", "-v TRIALS:three: expected an integer >= 1"),
+    (3, 2.5, 1, "-v DURATION:2.5: expected whole seconds >= 1"),
+])
+def test_trial_settings_from_robot_variables_are_strict(trials, duration, warmup, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TrialPlan.parse(trials, duration, warmup)
+
+
+def test_trial_settings_accept_whole_numbers_given_as_text():
+    assert TrialPlan.parse("5", " 30 ", 0) == TrialPlan(5, 30, 0)
+
+
 def _record(**changes) -> dict:
     m = _measurement()
     record = {
@@ -101,7 +211,18 @@ def _record(**changes) -> dict:
         "criteria": [], "verdict": "no_criteria", "versions": {"dut": {"nginx": "1.22.1"}},
     }
     record.update(changes)
+    if record["schema_version"] < 3:  # as versions 1 and 2 were written: no intervals
+        for metric in record["metrics"].values():
+            metric.pop("interval", None)
     return record
+
+
+def _v3(**changes) -> dict:
+    """A version 3 record (intervals, rounds, environment)."""
+    return _record(schema_version=3, telemetry={"unavailable": "not read in this test"},
+                   rounds={"planned": 3, "run": 3, "max_trials": 6, "max_seconds": None,
+                           "alpha": 0.05, "stopped": "conclusive"},
+                   environment={"unavailable": "not read in this test"}, **changes)
 
 
 def test_records_round_trip_and_bad_lines_name_file_and_line(tmp_path: Path):

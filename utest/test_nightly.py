@@ -99,7 +99,7 @@ def test_single_topology_runs_robot_writes_run_json_and_dashboard(fakes, with_re
     assert meta["run_id"] == run_id and meta["topology"] == "3node"
     assert meta["start_time"] <= meta["end_time"]
     assert meta["exit_codes"]["run_codes"] == {"3node": 0}
-    report = (run_dir / "report.html").read_text()
+    report = (run_dir / "run-report.html").read_text()
     assert f"Run {run_id}" in report and 'class="chart"' in report
     assert (results / "trend.html").read_text().count('class="chart"') == 1
     assert len(json.loads((results / "trend.html").read_text().split("const SERIES = ")[1]

@@ -13,7 +13,8 @@ from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
 from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
-from libraries.results.measurement import AllObservers, TrialPlan, run_interleaved
+from libraries.results.measurement import AllObservers, run_interleaved
+from libraries.results.plan import TrialPlan
 
 
 def _console() -> tuple[VerboseConsole, io.StringIO]:
@@ -84,7 +85,7 @@ def test_all_observers_wrap_in_order_and_unwrap_in_reverse():
             calls.append(("finish", self.name, variant, round_number, result))
 
     plan = TrialPlan(trials=2, duration=1, warmup=1)
-    results, _ = run_interleaved({"a": lambda s: s * 10}, plan,
+    results, _ = run_interleaved({"a": lambda t: t.seconds * 10}, plan,
                                  AllObservers(Recorder("progress"), Recorder("cpu")))
     assert results == {"a": [10, 10]}
     assert calls[:4] == [("start", "progress", "a", 1, 2), ("start", "cpu", "a", 1, 2),

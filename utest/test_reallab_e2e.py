@@ -27,7 +27,7 @@ from robot.api import ExecutionResult
 from libraries.results.versions import tool_version
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import parse_topology
+from libraries.testbed.topology_file import parse_topology
 from libraries.vpp.node import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
 from utest.fake_vpp_daemon import fake_vpp_install

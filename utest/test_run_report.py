@@ -1,4 +1,4 @@
-"""Tests of libraries.trend.report: the per-run report.html, from a real run's files.
+"""Tests of libraries.trend.report: the per-run run-report.html, from a real run's files.
 
 ``fixtures/runs/kernel-3node`` holds records.jsonl, tests.jsonl and run.json of a real run
 (3node, kernel stack, 2 trials of 2 s: tcp_term, ssl_proxy with wrk2, sslsniff, ebpf_stream
@@ -73,7 +73,7 @@ def test_links_into_the_log_resolve(run_dir: Path):
 def test_cli_writes_the_page_and_rejects_a_directory_without_a_run(run_dir: Path,
                                                                    tmp_path: Path, capsys):
     assert main([str(run_dir)]) == 0
-    assert (run_dir / "report.html").stat().st_size > 100_000  # plotly.js inlined
+    assert (run_dir / "run-report.html").stat().st_size > 100_000  # plotly.js inlined
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main([str(empty)]) == 2
@@ -90,13 +90,13 @@ def test_a_garbled_tests_file_is_named_with_its_line(run_dir: Path):
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (/usr/bin/chromium missing)")
 def test_the_page_renders_in_chromium_without_console_errors(run_dir: Path, tmp_path: Path):
     assert main([str(run_dir)]) == 0
-    done = chromium(tmp_path / "profile", "--dump-dom", (run_dir / "report.html").as_uri())
+    done = chromium(tmp_path / "profile", "--dump-dom", (run_dir / "run-report.html").as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     assert console_lines(done.stderr) == []
     assert done.stdout.count('class="plot-container plotly"') == 4
     shot = tmp_path / "report.png"
     chromium(tmp_path / "profile2", "--hide-scrollbars", "--window-size=1280,2000",
-             f"--screenshot={shot}", (run_dir / "report.html").as_uri())
+             f"--screenshot={shot}", (run_dir / "run-report.html").as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

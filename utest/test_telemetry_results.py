@@ -16,7 +16,8 @@ from libraries.results.efficiency import (
     add_rate_costs,
     add_ratio,
 )
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.measurement import Measurement, run_interleaved
+from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.results.telemetry import (
     busy_cores,
@@ -171,15 +172,17 @@ def test_worker_ratio_and_missing_inputs_become_notes_not_zeros():
     add_rate_costs(m, trials, [RateCost("direct", "direct", "gbps", prefix="direct_")])
     add_process_costs(m, trials, [ProcessCost("native", "dut", "nginx-absent", "absent_cpu")])
     zero = Measurement(case="ebpf_stream", stack="kernel", parameters={})
-    zero.add("a", [1.0], "%")
-    zero.add("b", [0.0], "%")
-    add_ratio(zero, "a", "b", "a_b_ratio")
+    zero.add("ebpf_nginx_worker_cpu", [1.0], "%")
+    zero.add("native_nginx_worker_cpu", [0.0], "%")
+    add_ratio(zero, "ebpf_nginx_worker_cpu", "native_nginx_worker_cpu",
+              "ebpf_nginx_worker_cpu_ratio")
     assert "direct_gbps_per_dut_core" not in m.metrics and "absent_cpu" not in m.metrics
-    assert "a_b_ratio" not in zero.metrics
+    assert "ebpf_nginx_worker_cpu_ratio" not in zero.metrics
     assert any("direct_gbps_per_dut_core unavailable: dut telemetry: /proc not readable"
                in n for n in m.notes)
     assert any("absent_cpu unavailable: no process 'nginx-absent'" in n for n in m.notes)
-    assert zero.notes == ["a_b_ratio unavailable: b was 0 in a trial"]
+    assert zero.notes == ["ebpf_nginx_worker_cpu_ratio unavailable: native_nginx_worker_cpu "
+                          "was 0 in a trial"]
 
 
 def test_cpu_table_reads_like_mpstat():
@@ -214,7 +217,7 @@ def test_observer_hears_measured_trials_only_in_order():
     calls: list[tuple[str, int]] = []
 
     def variant(name: str):
-        return lambda seconds: calls.append((name, seconds)) or f"{name}{len(calls)}"
+        return lambda trial: calls.append((name, trial.seconds)) or f"{name}{len(calls)}"
 
     results, _ = run_interleaved({"a": variant("a"), "b": variant("b")},
                                  TrialPlan(trials=2, duration=3, warmup=1), recorder)

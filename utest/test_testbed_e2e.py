@@ -17,15 +17,10 @@ import pytest
 
 from libraries.results.versions import tool_version
 from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
-from libraries.testbed.netns import (
-    STATE_ROOT,
-    LocalTestbed,
-    make_prefix,
-    sweep_stale,
-    teardown_prefix,
-)
+from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import load_topology, parse_topology
+from libraries.testbed.teardown import STATE_ROOT, sweep_stale, teardown_prefix
+from libraries.testbed.topology_file import load_topology, parse_topology
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -242,15 +237,57 @@ def test_cli_down_returns_only_once_its_sshd_processes_are_gone():
         assert len(pids) == 2  # one sshd per node
         reaper.stdin.write("go\n")
         reaper.stdin.flush()
+        started = time.monotonic()
         down = subprocess.run([os.sys.executable, "-m", "libraries.testbed", "down", "2node"],
                               capture_output=True, text=True, timeout=60, cwd=REPO)
+        took = time.monotonic() - started
         assert down.returncode == 0, down.stderr
         assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+        # the sshds' own parent (the testbed's keeper) reaps them: no wait on init's 3 s
+        assert took < 2.5, f"down took {took:.2f} s"
         assert _leftovers(prefix) == []
     finally:
         reaper.stdin.close()
         reaper.wait(timeout=30)
         teardown_prefix(prefix)
+
+
+_SUITE_UNDER_SLOW_INIT = """
+import ctypes, json, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
+child = os.fork()
+if child == 0:  # a suite: up, a process started over SSH, down
+    from libraries.testbed.provision import Testbed
+    bed = Testbed.up("3node")
+    bed.node("dut").start("sleep 100", "sleeper")
+    bed.node("tg").run("true")
+    sshds = [int(p) for ns in bed.local.namespaces.values() for p in subprocess.run(
+        ["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()]
+    started = time.monotonic()
+    bed.down()
+    took = time.monotonic() - started
+    print(json.dumps({"down": took, "left": [p for p in sshds if os.path.exists(f"/proc/{p}")
+                      and open(f"/proc/{p}/comm").read().strip() == "sshd"]}), flush=True)
+    os._exit(0)
+time.sleep(3.0)  # a busy init reaps late
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+"""
+
+
+def test_suite_teardown_does_not_wait_for_init_to_reap():
+    """Each suite's teardown waited ~1.6 s for this VM's init to reap the SSH session
+    processes orphaned when their sshd went first. Sessions now go first (their sshd reaps
+    them), the sshds after (their keeper reaps them); nothing waits for init."""
+    run = subprocess.run([os.sys.executable, "-c", _SUITE_UNDER_SLOW_INIT], capture_output=True,
+                         text=True, timeout=60, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+    assert outcome["left"] == []
+    assert outcome["down"] < 1.5, outcome
 
 
 def test_put_files_writes_several_files_with_their_modes_in_one_command(testbed):

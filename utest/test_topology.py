@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from libraries.testbed.errors import TopologyError
-from libraries.testbed.topology import TOPOLOGY_DIR, load_topology, parse_topology
+from libraries.testbed.topology import TOPOLOGY_DIR
+from libraries.testbed.topology_file import load_topology, parse_topology
 
 SHIPPED = sorted(p for p in TOPOLOGY_DIR.glob("*.yaml") if p.name != "criteria.yaml") + sorted(
     TOPOLOGY_DIR.glob("examples/*.yaml"))
@@ -74,6 +75,10 @@ BAD = [
     ("missing roles", _delete("nodes.tg.roles"), "nodes.tg.roles: required key is missing"),
     ("missing name", _delete("name"), "name: required key is missing"),
     ("unknown tool", _set("nodes.dut.tools.ngnix", "nginx"), "nodes.dut.tools:"),
+    ("folder of an undeclared tool", _set("nodes.tg.tool_dirs", {"bpftime": "/opt/bpftime"}),
+     "nodes.tg.tool_dirs: 'bpftime' is not in this node's tools"),
+    ("relative tool folder", _set("nodes.dut.tool_dirs", {"nginx": "opt/nginx"}),
+     "nodes.dut.tool_dirs.nginx: String should match pattern"),
     ("bad port", _set("nodes.dut.port", 70000), "nodes.dut.port:"),
     ("port wrong type", _set("nodes.dut.port", "ssh"), "nodes.dut.port:"),
     ("link to unknown node", _set("links.0.b", "dutt:eth1"), "links.0.b: unknown node 'dutt'"),
@@ -83,7 +88,13 @@ BAD = [
      "links.1.b_ip: duplicate address 198.18.1.1 (also on dut:eth1)"),
     ("link ends in two subnets", _set("links.0.b_ip", "198.18.9.1/24"), "links.0:"),
     ("interface used twice", _set("links.1.a", "dut:eth1"), "links.1.a: interface dut:eth1"),
-    ("bad link end syntax", _set("links.0.a", "tg-eth1"), "links.0.a:"),
+    ("bad link end syntax", _set("links.0.a", "tg-eth1"), "links.0.a: expected 'node:interface'"),
+    ("interface name longer than the kernel's 15",
+     _set("links.1.a", "dut:ethernet0123456789"),
+     "links.1.a: interface name 'ethernet0123456789' has 18 characters: Linux allows at most 15"),
+    ("declared interface name too long",
+     _set("nodes.dut.interfaces", {"ethernet0123456789": {"vpp_driver": "af_packet"}}),
+     "nodes.dut.interfaces.ethernet0123456789: invalid name: interface name"),
     ("host with netns", _set("nodes.tg.host", "10.0.0.1"), "nodes.tg.host: must be absent"),
     ("bad provision", _set("provision", "docker"), "provision:"),
     ("bad node name", _set("nodes.Bad-Name", {"roles": ["tg"]}), "nodes.Bad-Name: invalid name"),

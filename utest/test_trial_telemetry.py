@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.measurement import Measurement, TrialPlan, run_interleaved
+from libraries.results.measurement import Measurement, run_interleaved
+from libraries.results.plan import TrialPlan
 from libraries.results.records import validate_record
 from libraries.testbed.errors import CommandError
 from libraries.testbed.topology import VppInstall
@@ -59,12 +60,18 @@ def spinner():
     process.wait()
 
 
+def _bed(**nodes):
+    """A testbed as TrialTelemetry sees it: nodes, and a topology declaring no CPUs."""
+    return SimpleNamespace(nodes=nodes, topology=SimpleNamespace(
+        nodes={name: SimpleNamespace(cpus={}) for name in nodes}))
+
+
 def test_every_node_is_read_around_measured_trials_only(tmp_path: Path, spinner):
     dut = TrackedNode(workdir=str(tmp_path / "dut"), name="dut",
                       processes=(Tracked(spinner.pid, "spinner"),))
     tg = TrackedNode(workdir=str(tmp_path / "tg"), name="tg")
     lost = TrackedNode(workdir=str(tmp_path / "lost"), name="lost", broken=True)
-    telemetry = TrialTelemetry(SimpleNamespace(nodes={"dut": dut, "tg": tg, "lost": lost}))
+    telemetry = TrialTelemetry(_bed(dut=dut, tg=tg, lost=lost))
     ledger = telemetry.ledger("tg")
 
     def trial(seconds: int) -> int:
@@ -80,8 +87,10 @@ def test_every_node_is_read_around_measured_trials_only(tmp_path: Path, spinner)
     assert first["lost"] == {"unavailable": "/proc not readable: lost (localhost): the read "
                                             "exited 1: sh: 1: cannot open /proc/stat: "
                                             "Permission denied"}
-    starts = [c for c in dut.history if "pgrep" in c]  # end reads never list members
-    assert len(starts) == 2 and len(dut.history) == 4
+    starts = [c for c in dut.history if "pgrep" in c and "==cpus" not in c]  # not at ends
+    environment = [c for c in dut.history if "==cpus" in c]
+    assert len(starts) == 2 and len(dut.history) - len(environment) == 4
+    assert len(environment) == 1  # before the first measured trial only
     assert f'm="{spinner.pid}"' in starts[1]  # members known from trial 1: pgrep only if gone
     measurement = Measurement(case="tcp_term", stack="kernel", parameters={})
     measurement.add("throughput", [1.0, 1.0], "Gbit/s")
@@ -90,6 +99,10 @@ def test_every_node_is_read_around_measured_trials_only(tmp_path: Path, spinner)
     assert nodes["lost"]["unavailable"].startswith("/proc not readable: lost (localhost)")
     assert nodes["dut"]["trials"] == 2
     assert any("share one kernel" in note for note in measurement.notes)
+    assert len([c for c in dut.history if "==cpus" in c]) == 2  # and after the last
+    assert measurement.environment["nodes"]["dut"]["placement"]["processes"] == {
+        "spinner": "0-1"}
+    assert measurement.environment["nodes"]["lost"]["unavailable"].startswith("lost")
     validate_record(_record(schema_version=2, telemetry=block, case="tcp_term"))
 
 
@@ -104,7 +117,7 @@ def test_vpp_runtime_is_cleared_before_and_read_after_each_trial(tmp_path: Path)
     fake.chmod(0o755)
     dut = TrackedNode(workdir=str(tmp_path / "dut"), name="dut")
     install = VppInstall(vppctl=str(fake), cli_socket=str(tmp_path / "cli.sock"))
-    telemetry = TrialTelemetry(SimpleNamespace(nodes={"dut": dut}),
+    telemetry = TrialTelemetry(_bed(dut=dut),
                                vpp={"dut": SimpleNamespace(install=install)})
     run_interleaved({"vpp": pause}, TrialPlan(trials=2, duration=1, warmup=0), telemetry)
     calls = (tmp_path / "vppctl.calls").read_text().splitlines()
@@ -126,7 +139,7 @@ def test_vpp_without_runtime_data_is_unavailable_not_zero(tmp_path: Path):
     fake.chmod(0o755)
     dut = TrackedNode(workdir=str(tmp_path / "dut"), name="dut")
     install = VppInstall(vppctl=str(fake), cli_socket=str(tmp_path / "cli.sock"))
-    telemetry = TrialTelemetry(SimpleNamespace(nodes={"dut": dut}),
+    telemetry = TrialTelemetry(_bed(dut=dut),
                                vpp={"dut": SimpleNamespace(install=install)})
     run_interleaved({"vpp": pause}, TrialPlan(trials=1, duration=1, warmup=0), telemetry)
     reading = telemetry.trials["vpp"][0]["dut"]

@@ -12,7 +12,7 @@ import pytest
 
 from libraries.testbed.errors import HostStackError, PapiError, RenderError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import parse_topology
+from libraries.testbed.topology_file import parse_topology
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,

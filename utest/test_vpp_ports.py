@@ -11,7 +11,8 @@ import pytest
 
 from libraries.testbed.errors import HostStackError, PapiError
 from libraries.testbed.node import CommandResult
-from libraries.testbed.topology import TOPOLOGY_DIR, Topology, load_topology, parse_topology
+from libraries.testbed.topology import TOPOLOGY_DIR, Topology
+from libraries.testbed.topology_file import load_topology, parse_topology
 from libraries.vpp.hoststack import HostStack, VppThread
 from libraries.vpp.node import VppLayout, check_threads, jumbo_needs_hugepages, startup_params
 from libraries.vpp.papi import PapiConnection

@@ -14,7 +14,7 @@ import pytest
 
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import load_topology
+from libraries.testbed.topology_file import load_topology
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,

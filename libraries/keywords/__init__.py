@@ -16,9 +16,11 @@ from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
 
 if TYPE_CHECKING:
+    from libraries.results.adaptive import Judge
     from libraries.testbed.provision import Testbed
 
 TESTBED_LIBRARY = "libraries.keywords.testbed.TestbedKeywords"
+RESULTS_LIBRARY = "libraries.keywords.results.ResultsKeywords"
 
 
 def log_folded(title: str, text: str) -> None:
@@ -31,3 +33,13 @@ def current_testbed() -> Testbed:
     """The testbed set up by this suite's ``Set Up Testbed`` (fails clearly when there is none)."""
     library = BuiltIn().get_library_instance(TESTBED_LIBRARY)
     return library.testbed
+
+
+def current_judge() -> Judge | None:
+    """The criteria and settings a measuring test is judged by (the results library's), or
+    None when the suite does not import it: the test then runs its planned trials only."""
+    try:
+        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
+    except RuntimeError:
+        return None
+    return library.judge()

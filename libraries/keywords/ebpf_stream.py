@@ -9,9 +9,10 @@ from contextlib import ExitStack
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import (
     ProcessCost,
     RateCost,
@@ -19,12 +20,9 @@ from libraries.results.efficiency import (
     add_rate_costs,
     add_ratio,
 )
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
 from libraries.tools.ebpf_stream.module import (
@@ -128,8 +126,8 @@ class EbpfStreamKeywords:
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
-        self, client: str = "tg", reverse: bool = True, trials: int = 3, duration: int = 3,
-        warmup: int = 1,
+        self, client: str = "tg", reverse: bool = True, trials: str | int = 5,
+        duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """Run iperf3 from ``client`` (``-R``: download, as in the seed) directly to the
         server and through every started proxy, interleaved (direct, native, eBPF, direct,
@@ -158,7 +156,7 @@ class EbpfStreamKeywords:
                                 handle.ports[0])
         cpus = testbed.topology.cpus_of(tg.name, "load") if self._pinned else None
         evidence: list[EngagementEvidence] = []
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         bpftool = "bpftool"
         ebpf = self._proxies.get("ebpf")
         dut = testbed.nodes[ebpf.node] if ebpf else None
@@ -166,16 +164,17 @@ class EbpfStreamKeywords:
             bpftool = testbed.topology.nodes[dut.name].tools.get("bpftool", "bpftool")
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(variant: str, seconds: int) -> IperfResult:
+        def trial(run: Trial) -> IperfResult:
+            variant = run.variant
             host, port = targets[variant]
-            options = IperfClientOptions(server=host, port=port, duration=seconds,
+            options = IperfClientOptions(server=host, port=port, duration=run.seconds,
                                          reverse=bool(reverse), cpus=cpus)
             mark = mark_engagement(dut, ebpf.error_log, bpftool) if variant == "ebpf" else None
             result = run_iperf3_client(tg, binary, options, cpu_ledger=telemetry.ledger(tg.name))
             if mark is not None:
                 engaged = collect_engagement(dut, mark, bpftool)
                 engaged.require_engaged()
-                if seconds == plan.duration:
+                if run.measured:
                     evidence.append(engaged)
             for handle in self._proxies.values():
                 nginx_is_alive(testbed.nodes[handle.node], handle)
@@ -183,43 +182,49 @@ class EbpfStreamKeywords:
                 raise HostStackError("the iperf3 server died")
             return result
 
-        variants = {name: (lambda s, n=name: trial(n, s)) for name in targets}
+        variants = dict.fromkeys(targets, trial)
+        judge = current_judge()
+
+        def build(results: dict[str, list[IperfResult]], seconds: float) -> Measurement:
+            measurement = Measurement(
+                case="ebpf_stream", stack="kernel",
+                parameters={"reverse": bool(reverse), "pinned": self._pinned,
+                            "ebpf": "ebpf" in self._proxies,
+                            "variants": sorted(targets), "trials": plan.trials,
+                            "duration_s": plan.duration, "warmup_s": plan.warmup},
+                trial_seconds=seconds, alpha=judge.settings.alpha if judge else DEFAULT_ALPHA,
+            )
+            gbps = {name: [r.gbps for r in runs] for name, runs in results.items()}
+            for name, values in gbps.items():
+                measurement.add(name, values, "Gbit/s")
+            for a, b in (("native", "direct"), ("ebpf", "native"), ("ebpf", "direct")):
+                if a in gbps and b in gbps:
+                    measurement.add(f"{a}_{b}_ratio",
+                                    [x / y for x, y in zip(gbps[a], gbps[b], strict=True)],
+                                    "ratio")
+            if evidence:
+                measurement.evidence["ebpf_engagement"] = [e.as_record() for e in evidence]
+            measurement.evidence["sender_gbps"] = {
+                name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
+            self._cpu_metrics(measurement, telemetry)
+            return measurement
+
         with ExitStack() as stack:
             if dut is not None:
                 previous = stack.enter_context(bpf_stats_enabled(dut))
                 logger.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
                             "measurement, restored afterwards")
-            results, measured = run_interleaved(variants, plan,
-                                                AllObservers(ConsoleProgress(), telemetry))
-        measurement = Measurement(
-            case="ebpf_stream", stack="kernel",
-            parameters={"reverse": bool(reverse), "pinned": self._pinned,
-                        "ebpf": "ebpf" in self._proxies,
-                        "variants": sorted(targets), "trials": plan.trials,
-                        "duration_s": plan.duration, "warmup_s": plan.warmup},
-            trial_seconds=measured,
-        )
-        gbps = {name: [r.gbps for r in runs] for name, runs in results.items()}
-        for name, values in gbps.items():
-            measurement.add(name, values, "Gbit/s")
-        for a, b in (("native", "direct"), ("ebpf", "native"), ("ebpf", "direct")):
-            if a in gbps and b in gbps:
-                measurement.add(f"{a}_{b}_ratio",
-                                [x / y for x, y in zip(gbps[a], gbps[b], strict=True)],
-                                "ratio")
-        if evidence:
-            measurement.evidence["ebpf_engagement"] = [e.as_record() for e in evidence]
+            measurement, results = measure(variants, plan, build, judge,
+                                           AllObservers(ConsoleProgress(), telemetry))
+        telemetry.close(measurement)
         for name, runs in results.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{name} trial {number}: iperf3 JSON", run.raw)
-        measurement.evidence["sender_gbps"] = {
-            name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
-        self._cpu_metrics(measurement, telemetry)
         return measurement
 
     def _cpu_metrics(self, measurement: Measurement, telemetry: TrialTelemetry) -> None:
         """Seed 003's CPU evidence: per-variant DUT cost and the proxies' worker CPU."""
-        telemetry.finish(measurement)
+        telemetry.attach(measurement)
         dut = next(iter(self._proxies.values())).node if self._proxies else "dut"
         add_rate_costs(measurement, telemetry.trials,
                        [RateCost(v, v, "gbps", prefix=f"{v}_", dut=dut)

@@ -15,14 +15,25 @@ from typing import Any
 from robot.api import logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
+from robot.running.context import EXECUTION_CONTEXTS
 
 from libraries.keywords import TESTBED_LIBRARY
-from libraries.results.criteria import DEFAULT_CRITERIA, CriterionResult, evaluate, load_criteria
+from libraries.results.adaptive import Judge
+from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
-from libraries.results.records import CURRENT_VERSION, RecordError, append_record, make_test_id
+from libraries.results.plan import Settings, TrialPlan, parse_settings
+from libraries.results.records import (
+    CURRENT_VERSION,
+    RecordError,
+    append_line,
+    append_record,
+    make_test_id,
+)
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
+from libraries.testbed.topology import Topology
+from libraries.testbed.topology_file import load_topology
 from libraries.trend.ingest import ingest
 from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
 from libraries.trend.store import Store
@@ -33,6 +44,12 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+def _dry_run() -> bool:
+    """True under ``robot --dryrun``: nothing is measured, so nothing is recorded."""
+    context = EXECUTION_CONTEXTS.current
+    return bool(context is not None and context.dry_run)
 
 
 def _project_revision() -> str:
@@ -65,6 +82,7 @@ class ResultsKeywords:
         self._metadata_set = False
         self._run_given = False
         self._store_dir: str | None = None
+        self._criteria: tuple[Path, CriteriaFile] | None = None
 
     # -- listener ----------------------------------------------------------------------------
 
@@ -96,7 +114,7 @@ class ResultsKeywords:
         if self._headline:
             result.message = (f"{result.message} | measured: {self._headline}"
                               if result.message else self._headline)
-        if self._records_path is None:
+        if self._records_path is None or _dry_run():
             return
         log_file = self._variable("LOG FILE")
         log = (os.path.relpath(log_file, self._records_path.parent)
@@ -105,12 +123,17 @@ class ResultsKeywords:
                  "robot_id": result.id, "suite": result.parent.full_name if result.parent
                  else "", "status": result.status, "message": result.message,
                  "headline": self._headline, "log": log, "tags": list(result.tags)}
-        with (self._records_path.parent / TESTS_FILE).open("a") as stream:
-            stream.write(json.dumps(entry) + "\n")
+        # A run stopped before its first record (an interrupt) has no directory yet:
+        # append_line makes it. A full disk costs this line, not the run.
+        try:
+            append_line(self._records_path.parent / TESTS_FILE, json.dumps(entry) + "\n",
+                        f"the line of test {result.name}")
+        except RecordError as error:
+            logger.warn(str(error))
 
     def close(self) -> None:
-        """Listener hook at the end of the run: write ``<run dir>/report.html`` and, for a run
-        that chose its own run id, store the run in the history ``${OUTPUT DIR}/history``
+        """Listener hook at the end of the run: write ``<run dir>/run-report.html`` and, for
+        a run that chose its own run id, store the run in the history ``${OUTPUT DIR}/history``
         (``-v TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all). With ``-v RUN_ID`` the
         caller (the nightly runner, after pabot's processes) stores the whole run itself."""
         if self._records_path is None or not self._records_path.parent.is_dir():
@@ -169,12 +192,42 @@ class ResultsKeywords:
             "end_time": _now().isoformat(), "project_revision": self._revision,
             "topology": topology, "host": socket.gethostname(),
         }
-        path.write_text(json.dumps(metadata, indent=2) + "\n")
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        try:  # whole or not at all: a reader never sees half a file
+            partial.write_text(json.dumps(metadata, indent=2) + "\n")
+            partial.replace(path)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise RecordError(f"{path}: run metadata not written ({error.strerror})") from None
 
-    def _criteria_results(self, measurement: Measurement, topology: str
-                          ) -> list[CriterionResult]:
+    def _criteria_file(self) -> tuple[Path, CriteriaFile]:
+        """The criteria of ``${CRITERIA}``, read and checked once per file."""
         path = Path(self._variable("CRITERIA", DEFAULT_CRITERIA))
-        return evaluate(load_criteria(path), measurement, topology, source=path.name)
+        if self._criteria is None or self._criteria[0] != path:
+            self._criteria = (path, load_criteria(path))
+        return self._criteria
+
+    def _settings(self, topology: Topology | None = None) -> Settings:
+        """Trials, budget and alpha from the Robot variables and the topology's ``budget``
+        (``ValueError`` naming the variable)."""
+        budget = topology.budget if topology is not None else None
+        return parse_settings(
+            self._variable("TRIALS", TrialPlan.trials), self._variable("DURATION",
+                                                                       TrialPlan.duration),
+            self._variable("WARMUP", TrialPlan.warmup), self._variable("MAX_TRIALS"),
+            self._variable("MAX_SECONDS"), self._variable("ALPHA"),
+            budget.model_dump(exclude_none=True) if budget is not None else None)
+
+    def judge(self) -> Judge:
+        """The criteria of the running testbed's topology at this suite's settings (case
+        libraries measure until it is conclusive)."""
+        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY).testbed
+        path, criteria = self._criteria_file()
+        try:
+            settings = self._settings(testbed.topology)
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
+        return Judge(criteria, path.name, testbed.topology.name, settings)
 
     def _test_id_now(self, test_name: str) -> str:
         """The running test's record id (topology from the testbed, when one is up)."""
@@ -191,6 +244,29 @@ class ResultsKeywords:
 
     # -- keywords ----------------------------------------------------------------------------
 
+    @keyword("Check Measurement Settings")
+    def check_measurement_settings(self) -> None:
+        """Check ``${TRIALS}``, ``${DURATION}``, ``${WARMUP}``, the budget (``${MAX_TRIALS}``,
+        ``${MAX_SECONDS}`` or the topology's ``budget``), ``${ALPHA}`` and the criteria file
+        (``${CRITERIA}``, default ``topologies/criteria.yaml``) completely, before anything is
+        built or measured: whole numbers of trials and seconds (``-v DURATION:1.5`` is refused,
+        not truncated), a budget that allows the planned trials and a conclusive interval, an
+        alpha in (0, 1), valid YAML, known keys, and every criterion on a metric and parameters
+        its case really has (:mod:`libraries.results.catalogue`).
+        """
+        try:
+            topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
+            settings = self._settings(topology)
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
+        logger.info(f"{settings.plan.trials} trials of {settings.plan.duration} s after "
+                    f"{settings.plan.warmup} s warm-up; up to {settings.budget.max_trials} "
+                    f"while a criterion is inconclusive; confidence {1 - settings.alpha:.0%}")
+        self._criteria = None
+        path, criteria = self._criteria_file()
+        logger.info(f"{path}: {len(criteria.criteria)} criteria, all on metrics and "
+                    "parameters their cases have")
+
     @keyword("Record Result")
     def record_result(self, measurement: Measurement) -> str:
         """Validate and append this test's record (metrics with every trial, parameters,
@@ -199,11 +275,10 @@ class ResultsKeywords:
         The record is also logged as JSON, and a one-line summary per metric at INFO.
         """
         topology, versions = self._testbed_context()
-        criteria = self._criteria_results(measurement, topology)
-        if not criteria:
-            verdict = "no_criteria"
-        else:
-            verdict = "pass" if all(c.passed for c in criteria) else "fail"
+        criteria = self.judge().evaluate(measurement)
+        outcomes = {c.outcome for c in criteria}
+        verdict = ("no_criteria" if not criteria else "fail" if "fail" in outcomes
+                   else "inconclusive" if "inconclusive" in outcomes else "pass")
         started = self._test_started or _now()
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
@@ -228,6 +303,9 @@ class ResultsKeywords:
             "host": socket.gethostname(),
             "telemetry": measurement.telemetry or unavailable_block(
                 f"case {measurement.case} collected no per-trial telemetry"),
+            "rounds": measurement.rounds or _fixed_rounds(measurement),
+            "environment": measurement.environment or {
+                "unavailable": f"case {measurement.case} read no node environment"},
         }
         path = self._records_file()
         record["run_id"] = self._run_id
@@ -237,8 +315,11 @@ class ResultsKeywords:
         for name, metric in measurement.metrics.items():
             s = metric.summary
             cv = "n/a" if s.cv is None else f"{s.cv:.1%}"
-            logger.info(f"{name}: median {s.median:.6g} {s.unit} (min {s.minimum:.6g}, max "
-                        f"{s.maximum:.6g}, cv {cv}) over {s.count} trials: "
+            interval = metric.interval
+            within = ("" if interval.level is None else f", [{interval.low:.6g}, "
+                      f"{interval.high:.6g}] at {interval.level:.1%} confidence")
+            logger.info(f"{name}: median {s.median:.6g} {s.unit}{within} (min {s.minimum:.6g}, "
+                        f"max {s.maximum:.6g}, cv {cv}) over {s.count} trials: "
                         f"{', '.join(f'{v:.6g}' for v in s.values)}")
         for note in measurement.notes:
             logger.info(note)
@@ -255,13 +336,26 @@ class ResultsKeywords:
         was recorded but not judged.
         """
         topology, _ = self._testbed_context()
-        results = self._criteria_results(measurement, topology)
+        results = self.judge().evaluate(measurement)
         if not results:
             logger.warn(f"no pass criterion for case {measurement.case} on topology "
                         f"{topology}: the result is recorded, not judged")
             return
         for result in results:
-            logger.info(("PASS " if result.passed else "FAIL ") + result.describe())
-        failed = [r for r in results if not r.passed]
+            logger.info(f"{result.outcome.upper()} {result.describe()}")
+        failed = [r for r in results if r.outcome == "fail"]
         if failed:
             raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))
+        pending = [r for r in results if r.outcome == "inconclusive"]
+        if pending:
+            rounds = measurement.rounds or _fixed_rounds(measurement)
+            raise HostStackError(
+                f"criteria inconclusive after {rounds['run']} trials ({rounds['stopped']}): "
+                + "; ".join(r.describe() for r in pending))
+
+
+def _fixed_rounds(measurement: Measurement) -> dict[str, Any]:
+    """``rounds`` of a measurement that did not measure adaptively: the trials it has."""
+    run = max((m.summary.count for m in measurement.metrics.values()), default=1)
+    return {"planned": run, "run": run, "max_trials": run, "max_seconds": None,
+            "alpha": measurement.alpha, "stopped": "fixed number of trials"}

@@ -8,17 +8,15 @@ from dataclasses import dataclass
 
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -183,7 +181,8 @@ class SslProxyKeywords:
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
+        stack: str = "kernel",
     ) -> Measurement:
         """Run wrk (or wrk2 at maximum rate) from ``client`` against the proxy and, in the
         same run, directly against the server, interleaved: warm-up, then ``trials`` rounds.
@@ -204,7 +203,7 @@ class SslProxyKeywords:
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
         binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
         env = app_environment(tg.name, "client", stack, program="wrk")
@@ -220,11 +219,11 @@ class SslProxyKeywords:
         status = self._server.status
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(variant: str, seconds: int) -> WrkResult:
+        def trial(run: Trial) -> WrkResult:
+            variant, measured = run.variant, run.measured  # warm-ups only warm up
             options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
-                                 duration=seconds, rate=100000000 if flavour == "wrk2" else None,
-                                 cpus=cpus)
-            measured = seconds == plan.duration  # warm-ups only warm up
+                                 duration=run.seconds,
+                                 rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
             count = status and measured and variant == "proxy"
             before = stub_status_requests(server, STATUS_PORT) if count else 0
             result = run_wrk(tg, binary, options, flavour=flavour, env=env,
@@ -237,22 +236,48 @@ class SslProxyKeywords:
             _check_responses(result, size, variant, int(connections))
             return result
 
-        variants = {name: (lambda s, n=name: trial(n, s)) for name in urls}
-        results, measured = run_interleaved(variants, plan,
-                                            AllObservers(ConsoleProgress(), telemetry))
-        measurement = Measurement(
-            case="ssl_proxy", stack=stack,
-            parameters={"file_size": size_name(size), "connections": int(connections),
-                        "threads": 1, "tool": flavour, "mtls": self._server.mtls,
-                        "trials": plan.trials, "duration_s": plan.duration,
-                        "warmup_s": plan.warmup},
-            trial_seconds=measured,
-        )
+        judge = current_judge()
+        alpha = judge.settings.alpha if judge else DEFAULT_ALPHA
+
+        def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
+            measurement = Measurement(
+                case="ssl_proxy", stack=stack,
+                parameters={"file_size": size_name(size), "connections": int(connections),
+                            "threads": 1, "tool": flavour, "mtls": self._server.mtls,
+                            "trials": plan.trials, "duration_s": plan.duration,
+                            "warmup_s": plan.warmup},
+                trial_seconds=seconds, alpha=alpha,
+            )
+            self._metrics(measurement, results, forwarded, status)
+            telemetry.attach(measurement)
+            add_rate_costs(measurement, telemetry.trials,
+                           [RateCost("proxy", "rps", "rps", dut=proxy.name)])
+            costs = [ProcessCost("proxy", proxy.name, f"{self._proxy.process.name} worker",
+                                 "proxy_nginx_worker_cpu")]
+            if stack == "vpp":
+                costs.append(ProcessCost("proxy", proxy.name, "vpp", "vpp_cpu"))
+            add_process_costs(measurement, telemetry.trials, costs)
+            return measurement
+
+        measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
+                                       AllObservers(ConsoleProgress(), telemetry))
+        telemetry.close(measurement)
+        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
+                           plan, env)
+        for variant, runs in outputs.items():
+            for number, run in enumerate(runs, start=1):
+                log_folded(f"{variant} trial {number}: wrk output", run.raw)
+        return measurement
+
+    @staticmethod
+    def _metrics(measurement: Measurement, results: dict[str, list[WrkResult]],
+                 forwarded: list[int], status: bool) -> None:
+        """Rates, errors, the per-round ratio and the forwarding evidence of the trials."""
         proxied = results["proxy"]
         measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
         measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
                         "lower_is_better")
-        measurement.evidence["server_counted_requests"] = forwarded
+        measurement.evidence["server_counted_requests"] = list(forwarded)
         measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
         measurement.evidence["bytes_per_response"] = [
             round(r.total_bytes / r.total_requests) for r in proxied
@@ -273,20 +298,6 @@ class SslProxyKeywords:
         else:
             measurement.notes.append("direct path not measured: the server requires the "
                                      "proxy's client certificate (mTLS variant)")
-        telemetry.finish(measurement)
-        add_rate_costs(measurement, telemetry.trials,
-                       [RateCost("proxy", "rps", "rps", dut=proxy.name)])
-        costs = [ProcessCost("proxy", proxy.name, f"{self._proxy.process.name} worker",
-                             "proxy_nginx_worker_cpu")]
-        if stack == "vpp":
-            costs.append(ProcessCost("proxy", proxy.name, "vpp", "vpp_cpu"))
-        add_process_costs(measurement, telemetry.trials, costs)
-        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
-                           plan, env)
-        for variant, runs in results.items():
-            for number, run in enumerate(runs, start=1):
-                log_folded(f"{variant} trial {number}: wrk output", run.raw)
-        return measurement
 
     @staticmethod
     def _latency_pass(measurement: Measurement, tg: Node, binary: str, flavour: Flavour,

@@ -15,16 +15,14 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
 from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
@@ -87,7 +85,8 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        per_event: bool = True, trials: int = 3, duration: int = 3, warmup: int = 1,
+        per_event: bool = True, trials: str | int = 5, duration: str | int = 2,
+        warmup: str | int = 1,
     ) -> Measurement:
         """wrk from ``client`` against the HTTPS server: untraced and with the kernel tracer on
         nginx's libssl ``SSL_read``/``SSL_write`` (entry and return probes), interleaved.
@@ -105,7 +104,7 @@ class SslsniffKeywords:
         dut = current_testbed().nodes[server.node]
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
             pids = sorted(group_pids(dut, server.process.pid))
             params = SslsniffParams(pids=tuple(pids), per_event=bool(per_event))
             running = start_sslsniff(dut, params, tracer, sudo=True)
@@ -118,7 +117,7 @@ class SslsniffKeywords:
                 raise HostStackError(f"{dut.where}: the tracer left probes attached: "
                                      f"{leftovers}")
             check_attachment(seen, pids, "nginx", dut.where)
-            if seconds == plan.duration:
+            if trial.measured:
                 evidence.append({"events": seen.total_events, "lost": seen.lost_events,
                                  "events_per_pid": {str(p): n for p, n in
                                                     seen.events_per_pid.items()},
@@ -156,7 +155,7 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1,
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the seed's sslsniff binary run as root (``sudo
         ./sslsniff``) and given nginx's worker (``-p``): started before and stopped (SIGINT)
@@ -169,7 +168,7 @@ class SslsniffKeywords:
         dut = current_testbed().nodes[server.node]
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
             pids = sorted(group_pids(dut, server.process.pid))
             program = SeedSslsniff(binary=seed.binary,
                                    pid=nginx_worker(pids, server.process.pid))
@@ -185,7 +184,7 @@ class SslsniffKeywords:
                 finally:
                     _no_uprobe_left(dut, failing)
             check_attachment(seen, pids, "nginx", dut.where)
-            if seconds == plan.duration:
+            if trial.measured:
                 evidence.append(_trial_evidence(seen, result))
             return result
 
@@ -199,14 +198,16 @@ class SslsniffKeywords:
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: int = 3, duration: int = 3, warmup: int = 1,
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """As the kernel variant, with the same sslsniff binary under bpftime: every traced
         trial runs ``bpftime load <sslsniff>`` and a second nginx (same config, port 8447)
         under ``bpftime start``, stops both and checks that bpftime left nothing behind; wrk
         alternates between the untraced server and the bpftime one. Skips with the reason
-        where bpftime or its sslsniff program is absent (topology ``tools.bpftime`` and
-        ``tools.bpftime_sslsniff``, environment from ``tool_env.bpftime``)."""
+        where bpftime, its libraries or its sslsniff program is absent (topology
+        ``tools.bpftime`` and ``tools.bpftime_sslsniff``, environment from
+        ``tool_env.bpftime``, the libraries' folder from ``tool_dirs.bpftime`` or found beside
+        the binary)."""
         server = self._server()
         testbed = current_testbed()
         dut = testbed.nodes[server.node]
@@ -217,12 +218,14 @@ class SslsniffKeywords:
                                 "tools.bpftime_sslsniff)")
         setup = BpftimeSetup(binary=spec.tools["bpftime"],
                              sslsniff=spec.tools["bpftime_sslsniff"],
-                             env=spec.tool_env.get("bpftime", {}))
+                             env=spec.tool_env.get("bpftime", {}),
+                             install_dir=spec.tool_dirs.get("bpftime"))
         try:
-            version = detect_bpftime(dut, setup)
+            detected = detect_bpftime(dut, setup)
             program = detect_seed_sslsniff(dut, setup.sslsniff)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
+        setup, version = detected.setup, detected.version
         prefix = f"{server.prefix}-bpftime"
         dut.run(f"mkdir -p {shlex.quote(prefix)}/logs", timeout=10, sudo=True)
         dut.put(traced_config(dut.get(server.config_path, sudo=True), server.prefix, prefix,
@@ -238,23 +241,25 @@ class SslsniffKeywords:
         shm_name = f"hoststack_bpftime_{server.process.pid}"
         evidence: list[dict] = []
 
-        def traced(run: Callable[[], WrkResult], seconds: int, plan: TrialPlan) -> WrkResult:
-            trial = run_bpftime_trial(dut, setup, SeedSslsniff(binary=setup.sslsniff), target,
-                                      run, shm_name)
-            if seconds == plan.duration:
-                evidence.append(_trial_evidence(trial.seen, trial.result))
-            return trial.result
+        def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
+            outcome = run_bpftime_trial(dut, setup, SeedSslsniff(binary=setup.sslsniff), target,
+                                        run, shm_name)
+            if trial.measured:
+                evidence.append(_trial_evidence(outcome.seen, outcome.result))
+            return outcome.result
 
         measurement = self._measure(client, path, connections, trials, duration, warmup,
                                     traced, variant="bpftime", traced_port=BPFTIME_PORT)
         return _with_tracer_evidence(measurement, evidence, {
-            "kind": "bpftime", "bpftime": setup.binary, "version": version,
+            "kind": "bpftime", "bpftime": setup.binary, "install_dir": setup.install_dir,
+            "version": version,
             "program": setup.sslsniff, "program_version": program.version,
             "env": dict(setup.env), "mode": "bpftime userspace uprobes (load + start)",
             "output": "every event with its data, counted on the node"})
 
-    def _measure(self, client: str, path: str, connections: int, trials: int, duration: int,
-                 warmup: int, traced: Callable | None, variant: str,
+    def _measure(self, client: str, path: str, connections: int, trials: str | int,
+                 duration: str | int, warmup: str | int, traced: Callable | None,
+                 variant: str,
                  traced_port: int | None = None) -> Measurement:
         testbed = current_testbed()
         server = self._server()
@@ -263,7 +268,7 @@ class SslsniffKeywords:
         binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def wrk(port: int, seconds: int) -> WrkResult:
@@ -278,52 +283,62 @@ class SslsniffKeywords:
             nginx_is_alive(dut, server)
             return result
 
-        def baseline(seconds: int) -> WrkResult:
-            return wrk(server.ports[0], seconds)
+        def baseline(trial: Trial) -> WrkResult:
+            return wrk(server.ports[0], trial.seconds)
 
-        def with_tracer(seconds: int) -> WrkResult:
+        def with_tracer(trial: Trial) -> WrkResult:
             port = traced_port or server.ports[0]  # userspace: the traced server is another
             if traced is None:
-                return wrk(port, seconds)
-            return traced(lambda: wrk(port, seconds), seconds, plan)
+                return wrk(port, trial.seconds)
+            return traced(lambda: wrk(port, trial.seconds), trial)
 
-        results, measured = run_interleaved({"baseline": baseline, "traced": with_tracer},
-                                            plan, AllObservers(ConsoleProgress(), telemetry))
-        measurement = Measurement(
-            case="sslsniff", stack="kernel",
-            parameters={"tracer": variant, "file": path, "connections": int(connections),
-                        "tool": flavour, "trials": plan.trials, "duration_s": plan.duration,
-                        "warmup_s": plan.warmup},
-            trial_seconds=measured,
-        )
+        judge = current_judge()
+
+        def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
+            measurement = Measurement(
+                case="sslsniff", stack="kernel",
+                parameters={"tracer": variant, "file": path, "connections": int(connections),
+                            "tool": flavour, "trials": plan.trials, "duration_s": plan.duration,
+                            "warmup_s": plan.warmup},
+                trial_seconds=seconds, alpha=judge.settings.alpha if judge else DEFAULT_ALPHA,
+            )
+            base = [r.requests_per_second for r in results["baseline"]]
+            with_ = [r.requests_per_second for r in results["traced"]]
+            measurement.add("baseline_rps", base, "requests/s")
+            measurement.add("traced_rps", with_, "requests/s")
+            measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
+                                             zip(with_, base, strict=True)], "%",
+                            "lower_is_better")
+            _tracer_costs(measurement, telemetry, dut.name, server.process.name, traced)
+            return measurement
+
+        measurement, results = measure({"baseline": baseline, "traced": with_tracer}, plan,
+                                       build, judge, AllObservers(ConsoleProgress(), telemetry))
+        telemetry.close(measurement)
         for name, runs in results.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{name} trial {number}: wrk output", run.raw)
-        base = [r.requests_per_second for r in results["baseline"]]
-        with_ = [r.requests_per_second for r in results["traced"]]
-        measurement.add("baseline_rps", base, "requests/s")
-        measurement.add("traced_rps", with_, "requests/s")
-        measurement.add("overhead_pct", [100.0 * (1.0 - t / b) for t, b in
-                                         zip(with_, base, strict=True)], "%",
-                        "lower_is_better")
-        telemetry.finish(measurement)
-        add_rate_costs(measurement, telemetry.trials, [
-            RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut.name)
-            for v in ("baseline", "traced")])
-        traced_server = "nginx-bpftime" if traced is None else server.process.name
-        add_process_costs(measurement, telemetry.trials, [
-            ProcessCost("baseline", dut.name, f"{server.process.name} worker",
-                        "baseline_nginx_worker_cpu"),
-            ProcessCost("traced", dut.name, f"{traced_server} worker",
-                        "traced_nginx_worker_cpu")])
-        if traced is None:
-            add_process_costs(measurement, telemetry.trials, [
-                ProcessCost("traced", dut.name, "bpftime-sslsniff", "tracer_cpu")])
-        else:
-            measurement.notes.append(
-                "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
-                "shows in the per-core table (sys/soft of the DUT), not as a process")
         return measurement
+
+
+def _tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
+                  server: str, traced: Callable | None) -> None:
+    """Telemetry and the CPU metrics of both variants (the tracer's own, under bpftime)."""
+    telemetry.attach(measurement)
+    add_rate_costs(measurement, telemetry.trials, [
+        RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut)
+        for v in ("baseline", "traced")])
+    traced_server = "nginx-bpftime" if traced is None else server
+    add_process_costs(measurement, telemetry.trials, [
+        ProcessCost("baseline", dut, f"{server} worker", "baseline_nginx_worker_cpu"),
+        ProcessCost("traced", dut, f"{traced_server} worker", "traced_nginx_worker_cpu")])
+    if traced is None:
+        add_process_costs(measurement, telemetry.trials, [
+            ProcessCost("traced", dut, "bpftime-sslsniff", "tracer_cpu")])
+    else:
+        measurement.notes.append(
+            "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
+            "shows in the per-core table (sys/soft of the DUT), not as a process")
 
 
 def _no_uprobe_left(dut: Any, failing: bool) -> None:

@@ -9,17 +9,15 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
-from libraries.results.measurement import (
-    AllObservers,
-    Measurement,
-    TrialPlan,
-    run_interleaved,
-)
+from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.tools.iperf3 import (
@@ -64,7 +62,8 @@ class TcpTermKeywords:
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
         self, client: str = "tg", reverse: bool = False, streams: int = 1,
-        trials: int = 3, duration: int = 3, warmup: int = 1, stack: str = "kernel",
+        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
+        stack: str = "kernel",
         mtu: int | None = None,
     ) -> Measurement:
         """Run ``iperf3 -c`` from ``client`` to the running server: a warm-up, then
@@ -85,12 +84,12 @@ class TcpTermKeywords:
         binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
         address = app_address(testbed, "server", server_name, tg.name, stack)
         env = app_environment(tg.name, "client", stack, program="iperf3")
-        plan = TrialPlan(int(trials), int(duration), int(warmup))
+        plan = TrialPlan.parse(trials, duration, warmup)
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
-        def trial(seconds: int) -> IperfResult:
-            options = IperfClientOptions(server=address, port=IPERF_PORT, duration=seconds,
+        def trial(run: Trial) -> IperfResult:
+            options = IperfClientOptions(server=address, port=IPERF_PORT, duration=run.seconds,
                                          reverse=bool(reverse), parallel=int(streams),
                                          cpus=testbed.topology.cpus_of(tg.name, "load"))
             result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info,
@@ -100,32 +99,39 @@ class TcpTermKeywords:
                                      f"{server.read_log(server_process)[-1000:]!r}")
             return result
 
-        results, measured = run_interleaved({"iperf3": trial}, plan,
-                                            AllObservers(ConsoleProgress(), telemetry))
-        runs = results["iperf3"]
-        measurement = Measurement(
-            case="tcp_term", stack=stack,
-            parameters={"reverse": bool(reverse), "streams": int(streams),
-                        "mtu": int(mtu) if mtu else None, "trials": plan.trials,
-                        "duration_s": plan.duration, "warmup_s": plan.warmup,
-                        "path": "loopback" if address == "127.0.0.1" else "through links"},
-            trial_seconds=measured,
-        )
-        measurement.add("throughput", [r.gbps for r in runs], "Gbit/s")
-        measurement.evidence["sender_gbps"] = [r.sender_bps / 1e9 for r in runs]
-        measurement.evidence["retransmits"] = [r.retransmits for r in runs]
-        if not tcp_info:
-            measurement.notes.append("retransmits and cwnd unavailable: VPP's host stack "
-                                     "does not report TCP_INFO to iperf3")
-        for number, run in enumerate(runs, start=1):
+        judge = current_judge()
+
+        def build(results: dict[str, list[IperfResult]], seconds: float) -> Measurement:
+            runs = results["iperf3"]
+            measurement = Measurement(
+                case="tcp_term", stack=stack,
+                parameters={"reverse": bool(reverse), "streams": int(streams),
+                            "mtu": int(mtu) if mtu else None, "trials": plan.trials,
+                            "duration_s": plan.duration, "warmup_s": plan.warmup,
+                            "path": "loopback" if address == "127.0.0.1" else "through links"},
+                trial_seconds=seconds, alpha=judge.settings.alpha if judge else DEFAULT_ALPHA,
+            )
+            measurement.add("throughput", [r.gbps for r in runs], "Gbit/s")
+            measurement.evidence["sender_gbps"] = [r.sender_bps / 1e9 for r in runs]
+            measurement.evidence["retransmits"] = [r.retransmits for r in runs]
+            if not tcp_info:
+                measurement.notes.append("retransmits and cwnd unavailable: VPP's host stack "
+                                         "does not report TCP_INFO to iperf3")
+            telemetry.attach(measurement)
+            add_rate_costs(measurement, telemetry.trials,
+                           [RateCost("iperf3", "throughput", "gbps", dut=server.name)])
+            costs = [ProcessCost("iperf3", server.name, server_process.name,
+                                 "iperf3_server_cpu")]
+            if stack == "vpp":
+                costs.append(ProcessCost("iperf3", server.name, "vpp", "vpp_cpu"))
+            add_process_costs(measurement, telemetry.trials, costs)
+            return measurement
+
+        measurement, results = measure({"iperf3": trial}, plan, build, judge,
+                                       AllObservers(ConsoleProgress(), telemetry))
+        telemetry.close(measurement)
+        for number, run in enumerate(results["iperf3"], start=1):
             log_folded(f"trial {number}: iperf3 JSON", run.raw)
-        telemetry.finish(measurement)
-        add_rate_costs(measurement, telemetry.trials,
-                       [RateCost("iperf3", "throughput", "gbps", dut=server.name)])
-        costs = [ProcessCost("iperf3", server.name, server_process.name, "iperf3_server_cpu")]
-        if stack == "vpp":
-            costs.append(ProcessCost("iperf3", server.name, "vpp", "vpp_cpu"))
-        add_process_costs(measurement, telemetry.trials, costs)
         return measurement
 
     @keyword("Set Link MTU Between Nodes")

@@ -7,11 +7,15 @@ the node (``Node.processes``: the group leader and its children, e.g. nginx work
 their threads), the foreground load generators' CPU (the ledger :func:`ledger_dir` names,
 filled by ``run_wrk``/``run_iperf3_client`` with ``cpu_ledger``), and on a node where this
 suite runs VPP ``clear runtime`` before / ``show runtime`` + ``show session`` after.
-A node that cannot be read is ``unavailable`` with the reason, never zeros.
+A node that cannot be read is ``unavailable`` with the reason, never zeros. Around the whole
+measurement (before the first measured trial, after the last) it also reads each node's
+environment: CPU frequency, interrupts per CPU, irqbalance, and where the started processes
+were allowed to run (:mod:`libraries.tools.cpu.environment`; the record's ``environment``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +30,11 @@ from libraries.results.telemetry import format_cpu_table, shared_kernels, teleme
 from libraries.testbed.errors import CommandError, HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
+from libraries.tools.cpu.environment import (
+    EnvironmentReading,
+    environment_entry,
+    read_environment,
+)
 from libraries.tools.cpu.proc_stat import Snapshot
 from libraries.tools.cpu.telemetry import cpu_usage, take_snapshot
 from libraries.vpp.node import VppInstance
@@ -66,6 +75,9 @@ class TrialTelemetry:
         self._members: dict[str, tuple[tuple[int, ...], list[int]]] = {}
         self.trials: dict[str, list[dict[str, dict[str, Any]]]] = {}
         self.raw_runtime: list[tuple[str, str, str]] = []
+        self._declared = {name: dict(testbed.topology.nodes[name].cpus)
+                          for name in testbed.nodes}
+        self._environment: dict[str, EnvironmentReading | str] | None = None
 
     @classmethod
     def for_current_suite(cls, testbed: Testbed) -> TrialTelemetry:
@@ -80,9 +92,12 @@ class TrialTelemetry:
     # -- TrialObserver ------------------------------------------------------------------------
 
     def trial_started(self, variant: str, round_number: int, total: int) -> None:
-        """Read every node (and clear VPP's runtime counters) just before the trial."""
+        """Read every node (and clear VPP's runtime counters) just before the trial; before
+        the first one, each node's environment too."""
         for name, node in self._nodes.items():
             self._names[name] = {p.pid: p.name for p in node.processes}
+        if self._environment is None:
+            self._environment = self._environment_all()
         self._before = self._read_all("start")
 
     def trial_finished(self, variant: str, round_number: int, total: int,
@@ -97,6 +112,17 @@ class TrialTelemetry:
         self.trials.setdefault(variant, []).append(readings)
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _environment_of(self, name: str) -> EnvironmentReading | str:
+        try:
+            return read_environment(self._nodes[name], sorted(self._names.get(name, {})))
+        except HostStackError as error:
+            return _reason(error)
+
+    def _environment_all(self) -> dict[str, EnvironmentReading | str]:
+        with ThreadPoolExecutor(max_workers=len(self._nodes)) as pool:
+            futures = {name: pool.submit(self._environment_of, name) for name in self._nodes}
+            return {name: future.result() for name, future in futures.items()}
 
     def _sections(self, name: str, when: str) -> dict[str, str]:
         instance = self._vpp.get(name)
@@ -162,16 +188,23 @@ class TrialTelemetry:
 
     # -- results ------------------------------------------------------------------------------
 
-    def finish(self, measurement: Measurement) -> dict[str, Any]:
-        """Put the telemetry block in ``measurement`` and log it: per variant a folded
-        mpstat-like table per node and its processes, VPP's raw ``show runtime`` texts."""
+    def attach(self, measurement: Measurement) -> dict[str, Any]:
+        """Put the telemetry block of the trials so far in ``measurement`` (with a note when
+        nodes share a kernel); logs nothing, so it may run after every round."""
         block = telemetry_block(self.trials)
         measurement.telemetry = block
-        shared = shared_kernels(block)
-        for nodes in shared:
+        for nodes in shared_kernels(block):
             measurement.notes.append(
                 f"nodes {', '.join(nodes)} share one kernel (a netns testbed): their per-core "
                 "tables are the same host's, and DUT efficiency is per busy host core")
+        return block
+
+    def log(self) -> None:
+        """Log the telemetry once the measurement is done: per variant a folded mpstat-like
+        table per node and its processes, VPP's raw ``show runtime`` texts, and a warning per
+        node whose telemetry was unavailable."""
+        block = telemetry_block(self.trials)
+        shared = shared_kernels(block)
         for variant, entry in block["variants"].items():
             tables = []
             shown: dict[str, str] = {}
@@ -190,4 +223,34 @@ class TrialTelemetry:
                        for node, summary in entry["nodes"].items() if "unavailable" in summary]
         for line in unavailable:
             logger.warn(f"telemetry unavailable: {line}")
+
+    def environment(self, measurement: Measurement) -> None:
+        """Read every node's environment again and put the test's in ``measurement``: per
+        node, frequency, interrupt deltas, irqbalance and placement, or why it is
+        unavailable."""
+        if self._environment is None:
+            measurement.environment = {"unavailable": "no measured trial ran"}
+            return
+        after = self._environment_all()
+        nodes: dict[str, Any] = {}
+        for name, before in self._environment.items():
+            end = after[name]
+            if isinstance(before, str) or isinstance(end, str):
+                nodes[name] = {"unavailable": before if isinstance(before, str) else end}
+                continue
+            nodes[name] = environment_entry(before, end, self._names.get(name, {}),
+                                            self._declared.get(name, {}))
+        measurement.environment = {"nodes": nodes}
+        log_folded("environment of the nodes (frequency, interrupts, placement)",
+                   json.dumps(measurement.environment, indent=2, sort_keys=True))
+
+    def close(self, measurement: Measurement) -> None:
+        """After the last round: :meth:`environment`, then :meth:`log`."""
+        self.environment(measurement)
+        self.log()
+
+    def finish(self, measurement: Measurement) -> dict[str, Any]:
+        """:meth:`attach`, :meth:`environment` and :meth:`log` at once."""
+        block = self.attach(measurement)
+        self.close(measurement)
         return block

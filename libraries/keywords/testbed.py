@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
 import shlex
 
@@ -12,6 +14,7 @@ from robot.libraries.BuiltIn import BuiltIn
 from libraries.keywords.pool import PoolClient
 from libraries.results.versions import node_versions, tool_version
 from libraries.testbed.errors import HostStackError, ToolMissing
+from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.provision import Testbed
 
 LOG = logging.getLogger(__name__)
@@ -23,12 +26,15 @@ class TestbedKeywords:
 
     A topology is named with ``-v TOPOLOGY:<name>`` (``topologies/<name>.yaml``) or a path.
     With ``provision: netns`` the testbed is built on this machine in network namespaces and
-    removed at teardown, failures included.
+    removed at teardown, failures included; a second Ctrl-C (Robot's forced stop, which skips
+    teardowns) removes it at once (:mod:`libraries.testbed.interrupt`), and an exit that skips
+    the teardown anyway (a third Ctrl-C) still removes it on the way out.
     """
 
     def __init__(self) -> None:
         self._testbed: Testbed | None = None
         self._pool: PoolClient | None = None
+        self._at_exit: functools.partial[None] | None = None
         self.versions: dict[str, dict[str, str]] = {}
 
     @property
@@ -49,6 +55,7 @@ class TestbedKeywords:
         if self._testbed is not None:
             raise HostStackError("Set Up Testbed called twice in one suite")
         self._testbed = Testbed.up(topology)
+        self._guard_against_forced_stop(self._testbed)
         builtin = BuiltIn()
         builtin.set_suite_metadata("Topology", self._testbed.topology.name)
         for name, node in self._testbed.nodes.items():
@@ -95,6 +102,7 @@ class TestbedKeywords:
     def _discard_testbed(self) -> None:
         testbed, self._testbed = self._testbed, None
         if testbed is not None:
+            self._unguard(testbed)
             try:
                 testbed.down()
             except HostStackError as error:
@@ -109,17 +117,40 @@ class TestbedKeywords:
             if self._testbed is None:
                 return
             testbed, self._testbed = self._testbed, None
+            self._unguard(testbed)
+            if testbed.removed:
+                logger.info(f"testbed {testbed.run_id} was already removed after the interrupt")
             testbed.down()
         finally:
             if pool is not None:
                 pool.release()
+
+    def _guard_against_forced_stop(self, testbed: Testbed) -> None:
+        if testbed.local is not None:
+            guard = InterruptGuard.install()
+            if guard is not None:
+                guard.protect(f"testbed {testbed.run_id}", testbed.remove_now)
+        self._at_exit = functools.partial(_down_at_exit, testbed)
+        atexit.register(self._at_exit)
+
+    def _unguard(self, testbed: Testbed) -> None:
+        guard = InterruptGuard.install()
+        if guard is not None:
+            guard.release(f"testbed {testbed.run_id}")
+        if self._at_exit is not None:
+            atexit.unregister(self._at_exit)
+            self._at_exit = None
 
     @keyword("Stop Processes On All Nodes")
     def stop_processes_on_all_nodes(self, log_output: bool = False) -> None:
         """Stop (TERM, then KILL) every process any keyword started on any node.
 
         With ``log_output`` (e.g. after a failure) each process's output tail is logged.
+        Nothing to do once an interrupt removed the testbed.
         """
+        if self.testbed.removed:
+            logger.info("no process to stop: the testbed was removed after the interrupt")
+            return
         errors = []
         for node in self.testbed.nodes.values():
             for process in reversed(node.processes):
@@ -222,3 +253,14 @@ class TestbedKeywords:
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
         return target.which(binary) or binary
+
+
+def _down_at_exit(testbed: Testbed) -> None:
+    """Backstop when the interpreter exits with a testbed still up (Robot's forced exit skips
+    teardowns): remove it, quietly; the next run's sweep is the last resort."""
+    try:
+        if testbed.local is not None:
+            testbed.remove_now()
+        testbed.down()
+    except Exception as error:
+        LOG.warning("testbed %s not removed at exit: %s", testbed.run_id, error)

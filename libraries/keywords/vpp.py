@@ -38,6 +38,7 @@ from libraries.vpp.node import (
     VppLayout,
     has_hugepages,
     jumbo_needs_hugepages,
+    release_local_side,
     start_vpp,
     stop_vpp,
     vcl_config,
@@ -290,8 +291,18 @@ class VppKeywords:
     def stop_vpp_on_all_nodes(self) -> None:
         """Log VPP's show outputs, undo the host-stack setup and the interfaces' (PAPI), stop
         VPP and give moved interface addresses back to the kernel; every step runs even if one
-        fails."""
+        fails. Once an interrupt removed the testbed (VPP went with it) only the local side
+        (PAPI, the socket forward) is closed."""
         errors: list[str] = []
+        if current_testbed().removed:
+            for instance in self._instances.values():
+                release_local_side(instance)
+            self._instances.clear()
+            self._ports.clear()
+            self._loopbacks.clear()
+            self._peer_checksums.clear()
+            self._apps.clear()
+            return
         for name, instance in list(self._instances.items()):
             for command, text in vpp_diagnostics(instance).items():
                 log_folded(f"{name}: vppctl {command}", text)

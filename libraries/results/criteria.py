@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from libraries.testbed.errors import HostStackError, TopologyError
+from libraries.results.catalogue import CASES
+from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement
+from libraries.testbed.errors import HostStackError, TopologyError
 from libraries.testbed.topology import TOPOLOGY_DIR
 
 DEFAULT_CRITERIA = TOPOLOGY_DIR / "criteria.yaml"
@@ -67,9 +69,17 @@ class CriteriaFile(BaseModel):
     criteria: list[Criterion]
 
 
+Outcome = Literal["pass", "fail", "inconclusive"]
+
+
 @dataclass(frozen=True)
 class CriterionResult:
-    """Outcome of one criterion: measured vs required and whether it passed."""
+    """Outcome of one criterion: measured (the median and its interval) vs required.
+
+    ``outcome``: ``pass`` when the interval clears the bound, ``fail`` when it lies wholly on
+    the wrong side, ``inconclusive`` when it straddles the bound (or has too few trials to
+    decide at the asked confidence). A single value (no interval) is judged by its value.
+    """
 
     name: str
     metric: str
@@ -77,20 +87,57 @@ class CriterionResult:
     required: float
     measured: float
     unit: str
-    passed: bool
+    outcome: Outcome
     source: str
+    interval: Interval | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True for ``pass``."""
+        return self.outcome == "pass"
 
     def as_record(self) -> dict[str, Any]:
         """The record-schema form."""
-        return {"name": self.name, "metric": self.metric, "op": self.op,
-                "required": self.required, "measured": self.measured,
-                "passed": self.passed, "source": self.source}
+        record: dict[str, Any] = {
+            "name": self.name, "metric": self.metric, "op": self.op,
+            "required": self.required, "measured": self.measured, "outcome": self.outcome,
+            "passed": self.passed, "source": self.source}
+        if self.interval is not None:
+            record["interval"] = self.interval.as_record()
+        return record
 
     def describe(self) -> str:
-        """``rps 812.3 requests/s < required 1000 (criteria.yaml: ...)`` style text."""
-        relation = ("<" if self.op == ">=" else ">") if not self.passed else self.op
-        return (f"{self.metric} {self.measured:.6g} {self.unit} {relation} required "
+        """``rps 812.3 [790, 840] requests/s < required 1000 (criteria.yaml: ...)`` style."""
+        interval = self.interval
+        shown = ""
+        if interval is not None and interval.level is not None:
+            shown = (f" [{interval.low:.4g}, {interval.high:.4g}] "
+                     f"({interval.level:.0%} confidence)")
+        if self.outcome == "inconclusive":
+            why = ("too few trials for an interval that decides"
+                   if interval is not None and not interval.decisive
+                   else "the interval straddles the bound")
+            return (f"{self.metric} {self.measured:.6g}{shown} {self.unit}: inconclusive "
+                    f"against required {self.op} {self.required:g} ({why}) ({self.source})")
+        relation = self.op if self.passed else ("<" if self.op == ">=" else ">")
+        return (f"{self.metric} {self.measured:.6g}{shown} {self.unit} {relation} required "
                 f"{self.required:g} ({self.source})")
+
+
+def judge_bound(interval: Interval, value: float, op: str, bound: float) -> Outcome:
+    """The three-way outcome of ``median op bound`` given its ``interval``."""
+    if interval.level is None:  # a single value: no interval to judge with
+        holds = value >= bound if op == ">=" else value <= bound
+        return "pass" if holds else "fail"
+    if not interval.decisive:
+        return "inconclusive"
+    if op == ">=":
+        if interval.low >= bound:
+            return "pass"
+        return "fail" if interval.high < bound else "inconclusive"
+    if interval.high <= bound:
+        return "pass"
+    return "fail" if interval.low > bound else "inconclusive"
 
 
 def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
@@ -103,7 +150,7 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
     except yaml.YAMLError as error:
         raise CriteriaError(f"{path}: not valid YAML: {error}") from None
     try:
-        return CriteriaFile.model_validate(data)
+        loaded = CriteriaFile.model_validate(data)
     except ValidationError as error:
         lines = [
             f"{path}: {'.'.join(str(p) for p in item['loc']) or '(top level)'}: "
@@ -111,6 +158,29 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
             for item in error.errors()
         ]
         raise CriteriaError("\n".join(lines)) from None
+    problems = [f"{path}: criteria.{index}.{problem}"
+                for index, criterion in enumerate(loaded.criteria)
+                for problem in _catalogue_problems(criterion)]
+    if problems:
+        raise CriteriaError("\n".join(problems))
+    return loaded
+
+
+def _catalogue_problems(criterion: Criterion) -> list[str]:
+    """What the case catalogue says against ``criterion``: an unknown case, a metric the case
+    never measures, a ``when`` on a parameter it does not have."""
+    if criterion.case not in CASES:
+        return [f"case: unknown case {criterion.case!r}: expected one of "
+                f"{', '.join(sorted(CASES))}"]
+    catalogue = CASES[criterion.case]
+    problems = []
+    if not catalogue.has_metric(criterion.metric):
+        problems.append(f"metric: {criterion.metric!r} is not measured by case {criterion.case}"
+                        f" (its metrics: {', '.join(catalogue.metrics)})")
+    problems += [f"when.{key}: case {criterion.case} has no parameter {key!r} (its "
+                 f"parameters: stack, {', '.join(catalogue.parameters)})"
+                 for key in criterion.when if not catalogue.has_parameter(key)]
+    return problems
 
 
 def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
@@ -131,14 +201,16 @@ def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
             )
         metric = measurement.metrics[criterion.metric]
         if criterion.min is not None:
-            op, required, passed = ">=", criterion.min, metric.value >= criterion.min
+            op, required = ">=", criterion.min
         else:
             assert criterion.max is not None
-            op, required, passed = "<=", criterion.max, metric.value <= criterion.max
+            op, required = "<=", criterion.max
+        interval = metric.interval
         scope = ",".join(criterion.topologies) if criterion.topologies else "portable"
         results.append(CriterionResult(
             name=f"{criterion.case}.{criterion.metric} {op} {required:g} [{scope}]",
             metric=criterion.metric, op=op, required=required, measured=metric.value,
-            unit=metric.summary.unit, passed=passed, source=where,
+            unit=metric.summary.unit, outcome=judge_bound(interval, metric.value, op, required),
+            source=where, interval=interval,
         ))
     return results

@@ -1,12 +1,13 @@
 """A measurement's headline: the one line a reader of report.html sees as the test's message.
 
-CSIT-style: the figures first (median of the trials, unit, spread), the ratios that make them
-mean something next, then what is unavailable and why. Examples::
+CSIT-style: the figures first (median of the trials, unit, and its confidence interval in
+brackets), the ratios that make them mean something next (each computed per round, with its
+own interval), then what is unavailable and why. Examples::
 
-    rps 15.6k req/s (cv 15%; proxy/direct 0.85, direct 18.3k); latency unavailable (wrk)
-    throughput 14.2 Gbit/s (receiver, cv 3%)
-    ebpf 5.2 Gbit/s, native 6.1, direct 14.0 (ebpf/native 0.85, native/direct 0.44)
-    overhead 43.1% (baseline 21.5k -> traced 12.3k req/s; 2.00 events/request)
+    rps 13.0k req/s [11.8k, 14.1k] (proxy/direct 0.85 [0.80, 0.91]; direct 18.3k); latency ...
+    throughput 14.2 Gbit/s [13.8, 14.6] (receiver)
+    ebpf 5.2 Gbit/s [5.0, 5.3], native 6.1, direct 14.0 (ebpf/native 0.85 [0.81, 0.88], ...)
+    overhead 43.1% [40.2, 45.0] (baseline 21.5k -> traced 12.3k req/s; 2.00 events/request)
 """
 
 from __future__ import annotations
@@ -31,14 +32,20 @@ def figure(value: float) -> str:
     return f"{value:.3g}"
 
 
+def interval_text(metric: Metric, digits: str | None = None) -> str:
+    """`` [low, high]`` of the metric's median (empty for a single value); ``digits`` a format
+    spec for both ends (default: :func:`figure`)."""
+    interval = metric.interval
+    if interval.level is None:
+        return ""
+    if digits is None:
+        return f" [{figure(interval.low)}, {figure(interval.high)}]"
+    return f" [{interval.low:{digits}}, {interval.high:{digits}}]"
+
+
 def _with_unit(metric: Metric) -> str:
     unit = UNIT_SHORT.get(metric.summary.unit, metric.summary.unit)
-    return f"{figure(metric.value)} {unit}"
-
-
-def _cv(metric: Metric) -> str | None:
-    cv = metric.summary.cv
-    return None if cv is None else f"cv {cv:.0%}"
+    return f"{figure(metric.value)} {unit}{interval_text(metric)}"
 
 
 def _ratios(measurement: Measurement) -> list[str]:
@@ -50,7 +57,7 @@ def _ratios(measurement: Measurement) -> list[str]:
             continue
         stem = name.removesuffix("_ratio")
         label = stem.replace("_", "/") if stem.count("_") == 1 else name
-        parts.append(f"{label} {metric.value:.2f}")
+        parts.append(f"{label} {metric.value:.2f}{interval_text(metric, '.2f')}")
     return parts
 
 
@@ -68,7 +75,7 @@ def _latency(measurement: Measurement) -> str | None:
 
 def _ssl_proxy(m: Measurement) -> list[str]:
     rps = m.metrics["rps"]
-    inside = [x for x in [_cv(rps), *_ratios(m)] if x]
+    inside = _ratios(m)
     if "direct_rps" in m.metrics:
         inside.append(f"direct {figure(m.value('direct_rps'))}")
     head = f"rps {_with_unit(rps)}" + (f" ({'; '.join(inside)})" if inside else "")
@@ -83,8 +90,7 @@ def _ssl_proxy(m: Measurement) -> list[str]:
 
 def _tcp_term(m: Measurement) -> list[str]:
     metric = m.metrics["throughput"]
-    inside = ", ".join(x for x in ["receiver", _cv(metric)] if x)
-    return [f"throughput {_with_unit(metric)} ({inside})"]
+    return [f"throughput {_with_unit(metric)} (receiver)"]
 
 
 def _ebpf_stream(m: Measurement) -> list[str]:
@@ -101,7 +107,8 @@ def _ebpf_stream(m: Measurement) -> list[str]:
 def _sslsniff(m: Measurement) -> list[str]:
     if "overhead_pct" not in m.metrics:
         return []
-    text = (f"overhead {m.value('overhead_pct'):.1f}% (baseline "
+    overhead = m.metrics["overhead_pct"]
+    text = (f"overhead {overhead.value:.1f}%{interval_text(overhead, '.1f')} (baseline "
             f"{figure(m.value('baseline_rps'))} -> traced {figure(m.value('traced_rps'))} req/s")
     if "events_per_request" in m.metrics:
         text += f"; {m.value('events_per_request'):.2f} events/request"

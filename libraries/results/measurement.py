@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from libraries.results.catalogue import case_catalogue
+from libraries.results.inference import DEFAULT_ALPHA, Interval, median_interval
+from libraries.results.plan import TrialPlan
 from libraries.results.stats import TrialSummary, summarize
 
 LOG = logging.getLogger(__name__)
@@ -21,41 +24,32 @@ Direction = Literal["higher_is_better", "lower_is_better"]
 
 
 @dataclass(frozen=True)
-class TrialPlan:
-    """How to measure: ``trials`` trials of ``duration`` s after a ``warmup`` s warm-up."""
-
-    trials: int = 3
-    duration: int = 3
-    warmup: int = 1
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.trials, int) or self.trials < 1:
-            raise ValueError(f"trials: expected an integer >= 1, got {self.trials!r}")
-        if not isinstance(self.duration, int) or self.duration < 1:
-            raise ValueError(f"duration: expected whole seconds >= 1, got {self.duration!r}")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"warmup: expected whole seconds >= 0, got {self.warmup!r}")
-
-
-@dataclass(frozen=True)
 class Metric:
-    """One summarised metric of a measurement (``value`` is the median of the trials)."""
+    """One summarised metric of a measurement: ``value`` is the median of the trials,
+    ``interval`` its confidence interval at ``1 - alpha`` (order statistics)."""
 
     name: str
     summary: TrialSummary
     direction: Direction = "higher_is_better"
+    alpha: float = DEFAULT_ALPHA
 
     @property
     def value(self) -> float:
         return self.summary.median
 
+    @property
+    def interval(self) -> Interval:
+        """The median's confidence interval (:func:`.inference.median_interval`)."""
+        return median_interval(self.summary.values, self.alpha)
+
     def as_record(self) -> dict[str, Any]:
-        """The record-schema form: unit, value, trials, min, max, mean, stdev, cv, direction."""
+        """The record-schema form: unit, value, interval, trials, min, max, mean, stdev, cv,
+        direction."""
         s = self.summary
         return {
-            "unit": s.unit, "value": s.median, "trials": list(s.values), "min": s.minimum,
-            "max": s.maximum, "mean": s.mean, "stdev": s.stdev, "cv": s.cv,
-            "direction": self.direction,
+            "unit": s.unit, "value": s.median, "interval": self.interval.as_record(),
+            "trials": list(s.values), "min": s.minimum, "max": s.maximum, "mean": s.mean,
+            "stdev": s.stdev, "cv": s.cv, "direction": self.direction,
         }
 
 
@@ -76,11 +70,18 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     trial_seconds: float = 0.0
     telemetry: dict[str, Any] | None = None
+    alpha: float = DEFAULT_ALPHA
+    rounds: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
-        """Summarise ``values`` as metric ``name``."""
-        metric = Metric(name, summarize(values, unit), direction)
+        """Summarise ``values`` as metric ``name`` (one of the case's metrics in
+        :mod:`libraries.results.catalogue`: ``ValueError`` otherwise)."""
+        if not case_catalogue(self.case).has_metric(name):
+            raise ValueError(f"case {self.case}: metric {name!r} is not in its catalogue "
+                             "(libraries/results/catalogue.py): add it there")
+        metric = Metric(name, summarize(values, unit), direction, self.alpha)
         self.metrics[name] = metric
         return metric
 
@@ -89,6 +90,22 @@ class Measurement:
         if name not in self.metrics:
             raise KeyError(f"no metric {name!r}; measured: {sorted(self.metrics)}")
         return self.metrics[name].value
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of a variant, as :func:`run_interleaved` asks for it: ``variant``, ``seconds``
+    long, in ``round`` (1-based; 0 is the warm-up). Only a measured trial (not the warm-up)
+    may leave evidence: a warm-up as long as a trial is still a warm-up."""
+
+    variant: str
+    seconds: int
+    round: int
+
+    @property
+    def measured(self) -> bool:
+        """False for the warm-up."""
+        return self.round > 0
 
 
 class TrialObserver(Protocol):
@@ -123,31 +140,47 @@ class AllObservers:
             observer.trial_finished(variant, round_number, total, result)
 
 
+def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:
+    """Run each variant once for ``plan.warmup`` s (round 0: nothing of it is kept)."""
+    if plan.warmup:
+        for name, trial in variants.items():
+            LOG.info("warm-up: %s for %d s", name, plan.warmup)
+            trial(Trial(name, plan.warmup, 0))
+
+
+def run_rounds(variants: Mapping[str, Callable[[Trial], Any]], duration: int,
+               rounds: range, total: int, results: dict[str, list[Any]],
+               observer: TrialObserver | None = None) -> float:
+    """Run ``rounds`` (round numbers) of every variant in turn, ``duration`` s each, appending
+    to ``results``; ``total`` is what observers are told the rounds count up to. Returns the
+    seconds spent inside the trials."""
+    measured = 0.0
+    for round_number in rounds:
+        for name, trial in variants.items():
+            if observer is not None:
+                observer.trial_started(name, round_number, total)
+            started = time.monotonic()
+            result = trial(Trial(name, duration, round_number))
+            measured += time.monotonic() - started
+            results.setdefault(name, []).append(result)
+            if observer is not None:
+                observer.trial_finished(name, round_number, total, result)
+            LOG.info("trial %d/%d of %s done", round_number, total, name)
+    return measured
+
+
 def run_interleaved(
-    variants: Mapping[str, Callable[[int], Any]], plan: TrialPlan,
+    variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
     observer: TrialObserver | None = None,
 ) -> tuple[dict[str, list[Any]], float]:
     """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
 
-    Each callable takes the duration in seconds and returns its trial result; ``observer``
-    hears of each measured trial's start and end. Returns the results per variant (in trial
-    order) and the seconds spent inside measured trials.
+    Each callable takes a :class:`Trial` (duration, round, warm-up or measured) and returns its
+    trial result; ``observer`` hears of each measured trial's start and end. Returns the
+    results per variant (in trial order) and the seconds spent inside measured trials.
     """
     results: dict[str, list[Any]] = {name: [] for name in variants}
-    if plan.warmup:
-        for name, trial in variants.items():
-            LOG.info("warm-up: %s for %d s", name, plan.warmup)
-            trial(plan.warmup)
-    measured = 0.0
-    for round_number in range(1, plan.trials + 1):
-        for name, trial in variants.items():
-            if observer is not None:
-                observer.trial_started(name, round_number, plan.trials)
-            started = time.monotonic()
-            result = trial(plan.duration)
-            measured += time.monotonic() - started
-            results[name].append(result)
-            if observer is not None:
-                observer.trial_finished(name, round_number, plan.trials, result)
-            LOG.info("trial %d/%d of %s done", round_number, plan.trials, name)
+    warm_up(variants, plan)
+    measured = run_rounds(variants, plan.duration, range(1, plan.trials + 1), plan.trials,
+                          results, observer)
     return results, measured

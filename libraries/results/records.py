@@ -1,12 +1,15 @@
 """Per-test JSON records: schema validation on write and on load, JSON-lines storage.
 
-A record is one measuring test's result (schemas: ``libraries/results/schemas/record-v<N>.schema.json``;
-new records are version 2, version 1 records stay readable). Records of a run are appended to
-``<results>/<run-id>/records.jsonl``; ``run.json`` beside it holds the run's metadata.
+A record is one measuring test's result (schemas:
+``libraries/results/schemas/record-v<N>.schema.json``; new records are version 3, versions 1
+and 2 stay readable). Records of a run are appended to ``<results>/<run-id>/records.jsonl``;
+``run.json`` beside it holds the run's metadata.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -19,8 +22,11 @@ import jsonschema
 from libraries.testbed.errors import HostStackError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
-SCHEMA_VERSIONS = (1, 2)
-CURRENT_VERSION = 2
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest line a records file may have: a real record is ~14 KB; a longer "line" is not a
+record (reading ``/dev/full`` or a binary file line by line would never end)."""
+SCHEMA_VERSIONS = (1, 2, 3)
+CURRENT_VERSION = 3
 
 
 class RecordError(HostStackError):
@@ -72,37 +78,105 @@ def validate_record(record: dict[str, Any], where: str = "record") -> None:
         raise RecordError("\n".join(lines))
 
 
+def append_line(path: Path, line: str, what: str) -> None:
+    """Append ``line`` (ending in a newline) to ``path`` whole or not at all.
+
+    One locked write per line (concurrent writers, pabot, never interleave); a write that
+    fails or stops short (a full disk) is cut back off, so the file keeps only whole lines,
+    and :class:`RecordError` names the file, ``what`` was lost and why.
+    """
+    data = line.encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as error:
+        raise RecordError(f"{path}: cannot open to write {what}: {error.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(fd, data[written:])
+        except OSError as error:
+            with contextlib.suppress(OSError):  # a device (/dev/full) cannot be truncated
+                os.ftruncate(fd, size)
+            raise RecordError(f"{path}: {what} not written ({error.strerror}); the file "
+                              f"keeps its {size} bytes of whole lines") from None
+    finally:
+        os.close(fd)
+
+
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Validate ``record`` and append it as one line to the JSON-lines file ``path``."""
+    """Validate ``record`` and append it as one line to the JSON-lines file ``path``, whole or
+    not at all (:func:`append_line`)."""
     where = f"record for {record.get('test_id', '?')}"
     validate_record(record, where=where)
     try:
         line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
     except ValueError as error:  # NaN or infinity somewhere: not JSON
         raise RecordError(f"{where}: {error}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # One write call per record: concurrent writers (pabot) append whole lines.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    append_line(path, line, f"the {where}")
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every non-blank line of ``path``, read line by line (never
+    more than :data:`MAX_LINE_BYTES` at once): :class:`RecordError` names ``file:line`` for a
+    line that is too long or not UTF-8, and refuses anything but a regular file."""
     try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
-
-
-def iter_records(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the validated records of ``path``; a bad line raises naming file and line."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+        if not path.is_file():
+            raise RecordError(f"{path}: not a regular file (expected a JSON-lines file)")
+        handle = path.open("rb")
+    except OSError as error:
+        raise RecordError(f"{path}: cannot read: {error.strerror}") from None
+    with handle:
+        for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""),
+                                     start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise RecordError(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes "
+                                  "(not a records file?)")
             try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise RecordError(f"{path}:{number}: not valid JSON: {error}") from None
-            if not isinstance(record, dict):
-                raise RecordError(f"{path}:{number}: expected a JSON object per line")
-            validate_record(record, where=f"{path}:{number}")
-            yield record
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise RecordError(f"{path}:{number}: not valid UTF-8 (byte {error.start} of "
+                                  f"the line: {raw[error.start:error.start + 8]!r})") from None
+            if text.strip():
+                yield number, text
+
+
+def parse_record_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    """One line of a records file as a validated record (errors name ``file:line``)."""
+    try:
+        record = json.loads(line)
+    except ValueError as error:
+        raise RecordError(f"{path}:{number}: not valid JSON: {error}") from None
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}:{number}: expected a JSON object per line")
+    validate_record(record, where=f"{path}:{number}")
+    return record
+
+
+def iter_records(path: Path, problems: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the validated records of ``path``; a bad line raises naming file and line, or,
+    with ``problems`` given, is described there and skipped (a run report shows what it could
+    read and what it could not)."""
+    lines = read_lines(path)
+    while True:
+        try:
+            number, line = next(lines)
+        except StopIteration:
+            return
+        except RecordError as error:
+            if problems is None:
+                raise
+            problems.append(str(error))
+            return  # the rest of an unreadable file cannot be trusted
+        try:
+            yield parse_record_line(path, number, line)
+        except RecordError as error:
+            if problems is None:
+                raise
+            problems.append(str(error))
 
 
 def find_record_files(roots: list[Path]) -> list[Path]:

@@ -7,7 +7,9 @@ machine would be. All names carry a per-testbed prefix, so two runs (pabot) neve
 management subnet (198.19.N.0/24, inside the RFC 2544 range) is picked free under a lock.
 
 State lives in ``/run/hoststack/<prefix>/``: keys, sshd configs, pid files and ``state.json``
-naming the owner process. :func:`sweep_stale` removes testbeds whose owner died (a killed run);
+naming the owner process and the *keeper*: one ``sh`` that starts every node's sshd and waits
+for them, so that their parent reaps them the moment they exit (see
+:mod:`libraries.testbed.teardown`, which removes a testbed and sweeps those whose owner died).
 :meth:`LocalTestbed.down` removes everything of one prefix, failures included.
 
 Root's login shell may run heavy rc files (pyenv here): each namespace gets an
@@ -25,8 +27,8 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -38,10 +40,16 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from libraries.testbed.errors import NodeError
 from libraries.testbed.ssh import SshTarget
+from libraries.testbed.teardown import (
+    STATE_ROOT,
+    state_dir,
+    sweep_stale,
+    teardown_prefix,
+    workdir_root,
+)
 from libraries.testbed.topology import Topology
 
 LOG = logging.getLogger(__name__)
-STATE_ROOT = Path("/run/hoststack")
 MGMT_SUPERNET = ipaddress.IPv4Network("198.19.0.0/16")
 SSHD = "/usr/sbin/sshd"
 _PREFIX_RE = re.compile(r"^h[a-z0-9]{2,7}$")
@@ -71,15 +79,6 @@ def _ip(*args: str, check: bool = True, timeout: float = 10) -> subprocess.Compl
     return result
 
 
-def _pid_alive(pid: int) -> bool:
-    """True for a live process; a zombie (nobody reaped it) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def make_prefix(topology: str, owner: str) -> str:
     """``hc`` + hash of the topology name for the CLI (stable, so ``down 3node`` finds it);
     ``hr`` + random for a Robot run (unique, so parallel runs never collide)."""
@@ -97,11 +96,11 @@ class LocalTestbed:
         self.topology = topology
         self.prefix = prefix
         self.owner = owner
-        self.rundir = STATE_ROOT / prefix
+        self.rundir = state_dir(prefix)
         self.namespaces = {name: f"{prefix}-{name}" for name in topology.nodes}
         self.bridge = f"{prefix}-br"
-        self.workdir_root = f"/tmp/hoststack-{prefix}"
-        self._sshd: dict[str, subprocess.Popen] = {}
+        self.workdir_root = workdir_root(prefix)
+        self._keeper: subprocess.Popen | None = None
 
     # -- up ---------------------------------------------------------------------------------
 
@@ -167,8 +166,8 @@ class LocalTestbed:
                 _netns_exec(ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
         known_hosts = self.rundir / "known_hosts"
         known_hosts.write_text("".join(f"{ip} {host_pub}\n" for ip in mgmt_ips.values()))
-        for node, ns in self.namespaces.items():
-            self._start_sshd(node, ns, mgmt_ips[node])
+        self._start_sshds(mgmt_ips)
+        self._write_state(subnet)
         targets = {
             node: SshTarget(host=ip, port=22, user="root",
                             key_file=str(self.rundir / "id_ed25519"),
@@ -210,11 +209,12 @@ class LocalTestbed:
             "owner_pid": os.getpid(),
             "mgmt_subnet": str(subnet),
             "namespaces": self.namespaces,
+            "keeper_pid": self._keeper.pid if self._keeper else None,
             "created": time.time(),
         }
         (self.rundir / "state.json").write_text(json.dumps(state, indent=2))
 
-    def _start_sshd(self, node: str, ns: str, address: str) -> None:
+    def _sshd_config(self, node: str, address: str) -> Path:
         config = self.rundir / f"sshd_{node}.conf"
         config.write_text(
             "\n".join([
@@ -235,18 +235,27 @@ class LocalTestbed:
                 "",
             ])
         )
-        etc = Path("/etc/netns") / ns
-        etc.mkdir(parents=True, exist_ok=True)
+        return config
+
+    def _start_sshds(self, addresses: dict[str, str]) -> None:
+        """One keeper ``sh`` starts every node's sshd (``-D``: it stays the keeper's child)
+        and waits for them: whoever stops an sshd, its parent reaps it at once, and the keeper
+        exits after the last (teardown order: :mod:`libraries.testbed.teardown`)."""
         passwd = Path("/etc/passwd").read_text()
-        (etc / "passwd").write_text(
-            re.sub(r"^(root:[^:]*:0:0:[^:]*:[^:]*:).*$", r"\1/bin/sh", passwd, flags=re.M)
-        )
-        # -D: sshd stays our child, so we can reap it at teardown (no zombie left behind).
-        self._sshd[node] = subprocess.Popen(
-            ["ip", "netns", "exec", ns, SSHD, "-D", "-f", str(config)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(self.rundir / f"sshd_{node}.log", "wb"),  # noqa: SIM115
-            start_new_session=True,
+        lines = []
+        for node, ns in self.namespaces.items():
+            config = self._sshd_config(node, addresses[node])
+            etc = Path("/etc/netns") / ns
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "passwd").write_text(
+                re.sub(r"^(root:[^:]*:0:0:[^:]*:[^:]*:).*$", r"\1/bin/sh", passwd, flags=re.M)
+            )
+            log = self.rundir / f"sshd_{node}.log"
+            lines.append(f"ip netns exec {shlex.quote(ns)} {SSHD} -D -f {shlex.quote(str(config))}"
+                         f" </dev/null >/dev/null 2>>{shlex.quote(str(log))} &")
+        self._keeper = subprocess.Popen(
+            ["sh", "-c", "\n".join([*lines, "wait"])], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
 
     # -- down -------------------------------------------------------------------------------
@@ -254,12 +263,10 @@ class LocalTestbed:
     def down(self) -> None:
         """Remove everything carrying this prefix: processes, namespaces, links, files."""
         teardown_prefix(self.prefix)
-        for sshd in self._sshd.values():
+        if self._keeper is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                sshd.wait(timeout=2)
-            if sshd.stderr:
-                sshd.stderr.close()
-        self._sshd.clear()
+                self._keeper.wait(timeout=2)
+            self._keeper = None
 
 
 def _netns_exec(ns: str, *command: str) -> None:
@@ -292,88 +299,3 @@ def _wait_for_tcp(host: str, port: int, timeout: float, what: str) -> None:
                 raise NodeError(f"local testbed: {what} not reachable after {timeout:g} s: "
                                 f"{error}") from None
             time.sleep(0.01)
-
-
-def _namespaces_with_prefix(prefix: str) -> list[str]:
-    listing = _ip("netns", "list", check=False).stdout
-    names = [line.split()[0] for line in listing.splitlines() if line.strip()]
-    return [name for name in names if name.startswith(prefix + "-")]
-
-
-def _reaped(pid: int) -> bool:
-    """True once ``pid`` is gone from the process table: a zombie child of ours is reaped here;
-    one whose parent is someone else (init, after the CLI's ``up`` exited) is waited for."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-    return not Path(f"/proc/{pid}").exists()
-
-
-def _kill_namespace_processes(namespaces: list[str], reap_timeout: float = 10.0) -> None:
-    """SIGTERM every process in ``namespaces``, SIGKILL what is left after 2 s, and return
-    only once every one of them is gone from the process table (reaped), so that nothing of
-    the testbed is visible after ``down`` returns."""
-    seen: set[int] = set()
-    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
-        pids = []
-        for ns in namespaces:
-            out = _ip("netns", "pids", ns, check=False).stdout
-            pids += [int(pid) for pid in out.split()]
-        seen.update(pids)
-        pids = [pid for pid in pids if _pid_alive(pid)]
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(_pid_alive(pid) for pid in pids):
-            time.sleep(0.02)
-    deadline = time.monotonic() + reap_timeout
-    while not all(_reaped(pid) for pid in seen):
-        if time.monotonic() > deadline:
-            LOG.warning("local testbed: processes %s exited but their parent has not reaped "
-                        "them after %g s", sorted(p for p in seen if not _reaped(p)),
-                        reap_timeout)
-            return
-        time.sleep(0.02)
-
-
-def teardown_prefix(prefix: str) -> None:
-    """Remove every namespace, link, bridge, file and process of testbed ``prefix``."""
-    namespaces = _namespaces_with_prefix(prefix)
-    _kill_namespace_processes(namespaces)
-    for ns in namespaces:
-        _ip("netns", "del", ns, check=False)
-        shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)
-    links = _ip("-o", "link", "show", check=False).stdout
-    for name in re.findall(rf"^\d+: ({re.escape(prefix)}-[a-z0-9]+)[@:]", links, flags=re.M):
-        _ip("link", "del", name, check=False)
-    shutil.rmtree(STATE_ROOT / prefix, ignore_errors=True)
-    shutil.rmtree(f"/tmp/hoststack-{prefix}", ignore_errors=True)
-    LOG.info("local testbed %s: removed", prefix)
-
-
-def list_testbeds() -> list[dict]:
-    """State of every testbed on this machine (``alive``: owner process still running)."""
-    found = []
-    for state_file in sorted(STATE_ROOT.glob("*/state.json")):
-        try:
-            state = json.loads(state_file.read_text())
-        except (OSError, ValueError):
-            state = {"prefix": state_file.parent.name, "owner": "unknown", "owner_pid": 0}
-        state["alive"] = state.get("owner") == "cli" or _pid_alive(int(state.get("owner_pid", 0)))
-        state["namespaces_present"] = _namespaces_with_prefix(state["prefix"])
-        found.append(state)
-    return found
-
-
-def sweep_stale() -> list[str]:
-    """Tear down testbeds whose owning run died (a killed robot run). Returns their prefixes."""
-    removed = []
-    for state in list_testbeds():
-        if not state["alive"]:
-            LOG.info("local testbed %s: owner pid %s is gone, removing leftovers",
-                     state["prefix"], state.get("owner_pid"))
-            teardown_prefix(state["prefix"])
-            removed.append(state["prefix"])
-    return removed

@@ -104,6 +104,13 @@ class Node:
             self._client.close()
             self._client = None
 
+    def abandon(self) -> None:
+        """Drop the connection without a command: the node is gone (its testbed removed)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self._processes.clear()
+
     @property
     def can_sudo(self) -> bool:
         """True when commands may run as root here (the login user is root, or sudo: true)."""

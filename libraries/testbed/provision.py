@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass, field
 
 from libraries.testbed.errors import HostStackError, NodeError, TopologyError
-from libraries.testbed.netns import LocalTestbed, list_testbeds, make_prefix, teardown_prefix
+from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
 from libraries.testbed.ssh import SshTarget
-from libraries.testbed.topology import Topology, load_topology
+from libraries.testbed.teardown import list_testbeds, teardown_prefix
+from libraries.testbed.topology import Topology
+from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
 
@@ -37,6 +39,7 @@ class Testbed:
     run_id: str
     nodes: dict[str, Node] = field(default_factory=dict)
     local: LocalTestbed | None = None
+    removed: bool = False
 
     @classmethod
     def up(cls, topology: Topology | str, owner: str = "robot") -> Testbed:
@@ -72,11 +75,26 @@ class Testbed:
         """The node called ``name_or_role``, or the first node with that role."""
         return self.nodes[self.topology.resolve_node(name_or_role)]
 
+    def remove_now(self) -> None:
+        """Remove a namespace testbed at once, with local commands only (from a signal
+        handler, where the interrupted code may hold an SSH connection's lock): every process
+        in its namespaces, the namespaces, its files. :meth:`down` then only disconnects. A
+        lab is left to :meth:`down`, which needs SSH."""
+        if self.local is not None and not self.removed:
+            self.removed = True
+            self.local.down()
+
     def down(self) -> None:
         """Stop every tracked process, disconnect, and remove a provisioned testbed.
 
-        Runs every step even when one fails, then raises the first failure.
+        Runs every step even when one fails, then raises the first failure. After
+        :meth:`remove_now` it only drops the connections to the nodes, which are gone.
         """
+        if self.removed:
+            for node in self.nodes.values():
+                node.abandon()
+            self.nodes.clear()
+            return
         failures: list[str] = []
         for node in self.nodes.values():
             try:

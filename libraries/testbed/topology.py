@@ -3,25 +3,26 @@
 A topology names its nodes (roles, how to reach them, CPUs, tool paths, optional VPP install),
 the links between node interfaces with their addresses, and whether the library builds the
 testbed itself (``provision: netns``). Loading never happens at import time: suites call
-:func:`load_topology` in their setup.
+:func:`~libraries.testbed.topology_file.load_topology` in their setup.
 
 Every problem is reported as one :class:`TopologyError` whose lines read
-``<file>: <key path>: <what was expected>, got <value>``.
+``<file>: <key path>: <what was expected>, got <value>`` (reading and reporting:
+:mod:`libraries.testbed.topology_file`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -31,7 +32,31 @@ from libraries.testbed.errors import TopologyError
 TOPOLOGY_DIR = Path(__file__).resolve().parents[2] / "topologies"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,9}$")]
-IfName = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$")]
+#: Linux's IFNAMSIZ is 16 bytes, the terminating NUL included
+IFNAME_MAX = 15
+
+
+def _kernel_ifname(name: str) -> str:
+    """An interface name the kernel accepts (``ip link add`` refuses the rest, too late)."""
+    if len(name) > IFNAME_MAX:
+        raise ValueError(f"interface name {name!r} has {len(name)} characters: Linux allows at "
+                         f"most {IFNAME_MAX} (IFNAMSIZ)")
+    if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_.-]*", name):
+        raise ValueError(f"interface name {name!r}: expected a letter, then letters, digits "
+                         "or _ . -")
+    return name
+
+
+def _link_end(value: str) -> str:
+    node, _, ifname = value.partition(":")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", node) or not ifname:
+        raise ValueError(f"expected 'node:interface' (e.g. 'dut:eth1'), got {value!r}")
+    _kernel_ifname(ifname)
+    return value
+
+
+IfName = Annotated[str, AfterValidator(_kernel_ifname)]
+LinkEnd = Annotated[str, AfterValidator(_link_end)]
 Role = Literal["tg", "dut", "server"]
 #: lab settings a test may change (and put back) when the topology allows it in ``may_change``
 Setting = Literal["mtu", "addresses"]
@@ -97,12 +122,15 @@ class Node(_Strict):
     tools: dict[str, str] = Field(default_factory=dict)
     optional_tools: list[str] = Field(default_factory=list)
     tool_env: dict[str, dict[str, str]] = Field(default_factory=dict)
+    #: a folder a tool needs besides its binary (bpftime: its libraries, ``bpftime -i``)
+    tool_dirs: dict[str, Annotated[str, StringConstraints(pattern=r"^(/|~/)")]] = Field(
+        default_factory=dict)
     vpp: VppInstall | None = None
     interfaces: dict[IfName, Interface] = Field(default_factory=dict)
     routes: list[Route] = Field(default_factory=list)
     ip_forward: bool = False
 
-    @field_validator("tools", "tool_env", "optional_tools")
+    @field_validator("tools", "tool_env", "optional_tools", "tool_dirs")
     @classmethod
     def _known_tools(cls, value: dict[str, Any] | list[str]) -> dict[str, Any] | list[str]:
         for tool in value:
@@ -114,9 +142,9 @@ class Node(_Strict):
 class Link(_Strict):
     """A point-to-point link ``node:interface`` <-> ``node:interface`` with addresses."""
 
-    a: str = Field(pattern=r"^[a-z][a-z0-9_]*:[a-zA-Z][a-zA-Z0-9_.-]*$")
+    a: LinkEnd
     a_ip: ipaddress.IPv4Interface
-    b: str = Field(pattern=r"^[a-z][a-z0-9_]*:[a-zA-Z][a-zA-Z0-9_.-]*$")
+    b: LinkEnd
     b_ip: ipaddress.IPv4Interface
     mtu: int = Field(default=1500, ge=576, le=9216)
 
@@ -135,6 +163,14 @@ class Link(_Strict):
         return ((a_node, a_if, self.a_ip), (b_node, b_if, self.b_ip))
 
 
+class MeasurementBudget(_Strict):
+    """A lab's bounds for a test whose verdict is still inconclusive after its planned trials:
+    ``max_trials`` rounds in all, ``max_seconds`` of measuring (Robot variables override)."""
+
+    max_trials: int | None = Field(default=None, ge=1)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+
 class Topology(_Strict):
     """A whole testbed: nodes, links and how it is provisioned."""
 
@@ -143,6 +179,7 @@ class Topology(_Strict):
     provision: Literal["netns"] | None = None
     known_hosts: str | None = None
     may_change: list[Setting] | None = None
+    budget: MeasurementBudget | None = None
     nodes: dict[Name, Node] = Field(min_length=1)
     links: list[Link] = Field(default_factory=list)
 
@@ -154,35 +191,36 @@ class Topology(_Strict):
             for side, (node, ifname, address) in zip("ab", link.ends(), strict=True):
                 where = f"links.{index}.{side}"
                 if node not in self.nodes:
-                    raise _PathError(
+                    raise PathError(
                         where, f"unknown node {node!r}: expected one of {sorted(self.nodes)}"
                     )
                 end = f"{node}:{ifname}"
                 if end in seen_ends:
-                    raise _PathError(where, f"interface {end} is used by two links")
+                    raise PathError(where, f"interface {end} is used by two links")
                 seen_ends.add(end)
                 if address.ip in seen_ips:
-                    raise _PathError(
+                    raise PathError(
                         f"{where}_ip",
                         f"duplicate address {address.ip} (also on {seen_ips[address.ip]})",
                     )
                 seen_ips[address.ip] = end
         for name, node in self.nodes.items():
-            for tool in node.optional_tools:
-                if tool not in node.tools:
-                    raise _PathError(f"nodes.{name}.optional_tools",
-                                     f"{tool!r} is not in this node's tools")
+            for key in ("optional_tools", "tool_dirs"):
+                for tool in getattr(node, key):
+                    if tool not in node.tools:
+                        raise PathError(f"nodes.{name}.{key}",
+                                        f"{tool!r} is not in this node's tools")
             if self.provision is None and node.host is None:
-                raise _PathError(
+                raise PathError(
                     f"nodes.{name}.host", "expected a host name or address (no provisioning)"
                 )
             if self.provision == "netns" and node.host is not None:
-                raise _PathError(
+                raise PathError(
                     f"nodes.{name}.host",
                     "must be absent with provision: netns (the testbed assigns it)",
                 )
             if node.key is not None and node.password is not None:
-                raise _PathError(f"nodes.{name}.password", "give either key or password, not both")
+                raise PathError(f"nodes.{name}.password", "give either key or password, not both")
             _check_vpp_interfaces(self, name, node, seen_ends)
             _check_vpp_cpus(name, node)
         self._own_keys_when_provisioned()
@@ -192,10 +230,10 @@ class Topology(_Strict):
         if self.provision != "netns":
             return
         if self.known_hosts is not None:
-            raise _PathError("known_hosts", _OWN_KEYS)
+            raise PathError("known_hosts", _OWN_KEYS)
         for name, node in self.nodes.items():
             if node.known_hosts is not None:
-                raise _PathError(f"nodes.{name}.known_hosts", _OWN_KEYS)
+                raise PathError(f"nodes.{name}.known_hosts", _OWN_KEYS)
 
     # -- queries used by keyword libraries --------------------------------------------------
 
@@ -289,28 +327,28 @@ def _check_vpp_interfaces(topology: Topology, name: str, node: Node, link_ends: 
         driver = interface.vpp_driver
         if interface.pci is not None:
             if interface.pci in seen_pci:
-                raise _PathError(f"{where}.pci", f"PCI address {interface.pci} is also "
+                raise PathError(f"{where}.pci", f"PCI address {interface.pci} is also "
                                  f"interface {seen_pci[interface.pci]}'s")
             seen_pci[interface.pci] = ifname
         if driver == "af_packet":
             continue
         if node.vpp is None:
-            raise _PathError(f"{where}.vpp_driver",
+            raise PathError(f"{where}.vpp_driver",
                              f"{driver} needs VPP on this node: declare nodes.{name}.vpp")
         if f"{name}:{ifname}" not in link_ends:
-            raise _PathError(f"{where}.vpp_driver", f"{driver} on an interface no link uses: "
+            raise PathError(f"{where}.vpp_driver", f"{driver} on an interface no link uses: "
                              "VPP would get it without an address")
         if driver == "dpdk" and interface.pci is None:
-            raise _PathError(f"{where}.pci", "required with vpp_driver dpdk: the NIC's PCI "
+            raise PathError(f"{where}.pci", "required with vpp_driver dpdk: the NIC's PCI "
                              "address, e.g. '0000:01:00.0' (lshw -c net -businfo)")
         if driver == "dpdk" and topology.provision == "netns":
-            raise _PathError(f"{where}.vpp_driver", "dpdk drives a PCI NIC, which a netns "
+            raise PathError(f"{where}.vpp_driver", "dpdk drives a PCI NIC, which a netns "
                              "testbed's veths are not: use af_packet or dpdk_vdev")
         if driver == "dpdk_vdev" and interface.pci is not None:
-            raise _PathError(f"{where}.pci", "must be absent with vpp_driver dpdk_vdev (a DPDK "
+            raise PathError(f"{where}.pci", "must be absent with vpp_driver dpdk_vdev (a DPDK "
                              "virtual device on the kernel interface; for a NIC use dpdk)")
     if {"dpdk", "dpdk_vdev"} <= drivers:
-        raise _PathError(f"nodes.{name}.interfaces", "dpdk and dpdk_vdev on one node: DPDK "
+        raise PathError(f"nodes.{name}.interfaces", "dpdk and dpdk_vdev on one node: DPDK "
                          "virtual devices run with no-pci, so no NIC could be used as well")
 
 
@@ -319,80 +357,21 @@ def _check_vpp_cpus(name: str, node: Node) -> None:
     main = node.cpus.get("vpp_main")
     workers = node.cpus.get("vpp_workers")
     if main is not None and len(main) != 1:
-        raise _PathError(f"nodes.{name}.cpus.vpp_main",
+        raise PathError(f"nodes.{name}.cpus.vpp_main",
                          f"expected exactly one CPU (VPP's main thread), got {main}")
     if workers is None:
         return
     if len(set(workers)) != len(workers):
-        raise _PathError(f"nodes.{name}.cpus.vpp_workers", f"a CPU listed twice in {workers}")
+        raise PathError(f"nodes.{name}.cpus.vpp_workers", f"a CPU listed twice in {workers}")
     if main is not None and main[0] in workers:
-        raise _PathError(f"nodes.{name}.cpus.vpp_workers",
+        raise PathError(f"nodes.{name}.cpus.vpp_workers",
                          f"CPU {main[0]} is also vpp_main: workers need cores of their own")
 
 
-class _PathError(ValueError):
+class PathError(ValueError):
     """A cross-field problem at an explicit key path (raised inside model validation)."""
 
     def __init__(self, path: str, message: str):
         super().__init__(message)
         self.path = path
         self.message = message
-
-
-def _format_errors(source: str, error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        parts = [str(part) for part in item["loc"]]
-        is_key = parts[-1:] == ["[key]"]
-        path = ".".join(parts[:-1] if is_key else parts) or "(top level)"
-        ctx_error = item.get("ctx", {}).get("error")
-        if isinstance(ctx_error, _PathError):
-            lines.append(f"{source}: {ctx_error.path}: {ctx_error.message}")
-            continue
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = "unknown key (typo?)"
-        elif item["type"] == "missing":
-            message = "required key is missing"
-        if is_key:
-            message = f"invalid name: {message}"
-        got = item.get("input")
-        quiet = item["type"] in ("missing", "extra_forbidden") or isinstance(got, dict)
-        suffix = "" if quiet or is_key else f", got {got!r}"
-        lines.append(f"{source}: {path}: {message}{suffix}")
-    return "\n".join(lines)
-
-
-def parse_topology(data: Any, source: str) -> Topology:
-    """Validate already-parsed YAML ``data``; ``source`` names the file in errors."""
-    if not isinstance(data, dict):
-        raise TopologyError(f"{source}: expected a mapping at the top level, got {data!r}")
-    try:
-        return Topology.model_validate(data)
-    except ValidationError as error:
-        raise TopologyError(_format_errors(source, error)) from None
-
-
-def topology_path(name_or_path: str) -> Path:
-    """``3node`` -> ``topologies/3node.yaml``; a path to a file is taken as it is."""
-    candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
-        return candidate
-    return TOPOLOGY_DIR / f"{name_or_path}.yaml"
-
-
-def load_topology(name_or_path: str) -> Topology:
-    """Load and validate a topology by name (``3node``) or by path."""
-    path = topology_path(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        known = sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml") if p.stem != "criteria")
-        raise TopologyError(
-            f"{path}: cannot read topology ({error.strerror}); known topologies: {known}"
-        ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise TopologyError(f"{path}: not valid YAML: {error}") from None
-    return parse_topology(data, str(path))

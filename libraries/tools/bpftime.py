@@ -31,7 +31,7 @@ import re
 import shlex
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from libraries.testbed.errors import NodeError, ToolMissing
@@ -44,6 +44,8 @@ SHM_PATH = f"{SHM_DIR}/{DEFAULT_SHM_NAME}"
 RUNTIME_LOG = ".bpftime/runtime.log"  # under the node user's home
 #: shared objects whose presence in a process's maps means bpftime is (still) injected
 INJECTED = ("libbpftime-agent", "libbpftime-syscall-server")
+#: what ``bpftime load`` and ``bpftime start`` preload, from the install folder (``-i DIR``)
+LIBRARIES = ("libbpftime-agent.so", "libbpftime-syscall-server.so")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -70,16 +72,22 @@ class BpftimeSetup:
 
     Fields: ``binary`` (the bpftime CLI; default ``~/.bpftime/bpftime``), ``sslsniff`` (the
     bpftime example's sslsniff loader binary), ``env`` (environment for both processes, e.g.
-    ``{"BPFTIME_VM_NAME": "ubpf"}`` for a build without LLVM; from the topology's tool entry).
+    ``{"BPFTIME_VM_NAME": "ubpf"}`` for a build without LLVM; from the topology's tool entry),
+    ``install_dir`` (the folder holding :data:`LIBRARIES`, given to ``bpftime -i``; ``None``:
+    bpftime's own default, ``~/.bpftime``; :func:`detect_bpftime` finds it beside the binary
+    when the topology names none).
     """
 
     binary: str = DEFAULT_BINARY
     sslsniff: str
     env: Mapping[str, str] = field(default_factory=dict)
+    install_dir: str | None = None
 
     def __post_init__(self) -> None:
         _path(self.binary, "binary")
         _path(self.sslsniff, "sslsniff")
+        if self.install_dir is not None:
+            _path(self.install_dir, "install_dir")
         env = dict(self.env)
         for key, value in env.items():
             if not isinstance(key, str) or not _ENV_NAME.match(key) or not isinstance(value, str):
@@ -89,11 +97,18 @@ class BpftimeSetup:
         object.__setattr__(self, "env", env)
 
 
+def _cli(setup: BpftimeSetup) -> str:
+    """The bpftime CLI with its install folder (``-i DIR``, a global option) when known."""
+    if setup.install_dir is None:
+        return _shell_path(setup.binary)
+    return f"{_shell_path(setup.binary)} -i {_shell_path(setup.install_dir)}"
+
+
 def load_command(setup: BpftimeSetup, args: tuple[str, ...] | list[str] = ()) -> str:
-    """``bpftime load <sslsniff> [ARGS]``: loads the program and keeps running (start it in
-    the background with :func:`run_env`; stop it with SIGINT so it detaches and exits)."""
+    """``bpftime [-i DIR] load <sslsniff> [ARGS]``: loads the program and keeps running (start
+    it in the background with :func:`run_env`; stop it with SIGINT so it detaches and exits)."""
     quoted = "".join(" " + shlex.quote(str(arg)) for arg in args)
-    return f"{_shell_path(setup.binary)} load {_shell_path(setup.sslsniff)}{quoted}"
+    return f"{_cli(setup)} load {_shell_path(setup.sslsniff)}{quoted}"
 
 
 def start_command(setup: BpftimeSetup, nginx: str, config: str, prefix: str) -> str:
@@ -106,7 +121,7 @@ def start_command(setup: BpftimeSetup, nginx: str, config: str, prefix: str) -> 
         if not isinstance(value, str) or not value.startswith("/"):
             raise ValueError(f"bpftime start: expected an absolute {what} path, got {value!r}")
     argv = [nginx, "-c", config, "-p", prefix]
-    return f"{_shell_path(setup.binary)} start " + " ".join(shlex.quote(a) for a in argv)
+    return f"{_cli(setup)} start " + " ".join(shlex.quote(a) for a in argv)
 
 
 def run_env(setup: BpftimeSetup, log_path: str, shm_name: str) -> dict[str, str]:
@@ -138,17 +153,36 @@ def cleanup_command(shm_name: str = DEFAULT_SHM_NAME) -> str:
     return f"rm -f {SHM_DIR}/{shm_name}"
 
 
-def detect_bpftime(node: Any, setup: BpftimeSetup) -> str:
-    """bpftime's version line and its binary's SHA-256 (first 16 hex digits) when bpftime and
-    the sslsniff program are on ``node``.
+@dataclass(frozen=True)
+class DetectedBpftime:
+    """bpftime found on a node: ``version`` (its answer and the binary's digest) and the
+    ``setup`` to run it with, its install folder filled in."""
 
-    Raises :class:`ToolMissing` naming what is absent ("bpftime not installed on dut:
-    ~/.bpftime/bpftime missing") so the suite skips the userspace variant with that reason.
+    version: str
+    setup: BpftimeSetup
+
+
+def detect_bpftime(node: Any, setup: BpftimeSetup) -> DetectedBpftime:
+    """bpftime's version line and its binary's SHA-256 (first 16 hex digits) when bpftime, its
+    libraries and the sslsniff program are on ``node``.
+
+    The libraries (:data:`LIBRARIES`) are looked for in ``setup.install_dir`` when given, else
+    beside the binary and in ``../lib`` from it: bpftime's own default, ``~/.bpftime``, holds
+    them only for a binary installed there. Raises :class:`ToolMissing` naming what is absent
+    ("bpftime not installed on dut: ~/.bpftime/bpftime missing") so the suite skips the
+    userspace variant with that reason.
     """
+    if setup.install_dir is not None:
+        candidates = [_shell_path(setup.install_dir)]
+    else:
+        candidates = ['"$(dirname "$b")"', '"$(dirname "$b")/../lib"']
+    libraries = " && ".join(f'[ -f "$d"/{name} ]' for name in LIBRARIES)
     script = (
         f"b={_shell_path(setup.binary)}; s={_shell_path(setup.sslsniff)}; "
         'if [ ! -x "$b" ]; then b=$(command -v "$b") || { echo "missing=bpftime"; exit 0; }; fi; '
         'test -x "$s" || echo "missing=sslsniff"; '
+        f"for d in {' '.join(candidates)}; do echo \"looked=$d\"; "
+        f'if {libraries}; then echo "install=$(cd "$d" && pwd -P)"; break; fi; done; '
         'echo "version=$("$b" --version 2>&1 | head -n 1)"; '
         'echo "sha256=$(sha256sum "$b" | cut -c1-16)"'
     )
@@ -158,11 +192,19 @@ def detect_bpftime(node: Any, setup: BpftimeSetup) -> str:
                           "(not packaged; build it from source)")
     if "missing=sslsniff" in out:
         raise ToolMissing(f"bpftime sslsniff program missing on {node.name}: {setup.sslsniff}")
+    install = re.search(r"^install=(/.*)$", out, re.MULTILINE)
+    if install is None:
+        looked = re.findall(r"^looked=(.*)$", out, re.MULTILINE)
+        raise ToolMissing(
+            f"bpftime's libraries not found on {node.name}: {' and '.join(LIBRARIES)} are in "
+            f"none of {', '.join(looked) or '(no folder)'} (the folder `bpftime -i` takes; "
+            "name it in the topology as tool_dirs: {bpftime: DIR})")
     version = re.search(r"^version=(.+)$", out, re.MULTILINE)
     digest = re.search(r"^sha256=([0-9a-f]{16})$", out, re.MULTILINE)
     if version is None or digest is None:
         raise ToolMissing(f"{node.name}: {setup.binary} does not answer --version: {out!r}")
-    return f"{version.group(1).strip()} sha256:{digest.group(1)}"
+    found = replace(setup, install_dir=install.group(1))
+    return DetectedBpftime(f"{version.group(1).strip()} sha256:{digest.group(1)}", found)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from libraries.results.records import (
     RecordError,
     find_record_files,
     iter_records,
+    read_lines,
     record_version,
     schema_path,
 )
@@ -265,16 +266,10 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
     """The columns of one records file (runs in a worker process for large trees)."""
     rows: list[tuple[Any, ...]] = []
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise RecordError(f"{path}: cannot read records file: {error}") from None
     run_revision = str(load_run_metadata(path).get("project_revision", ""))
     logs = load_log_anchors(path.parent / TESTS_FILE)
     validated = False
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in read_lines(path):
         try:
             record = json.loads(line)
         except ValueError:
@@ -322,14 +317,18 @@ def load_log_anchors(tests_file: Path) -> dict[str, str]:
     if not tests_file.is_file():
         return {}
     anchors: dict[str, str] = {}
-    for number, line in enumerate(tests_file.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            entry = json.loads(line)
-            if entry.get("log"):
-                log = (tests_file.parent / entry["log"]).resolve()
-                anchors[entry["test_id"]] = f"{log}#{entry['robot_id']}"
-        except (ValueError, AttributeError, KeyError, TypeError) as error:
-            LOG.warning("%s:%d: ignoring unreadable test entry: %s", tests_file, number, error)
+    try:
+        for number, line in read_lines(tests_file):
+            try:
+                entry = json.loads(line)
+                if entry.get("log"):
+                    log = (tests_file.parent / entry["log"]).resolve()
+                    anchors[entry["test_id"]] = f"{log}#{entry['robot_id']}"
+            except (ValueError, AttributeError, KeyError, TypeError) as error:
+                LOG.warning("%s:%d: ignoring unreadable test entry: %s", tests_file, number,
+                            error)
+    except RecordError as error:
+        LOG.warning("ignoring the rest of %s: %s", tests_file, error)
     return anchors
 
 

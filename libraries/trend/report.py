@@ -1,4 +1,4 @@
-"""One run at a glance: ``<run dir>/report.html``, self-contained and offline.
+"""One run at a glance: ``<run dir>/run-report.html``, self-contained and offline.
 
 Per case (tcp_term, ssl_proxy, ebpf_stream, sslsniff): the variants side by side as bars (the
 median) with every trial as a point and the median labelled, one chart per rate unit
@@ -32,11 +32,15 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from libraries.results.headline import figure as figure_text
-from libraries.results.records import RecordError, find_record_files, iter_records
+from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
 from libraries.results.telemetry import format_cpu_table, shared_kernels
 from libraries.trend.load import TESTS_FILE
 
-RUN_REPORT = "report.html"
+RUN_REPORT = "run-report.html"
+"""The run report's file name: not Robot's report.html, which shares the directory when the
+run id is given (``-v RUN_ID``, the nightly runner)."""
+
+
 def is_rate(unit: str) -> bool:
     """Rates (requests/s, Gbit/s, ...) are drawn as variant bars; other metrics (ratios, %,
     ms, counts) go to the table."""
@@ -62,9 +66,7 @@ def load_tests(run_dir: Path) -> list[dict[str, Any]]:
     output folder), log links made relative to ``run_dir``; ValueError naming a bad line."""
     tests = []
     for path in sorted(run_dir.rglob(TESTS_FILE)):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
+        for number, line in read_lines(path):
             try:
                 entry = json.loads(line)
             except ValueError as error:
@@ -79,12 +81,16 @@ def load_tests(run_dir: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def _load_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict]:
+def _load_run(run_dir: Path, problems: list[str]
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict]:
+    """Records, tests and run metadata of ``run_dir``; a record line that cannot be read is
+    described in ``problems`` and skipped: the report still describes the run."""
     if not run_dir.is_dir():
         raise ValueError(f"{run_dir}: no such directory")
-    records = [record for path in find_record_files([run_dir]) for record in iter_records(path)]
+    records = [record for path in find_record_files([run_dir])
+               for record in iter_records(path, problems)]
     tests = load_tests(run_dir)
-    if not records and not tests:
+    if not records and not tests and not problems:
         raise ValueError(f"{run_dir}: no records.jsonl or {TESTS_FILE}: not a run directory")
     run_file = run_dir / "run.json"
     try:
@@ -231,9 +237,19 @@ def _labs(pool: Any) -> str:
                + "</table>" if out else "") + "</section>\n")
 
 
+def _unreadable(problems: list[str]) -> str:
+    if not problems:
+        return ""
+    items = "".join(f"<li>{html.escape(problem)}</li>" for problem in problems)
+    return ("<section class=\"case\"><h2>Records that could not be read</h2><p class=\"note\">"
+            "These lines are skipped here; the trend tool refuses the file until they are "
+            f"repaired or removed.</p><ul>{items}</ul></section>\n")
+
+
 def render_run_report(run_dir: Path) -> str:
     """The HTML page of the run in ``run_dir``."""
-    records, tests, run = _load_run(run_dir)
+    problems: list[str] = []
+    records, tests, run = _load_run(run_dir, problems)
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_case[record["case"]].append(record)
@@ -264,13 +280,13 @@ def render_run_report(run_dir: Path) -> str:
         '<p class="note">Bars: the median of each variant\'s trials (labelled); points: every '
         "trial. Variants of one test were measured interleaved in the same run, so their "
         "ratios are the portable figures.</p>\n"
-        + _labs(run.get("pool")) + "\n".join(sections)
+        + _labs(run.get("pool")) + _unreadable(problems) + "\n".join(sections)
         + _unrecorded(tests, {r["test_id"] for r in records})
         + f"\n<script>{draw}</script>\n</body></html>\n")
 
 
 def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
-    """Write the run report of ``run_dir`` (default ``<run_dir>/report.html``); its path."""
+    """Write the run report of ``run_dir`` (default ``<run_dir>/run-report.html``); its path."""
     target = output or run_dir / RUN_REPORT
     target.write_text(render_run_report(run_dir), encoding="utf-8")
     return target
@@ -279,7 +295,7 @@ def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m libraries.trend.report RUN_DIR...``: exit 0, or 2 on bad input."""
     parser = argparse.ArgumentParser(prog="python -m libraries.trend.report",
-                                     description="Write report.html of one or more run dirs.")
+                                     description="Write run-report.html of one or more run dirs.")
     parser.add_argument("run_dirs", nargs="+", type=Path, help="results/<run-id> directories")
     parser.add_argument("--output", type=Path, help="page to write (one run dir only)")
     args = parser.parse_args(argv)

@@ -229,9 +229,9 @@ def vpp_diagnostics(instance: VppInstance) -> dict[str, str]:
                                vppctl=instance.install.vppctl)
 
 
-def stop_vpp(instance: VppInstance) -> str:
-    """Disconnect PAPI, close the forward, stop VPP, remove its runtime directory (every
-    socket); return VPP's output."""
+def release_local_side(instance: VppInstance) -> list[str]:
+    """Disconnect PAPI and close the socket forward (local processes and files only, so it
+    also works once the node is gone); returns the errors met."""
     errors = []
     try:
         if instance.papi.connected:
@@ -244,12 +244,19 @@ def stop_vpp(instance: VppInstance) -> str:
             instance.forward.wait(timeout=5)
         except subprocess.TimeoutExpired:
             instance.forward.kill()
+    instance.local_dir.cleanup()
+    return errors
+
+
+def stop_vpp(instance: VppInstance) -> str:
+    """Disconnect PAPI, close the forward, stop VPP, remove its runtime directory (every
+    socket); return VPP's output."""
+    errors = release_local_side(instance)
     output = instance.node.stop(instance.process, grace=5)
     # a VPP that died leaves its API/CLI/stats sockets; every VPP leaves one socket per app
     # namespace: the run's runtime directory holds them all
     runtime = shlex.quote(instance.install.app_socket_dir.rsplit("/", 1)[0])
     instance.node.run(f"rm -rf {runtime}", timeout=10, sudo=True, check=False)
-    instance.local_dir.cleanup()
     if errors:
         raise HostStackError("; ".join(errors))
     return output

@@ -2,7 +2,7 @@
 Documentation       nginx stream proxy with the eBPF sockmap module vs native vs direct; each eBPF
 ...                 trial proves the module spliced the connections.
 Resource            ../../resources/stream.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure Stream Proxy Throughput

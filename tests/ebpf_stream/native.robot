@@ -1,7 +1,7 @@
 *** Settings ***
 Documentation       Native nginx stream proxy vs the direct (routed) path.
 Resource            ../../resources/stream.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure Stream Proxy Throughput

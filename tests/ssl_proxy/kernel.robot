@@ -2,7 +2,7 @@
 Documentation       SSL reverse proxy on the Linux kernel stack. The 10-connection rows are seed
 ...                 000's; the 20-connection rows match ``vpp.robot``'s (wrk over VPP needs 20).
 Resource            ../../resources/proxy.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure SSL Proxy Throughput

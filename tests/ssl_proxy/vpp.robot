@@ -4,7 +4,7 @@ Documentation       SSL reverse proxy on VPP's host stack (wrk, proxy and server
 ...                 connections there (its event loop is sized below VPP's first socket number),
 ...                 so the VPP rows start at 20 connections; ``kernel.robot`` has the same rows.
 Resource            ../../resources/proxy.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure SSL Proxy Throughput

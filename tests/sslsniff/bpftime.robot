@@ -4,7 +4,7 @@ Documentation       sslsniff overhead with bpftime's userspace uprobes running s
 ...                 with the reason where the DUT has no bpftime (topology ``tools.bpftime``,
 ...                 ``tools.bpftime_sslsniff``).
 Resource            ../../resources/sslsniff.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Tags           KERNEL

@@ -4,7 +4,7 @@ Documentation       sslsniff overhead with kernel uprobes: the packaged path (bc
 ...                 bpftime's sslsniff example, skipped where it is not installed
 ...                 (topology ``tools.bpftime_sslsniff``).
 Resource            ../../resources/sslsniff.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Test Processes And Collect Logs
 Test Tags           KERNEL

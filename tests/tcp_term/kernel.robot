@@ -1,7 +1,7 @@
 *** Settings ***
 Documentation       TCP termination on the Linux kernel stack.
 Resource            ../../resources/tcp.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Processes And Restore Links
 Test Template       Measure TCP Termination Throughput

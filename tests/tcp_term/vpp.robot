@@ -4,7 +4,7 @@ Documentation       TCP termination on VPP's host stack (iperf3 under LD_PRELOAD
 ...                 ``tcp { mtu 9000 }`` and ``buffers { default data-size 10000 }`` and gives
 ...                 VPP's interfaces MTU 9000; like the kernel's, it skips on 1node (no link).
 Resource            ../../resources/tcp.resource
-Suite Setup         Set Up Suite Testbed
+Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Suite Testbed
 Test Teardown       Stop Processes And Restore Links
 Test Template       Measure TCP Termination Throughput

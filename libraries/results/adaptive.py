@@ -1,0 +1,86 @@
+"""Measuring until the verdict is conclusive: the planned rounds, then one more at a time while
+a criterion's interval straddles its bound, within the budget.
+
+Each extra round runs every variant once more, interleaved as before, and the measurement is
+rebuilt from all trials (so per-round ratios stay pairs measured back to back). Peeking after
+every round raises the chance that noise alone ends on one side; the verification benchmark
+(``benchmarks/verdict_bench.py``) measures the false-alarm rate of this whole procedure, not
+of one fixed-size test.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from libraries.results.criteria import CriteriaFile, CriterionResult, evaluate
+from libraries.results.measurement import Measurement, Trial, TrialObserver, run_rounds, warm_up
+from libraries.results.plan import Settings, TrialPlan
+
+LOG = logging.getLogger(__name__)
+Build = Callable[[dict[str, list[Any]], float], Measurement]
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The criteria of one test's topology, with the settings they are judged at."""
+
+    criteria: CriteriaFile
+    source: str
+    topology: str
+    settings: Settings
+
+    def evaluate(self, measurement: Measurement) -> list[CriterionResult]:
+        """Every applicable criterion's outcome."""
+        return evaluate(self.criteria, measurement, self.topology, source=self.source)
+
+
+def measure(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, build: Build,
+            judge: Judge | None = None, observer: TrialObserver | None = None,
+            ) -> tuple[Measurement, dict[str, list[Any]]]:
+    """Warm up, run the planned rounds, and more while ``judge`` finds a criterion
+    inconclusive and its budget allows; ``build`` turns the results so far (per variant, in
+    round order) and the seconds inside trials into the measurement. Returns the last
+    measurement, whose ``rounds`` says how many ran and why no further one did, and every
+    trial's result per variant."""
+    results: dict[str, list[Any]] = {name: [] for name in variants}
+    warm_up(variants, plan)
+    started = time.monotonic()
+    budget = judge.settings.budget if judge else None
+    total = max(budget.max_trials, plan.trials) if budget else plan.trials
+    seconds = run_rounds(variants, plan.duration, range(1, plan.trials + 1), plan.trials,
+                         results, observer)
+    # the planned rounds' time: as measured, at least their nominal trial time
+    planned = max(time.monotonic() - started, plan.trials * plan.duration * len(variants))
+    measurement = build(results, seconds)
+    rounds = plan.trials
+    stopped = "no criteria judged here"
+    while judge is not None and budget is not None:
+        outcomes = judge.evaluate(measurement)
+        pending = [r for r in outcomes if r.outcome == "inconclusive"]
+        if not outcomes:
+            stopped = "no criterion applies"
+            break
+        if not pending:
+            stopped = "conclusive"
+            break
+        elapsed = time.monotonic() - started
+        why = budget.allows(rounds, elapsed, elapsed / rounds, planned)
+        if why is not None:
+            stopped = why
+            break
+        rounds += 1
+        LOG.info("round %d: still inconclusive: %s", rounds,
+                 "; ".join(r.describe() for r in pending))
+        seconds += run_rounds(variants, plan.duration, range(rounds, rounds + 1), total, results,
+                              observer)
+        measurement = build(results, seconds)
+    measurement.rounds = {
+        "planned": plan.trials, "run": rounds, "max_trials": total,
+        "max_seconds": budget.max_seconds if budget else None,
+        "alpha": measurement.alpha, "stopped": stopped,
+    }
+    return measurement, results

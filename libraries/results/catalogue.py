@@ -1,0 +1,68 @@
+"""What each case can measure: its metric names and its parameters.
+
+The criteria file is checked against this before anything runs (a criterion on a metric the
+case never measures, or a ``when`` on a parameter it does not have, would otherwise be found
+only after the trials, or never), and :meth:`~libraries.results.measurement.Measurement.add`
+refuses a metric not listed here, so the catalogue cannot fall behind the case libraries.
+
+Names are regular expressions matched whole (variant-prefixed metrics such as
+``ebpf_dut_busy_cores`` are written once).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COSTS = r"(rps_per_dut_core|gbps_per_dut_core|dut_busy_cores|dut_softirq_share)"
+_TRIALS = ("trials", "duration_s", "warmup_s")
+
+
+@dataclass(frozen=True)
+class CaseCatalogue:
+    """The metric name patterns and parameter names of one case (``stack`` is every case's)."""
+
+    metrics: tuple[str, ...]
+    parameters: tuple[str, ...]
+
+    def has_metric(self, name: str) -> bool:
+        """True when ``name`` is one of this case's metrics."""
+        return any(re.fullmatch(pattern, name) for pattern in self.metrics)
+
+    def has_parameter(self, name: str) -> bool:
+        """True when a test of this case can have parameter ``name``."""
+        return name == "stack" or name in self.parameters
+
+
+CASES: dict[str, CaseCatalogue] = {
+    "tcp_term": CaseCatalogue(
+        metrics=("throughput", "gbps_per_dut_core", "dut_busy_cores", "dut_softirq_share",
+                 "iperf3_server_cpu", "vpp_cpu"),
+        parameters=("reverse", "streams", "mtu", "path", *_TRIALS),
+    ),
+    "ssl_proxy": CaseCatalogue(
+        metrics=("rps", "errors", "direct_rps", "proxy_direct_ratio",
+                 r"latency_p(50|90|99|99_9)", "rps_per_dut_core", "dut_busy_cores",
+                 "dut_softirq_share", "proxy_nginx_worker_cpu", "vpp_cpu"),
+        parameters=("file_size", "connections", "threads", "tool", "mtls", *_TRIALS),
+    ),
+    "ebpf_stream": CaseCatalogue(
+        metrics=("direct", "native", "ebpf", "(native_direct|ebpf_native|ebpf_direct)_ratio",
+                 rf"(direct|native|ebpf)_{_COSTS}", "(native|ebpf)_nginx_worker_cpu",
+                 "ebpf_nginx_worker_cpu_ratio"),
+        parameters=("reverse", "pinned", "ebpf", "variants", *_TRIALS),
+    ),
+    "sslsniff": CaseCatalogue(
+        metrics=("baseline_rps", "traced_rps", "overhead_pct", "events_per_request",
+                 rf"(baseline|traced)_{_COSTS}", "(baseline|traced)_nginx_worker_cpu",
+                 "tracer_cpu"),
+        parameters=("tracer", "per_event", "tool", "file", "connections", *_TRIALS),
+    ),
+}
+
+
+def case_catalogue(case: str) -> CaseCatalogue:
+    """The catalogue of ``case``; ``KeyError`` naming the known cases otherwise."""
+    if case not in CASES:
+        raise KeyError(f"unknown case {case!r}: expected one of {', '.join(sorted(CASES))}")
+    return CASES[case]

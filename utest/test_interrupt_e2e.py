@@ -1,0 +1,164 @@
+"""Interrupted runs: a double Ctrl-C in the middle of a trial leaves nothing of the run behind
+and a readable output.xml; a dry run or an early stop logs no listener error.
+
+The guard itself (which signal goes where) is tested in-process with fake handlers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from robot.api import ExecutionResult
+
+from libraries.testbed.interrupt import InterruptGuard
+
+REPO = Path(__file__).resolve().parent.parent
+ROBOT = [sys.executable, "-m", "robot"]
+
+e2e = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+]
+
+
+# -- the guard --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_handlers():
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def test_first_signal_goes_on_second_cleans_up_third_goes_on(restore_handlers):
+    seen: list[int] = []
+    cleaned: list[str] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    guard = InterruptGuard.install()
+    assert guard is not None and InterruptGuard.install() is guard
+    guard.protect("testbed a", lambda: cleaned.append("a"))
+    guard.protect("testbed b", lambda: cleaned.append("b"))
+    guard.release("testbed b")
+    os.kill(os.getpid(), signal.SIGINT)
+    assert (seen, cleaned) == ([signal.SIGINT], [])
+    os.kill(os.getpid(), signal.SIGTERM)  # Robot counts SIGINT and SIGTERM together
+    assert (seen, cleaned) == ([signal.SIGINT], ["a"])
+    os.kill(os.getpid(), signal.SIGINT)
+    assert (seen, cleaned) == ([signal.SIGINT, signal.SIGINT], ["a"])
+
+
+def test_a_failing_cleanup_does_not_stop_the_others(restore_handlers, capfd):
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    guard = InterruptGuard.install()
+    cleaned = []
+
+    def broken() -> None:
+        raise OSError("namespace busy")
+
+    guard.protect("testbed broken", broken)
+    guard.protect("testbed fine", lambda: cleaned.append("fine"))
+    guard(signal.SIGINT, None)
+    guard(signal.SIGINT, None)
+    assert cleaned == ["fine"]
+    assert "removing testbed broken after the signal failed: namespace busy" in \
+        capfd.readouterr().err
+
+
+def test_without_robot_the_first_ctrl_c_is_a_keyboard_interrupt(restore_handlers):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    guard = InterruptGuard.install()
+    with pytest.raises(KeyboardInterrupt):
+        guard(signal.SIGINT, None)
+
+
+# -- real runs --------------------------------------------------------------------------------
+
+
+def _namespaces() -> set[str]:
+    return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+
+
+def _pids_in(namespace: str) -> dict[int, str]:
+    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True,
+                         check=False).stdout
+    found = {}
+    for pid in out.split():
+        try:
+            found[int(pid)] = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize(("suite", "test", "load"), [
+    ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy", "wrk"),
+    ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3"),
+], ids=["ssl_proxy", "tcp_term"])
+@pytest.mark.e2e
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces")
+def test_double_ctrl_c_mid_trial_leaves_nothing_and_a_readable_output(tmp_path, suite, test,
+                                                                      load):
+    before = _namespaces()
+    run = subprocess.Popen(
+        [*ROBOT, "-v", "TOPOLOGY:3node", "-v", "TRIALS:2", "-v", "DURATION:30", "-v",
+         "WARMUP:0", "-d", str(tmp_path), "-t", test, suite],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        processes: dict[int, str] = {}
+        while time.monotonic() < deadline:
+            mine = sorted(ns for ns in _namespaces() - before if ns.endswith("-tg"))
+            if mine:
+                prefix = mine[0].removesuffix("-tg")
+                processes = {pid: comm for node in ("tg", "dut", "server")
+                             for pid, comm in _pids_in(f"{prefix}-{node}").items()}
+                if load in processes.values():
+                    break
+            time.sleep(0.2)
+        assert load in processes.values(), "the trial never started"
+        time.sleep(1.0)  # well inside the 30 s trial
+        run.send_signal(signal.SIGINT)  # Ctrl-C twice, as a hand does it: the second lands
+        time.sleep(0.02)                 # while the first one's teardowns run
+        run.send_signal(signal.SIGINT)
+        console, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    exited = time.monotonic()
+    assert {"sshd", load} <= set(processes.values())
+    while time.monotonic() < exited + 5:
+        left_ns = {ns for ns in _namespaces() if ns.startswith(prefix + "-")}
+        left = {pid: comm for pid, comm in processes.items() if Path(f"/proc/{pid}").exists()}
+        if not left_ns and not left:
+            break
+        time.sleep(0.1)
+    assert (left_ns, left) == (set(), {}), console[-3000:]
+    assert "Second signal: removing testbed" in console
+    assert "[ ERROR ]" not in console, console[-3000:]
+    result = ExecutionResult(str(tmp_path / "output.xml"))  # raises on a broken file
+    statuses = {t.name: t.status for t in result.suite.all_tests}
+    assert statuses == {test: "FAIL"}
+    rebot = subprocess.run([sys.executable, "-m", "robot.rebot", "-d", str(tmp_path / "re"),
+                            str(tmp_path / "output.xml")], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert rebot.returncode == 1, rebot.stdout + rebot.stderr  # one failed test, file whole
+
+
+@pytest.mark.e2e
+def test_dry_run_logs_no_listener_error(tmp_path):
+    run = subprocess.run([*ROBOT, "--dryrun", "-d", str(tmp_path), "tests"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert not re.search(r"\[ ERROR \]", run.stdout + run.stderr), run.stdout[-3000:]
+    assert not list(tmp_path.glob("*/tests.jsonl"))  # a dry run records nothing
