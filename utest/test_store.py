@@ -16,7 +16,6 @@ import pytest
 
 from libraries.results import records as records_module
 from libraries.results.records import RecordError, append_record
-from libraries.trend import load as load_module
 from libraries.trend.cli import main
 from libraries.trend.ingest import ingest
 from libraries.trend.load import load_records
@@ -84,42 +83,33 @@ def test_a_run_that_grew_is_replaced_by_its_longer_version(tmp_path: Path) -> No
     assert len(store.frame("run_id = ?", [run_dir.name])) == 2
 
 
-def _with_v3_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Record schema v3 as issue 21 plans it: v2 plus an optional ``interval`` per metric."""
-    schemas = tmp_path / "schemas"
-    shutil.copytree(records_module.SCHEMA_DIR, schemas)
-    v3 = json.loads((schemas / "record-v2.schema.json").read_text())
-    v3["properties"]["schema_version"] = {"const": 3}
-    v3["$defs"]["metric"]["properties"]["interval"] = {
-        "type": "object", "required": ["low", "high", "level", "method"],
-        "properties": {"low": {"type": "number"}, "high": {"type": "number"},
-                       "level": {"type": "number"}, "method": {"type": "string"}}}
-    (schemas / "record-v3.schema.json").write_text(json.dumps(v3))
-    monkeypatch.setattr(records_module, "SCHEMA_DIR", schemas)
-    monkeypatch.setattr(records_module, "SCHEMA_VERSIONS", (1, 2, 3))
-    monkeypatch.setattr(load_module, "SCHEMA_VERSIONS", (1, 2, 3))
-    records_module._validator.cache_clear()
-    load_module.record_check.cache_clear()
+def v3_record(run_id: str, lab: str, test: str, value: float) -> dict:
+    """A record of schema v3: every metric with its interval, the rounds and environment."""
+    record = lab_record(run_id, lab, test, 0, value)
+    record.update(schema_version=3, verdict="inconclusive",
+                  rounds={"planned": 3, "run": 3, "max_trials": 9, "max_seconds": None,
+                          "alpha": 0.05, "stopped": "no criteria"},
+                  environment={"unavailable": "not read in this test"})
+    record["metrics"]["throughput"]["interval"] = {"low": value * 0.95, "high": value * 1.05,
+                                                   "level": 0.75, "method": "order statistics"}
+    return record
 
 
-def test_records_v1_v2_and_v3_map_to_one_table(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    _with_v3_schema(tmp_path, monkeypatch)
+def test_records_v1_v2_and_v3_map_to_one_table(tmp_path: Path) -> None:
+    assert records_module.SCHEMA_VERSIONS == (1, 2, 3)
     run_dir = tmp_path / "results" / "r1"
     v1 = make_record("r1", T0, "old", {"throughput": ("Gbit/s", "higher_is_better", [1., 2.])})
     v2 = lab_record("r1", "lab-a", "forward", 0, 10.0)
-    v3 = lab_record("r1", "lab-a", "reverse", 0, 12.0)
-    v3["schema_version"] = 3
-    v3["metrics"]["throughput"]["interval"] = {"low": 11.5, "high": 12.5, "level": 0.95,
-                                               "method": "binomial median"}
+    v3 = v3_record("r1", "lab-a", "reverse", 12.0)
     for record in (v1, v2, v3):
         append_record(run_dir / "records.jsonl", record)
     store = Store(tmp_path / "history")
     assert ingest([tmp_path / "results"], store).errors == []
     frame = store.frame().set_index("test_id")
     assert frame.loc["lab-a/tcp_term/reverse", ["ci_low", "ci_high", "ci_level"]].tolist() == [
-        11.5, 12.5, 0.95]
-    assert frame.loc["lab-a/tcp_term/reverse", "ci_method"] == "binomial median"
+        pytest.approx(11.4), pytest.approx(12.6), 0.75]
+    assert frame.loc["lab-a/tcp_term/reverse", "ci_method"] == "order statistics"
+    assert frame.loc["lab-a/tcp_term/reverse", "verdict"] == "inconclusive"
     assert frame.loc["lab-a/tcp_term/forward", ["ci_low", "ci_high"]].isna().all()
     assert frame["schema_version"].sort_values().tolist() == [1, 2, 3]
     assert frame.loc["lab-a/tcp_term/reverse", "test_key"] == "tcp_term/reverse"

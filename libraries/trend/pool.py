@@ -26,7 +26,7 @@ from typing import Any
 
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
-from libraries.testbed.topology import load_topology, topology_path
+from libraries.testbed.topology_file import load_topology, topology_path
 
 LOG = logging.getLogger(__name__)
 POOL_TAG = "hoststack-lab"
