@@ -40,6 +40,21 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# vegeta, the constant-rate (open-loop) load generator of the latency pass and the capacity
+# search: not packaged by Debian; built from the Go module proxy at a pinned version into the
+# project's own folder, which the topologies name (tools.vegeta).
+VEGETA_VERSION=v12.13.0
+TOOLS_BIN=/opt/hoststack-perf/bin
+if [ "$("$TOOLS_BIN/vegeta" -version >/dev/null 2>&1 && grep -a -o -m 1 "tsenart/vegeta/v12.$VEGETA_VERSION" "$TOOLS_BIN/vegeta")" = "" ]; then
+  if ! command -v go >/dev/null; then
+    echo "setup.sh: go not found: it builds vegeta $VEGETA_VERSION (install Go 1.22 or newer)" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing vegeta $VEGETA_VERSION into $TOOLS_BIN"
+  mkdir -p "$TOOLS_BIN"
+  GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi
+
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv

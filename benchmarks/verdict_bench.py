@@ -48,7 +48,7 @@ DETECTION = 0.9
 
 
 def collect(case_name: str, settings: str, pairs: int, slowdowns: list[str], out: Path,
-            topology: str) -> None:
+            topology: str, label: str = "") -> None:
     """Append ``pairs`` rounds of A (unslowed) and each slowdown's B run to ``out``."""
     case = CASES[case_name]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -63,8 +63,9 @@ def collect(case_name: str, settings: str, pairs: int, slowdowns: list[str], out
                 done += 1
                 record = run_once(case, {**SETTINGS[settings], "topology": topology},
                                   runs / name, slowdown, criteria)
-                record["bench"].update({"case": case_name, "settings": settings,
-                                        "round": index})
+                record["bench"].update({"case": case_name, "round": index,
+                                        "settings": f"{settings}/{label}" if label
+                                        else settings})
                 with out.open("a") as stream:
                     stream.write(json.dumps(record) + "\n")
                 values = {m: record["metrics"][m]["value"] for m in case.metrics}
@@ -202,12 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--slowdown", action="append", default=[])
     run.add_argument("--topology", default="3node")
     run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--label", default="", help="kept with the settings (e.g. a placement)")
     report = sub.add_parser("analyze")
     report.add_argument("files", nargs="+", type=Path)
     report.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "collect":
-        collect(args.case, args.settings, args.pairs, args.slowdown, args.out, args.topology)
+        collect(args.case, args.settings, args.pairs, args.slowdown, args.out, args.topology,
+                args.label)
         return 0
     records = [record for path in args.files for record in _read(path)]
     rows = analyse(records)

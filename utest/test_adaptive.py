@@ -79,6 +79,8 @@ def test_without_criteria_no_round_is_added():
 def test_settings_defaults_and_the_topology_budget():
     settings = parse_settings("5", "2", "1")
     assert settings.budget == Budget(10, None) and settings.alpha == 0.05
+    # a quick look (TRIALS:1) may still reach a verdict: the default budget allows 5 trials
+    assert parse_settings("1", "2", "0").budget == Budget(5, None)
     lab = parse_settings("5", "30", "5", topology_budget={"max_trials": 12,
                                                          "max_seconds": 900.0})
     assert lab.budget == Budget(12, 900.0)

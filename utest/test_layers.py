@@ -40,6 +40,7 @@ TOOL_UNITS: dict[str, set[str]] = {
     "nginx": {"render"},
     "wrk": {"cpu"},
     "iperf3": {"cpu"},
+    "vegeta": {"cpu"},
     "ebpf_stream": {"nginx"},
     "sslsniff": {"render", "bpftime"},
 }

@@ -29,7 +29,8 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("robot")
     command = [sys.executable, "-m", "robot", "--outputdir", str(out), "--variable",
                "TOPOLOGY:3node", "--variable", "TRIALS:2", "--variable", "DURATION:1",
-               "--variable", "WARMUP:0", "--variable", "RUN_ID:e2e", "--test",
+               "--variable", "WARMUP:0", "--variable", "RUN_ID:e2e", "--variable",
+               f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", "--test",
                "1s-kernel-tcp-term", "--test", "1kb-10c-kernel-ssl-proxy", "--console",
                "dotted", "tests/tcp_term/kernel.robot", "tests/ssl_proxy/kernel.robot"]
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -45,7 +46,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 def _check_nodes(record: dict, variant: str) -> dict:
-    assert record["schema_version"] == 2
+    assert record["schema_version"] == 3
     nodes = record["telemetry"]["variants"][variant]["nodes"]
     assert set(nodes) == NODES
     for name, node in nodes.items():

@@ -8,8 +8,8 @@ are at confidence ``1 - ALPHA``.
 
 Where the values come from, first found wins: Robot variables (``-v TRIALS:5 -v DURATION:30
 -v MAX_TRIALS:12 -v MAX_SECONDS:900 -v ALPHA:0.05``), the topology's ``budget:`` (a lab's own
-bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned rounds and
-twice their time. Every value is checked where it enters (:func:`parse_settings`, in each
+bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned rounds (at
+least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every value is checked where it enters (:func:`parse_settings`, in each
 measuring suite's setup); errors name the variable.
 """
 
@@ -115,15 +115,15 @@ def parse_settings(trials: object, duration: object, warmup: object,
             raise ValueError(f"-v ALPHA:{alpha}: expected a number between 0 and 1 (exclusive),"
                              " e.g. 0.05") from None
     trials_from, seconds_from = "-v MAX_TRIALS", "-v MAX_SECONDS"
+    needed = minimum_decisive_trials(level)
     if max_trials is None:
         trials_from = "the topology's budget.max_trials" if "max_trials" in given else \
-            "the default budget (2 x TRIALS)"
-        max_trials = given.get("max_trials", 2 * plan.trials)
+            "the default budget"
+        max_trials = given.get("max_trials", max(2 * plan.trials, needed))
     rounds = whole("MAX_TRIALS", max_trials, 1, "an integer")
     if rounds < plan.trials:
         raise ValueError(f"{trials_from} ({rounds}) is below -v TRIALS:{plan.trials}: the "
                          "budget must allow the planned trials")
-    needed = minimum_decisive_trials(level)
     if rounds < needed:
         raise ValueError(f"{trials_from} ({rounds}) can never reach a verdict at ALPHA "
                          f"{level:g}: an interval that decides needs {needed} trials")

@@ -20,10 +20,13 @@ from libraries.testbed.node import Node
 
 @dataclass(frozen=True)
 class VersionProbe:
-    """How to ask ``tool`` its version: ``args`` appended to the binary, ``pattern`` group 1."""
+    """How to ask ``tool`` its version: ``args`` appended to the binary, ``pattern`` group 1;
+    or ``command``, a shell command naming the binary as ``{path}`` (quoted), for a tool that
+    cannot say it itself."""
 
     args: str
     pattern: str
+    command: str | None = None
 
 
 PROBES: dict[str, VersionProbe] = {
@@ -40,6 +43,10 @@ PROBES: dict[str, VersionProbe] = {
     "bpftime": VersionProbe("--version", r"^(?:bpftime\S*\s+v?)?(\d+\.\d+\S*)\s*$"),
     "bpftime_sslsniff": VersionProbe("--version", r"^sslsniff (\S+)$"),
     "taskset": VersionProbe("--version", r"util-linux (\S+)"),
+    # vegeta built with `go install` prints an empty version: its module's is in the binary
+    "vegeta": VersionProbe("", r"vegeta/v\d+\s(v[0-9.]+)",
+                           command="grep -a -o -m 1 'mod.github.com/tsenart/vegeta/v[0-9]*."
+                                   "v[0-9.]*' {path}"),
 }
 
 
@@ -65,13 +72,14 @@ def tool_version(node: Node, tool: str, binary: str) -> str:
         where = "PATH" + (" nor in sudo's secure_path" if node.target.sudo else "")
         raise ToolMissing(f"{node.name}: tool {tool} ({binary}) not found: not in "
                           f"{node.target.user}'s {where}")
-    result = node.run(f"{shlex.quote(path)} {probe.args} 2>&1", timeout=15, check=False,
-                      quiet=True)
+    command = (probe.command.format(path=shlex.quote(path)) if probe.command
+               else f"{shlex.quote(path)} {probe.args}")
+    result = node.run(f"{command} 2>&1", timeout=15, check=False, quiet=True)
     version = parse_version(tool, result.stdout)
     if version is None:
         output = result.stdout.strip()[-300:] or "(no output)"
         raise ToolMissing(
-            f"{node.name}: tool {tool} ({path}) does not answer `{path} {probe.args}` "
+            f"{node.name}: tool {tool} ({path}) does not answer `{command}` "
             f"(exit {result.exit_code}): {output}"
         )
     return version
