@@ -19,7 +19,6 @@ import pytest
 from libraries.results.records import RecordError, append_record, validate_record
 from libraries.trend.analysis import analyse
 from libraries.trend.cli import main
-from libraries.trend.compare import Side, judge
 from libraries.trend.detect import Run, classify_batch, classify_with_jumpavg
 from libraries.trend.load import compile_check, load_records, record_check
 
@@ -66,7 +65,8 @@ SERIES: dict[str, tuple[str, str, Callable[[int], float]]] = {
 
 
 def write_runs(root: Path, shapes: dict[str, tuple[str, str, Callable[[int], float]]],
-               runs: int = RUNS, seed: int = 7, noise: float = 0.05) -> list[str]:
+               runs: int = RUNS, seed: int = 7, noise: float = 0.05,
+               trials: int = 3) -> list[str]:
     """Write ``runs`` run directories (records.jsonl + run.json); returns the run ids."""
     rng = random.Random(seed)
     run_ids = []
@@ -78,7 +78,8 @@ def write_runs(root: Path, shapes: dict[str, tuple[str, str, Callable[[int], flo
         for test, (unit, direction, level) in shapes.items():
             metric = "latency" if unit == "ms" else "throughput"
             record = make_record(run_id, when + timedelta(minutes=1), test,
-                                 {metric: (unit, direction, trials_for(rng, level(i), noise))})
+                                 {metric: (unit, direction,
+                                           trials_for(rng, level(i), noise, trials))})
             append_record(run_dir / "records.jsonl", record)
         (run_dir / "run.json").write_text(json.dumps(
             {"run_id": run_id, "start_time": when.isoformat(), "project_revision": f"abc{i:04d}",
@@ -90,6 +91,13 @@ def write_runs(root: Path, shapes: dict[str, tuple[str, str, Callable[[int], flo
 def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("results")
     return root, write_runs(root, SERIES)
+
+
+@pytest.fixture(scope="module")
+def results5(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """As ``results``, with 5 trials per run: the fewest that give a change interval."""
+    root = tmp_path_factory.mktemp("results5")
+    return root, write_runs(root, SERIES, trials=5)
 
 
 def by_test(frame_root: Path) -> dict[str, str]:
@@ -282,33 +290,32 @@ def test_compiled_check_agrees_with_jsonschema_on_mutations() -> None:
 
 # --- compare -----------------------------------------------------------------------------------
 
-def test_compare_rule_needs_disjoint_ranges_and_a_large_change() -> None:
-    a = Side("a", 100.0, 98.0, 102.0, 0.02)
-    assert judge("higher_is_better", a, Side("b", 80.0, 79.0, 81.0, 0.01))[2] == "regression"
-    assert judge("lower_is_better", a, Side("b", 80.0, 79.0, 81.0, 0.01))[2] == "progression"
-    assert judge("higher_is_better", a, Side("b", 97.0, 96.0, 97.5, 0.01))[2] == (
-        "not significant")  # disjoint, but 3 % < 5 %
-    assert judge("higher_is_better", a, Side("b", 80.0, 60.0, 99.0, 0.2))[2] == (
-        "not significant")  # overlapping trial ranges
-    change, threshold, verdict = judge("higher_is_better", a, Side("b", 120, 119, 121, 0.08))
-    assert (change, threshold, verdict) == (pytest.approx(20), pytest.approx(16), "progression")
-
-
-def test_compare_both_ways_by_run_id_and_directory(results, capsys) -> None:
-    root, run_ids = results
+def test_compare_both_ways_by_run_id_and_directory(results5, capsys) -> None:
+    root, run_ids = results5
     before, after = run_ids[RUNS - 3], run_ids[RUNS - 1]
     assert main([str(root), "--compare", before, after]) == 3
     out = capsys.readouterr().out
-    assert re.search(r"step-down\s+throughput\s+.*-\d\d\.\d%\s+\S+%\s+regression", out)
-    assert re.search(r"flat-noisy\s+throughput\s+.*not significant", out)
-    assert re.search(r"latency-step-up\s+latency\s+.*\+\d\d\.\d%\s+\S+%\s+regression", out)
+    assert "verdicts: Hodges-Lehmann change of the trials, Mann-Whitney interval at 95%" in out
+    # -20 %: the interval (widened by the series' 5 % run-to-run noise) lies below no change
+    assert re.search(r"step-down\s+throughput\s+.*-\d\d\.\d% \[-\d+\.\d%, -\d+\.\d%\]\s+"
+                     r"\d\.\d%\s+regression", out)
+    assert re.search(r"flat-noisy\s+throughput\s+.*(no change|inconclusive)", out)
+    assert re.search(r"latency-step-up\s+latency\s+.*\+\d\d\.\d% \[.*regression", out)
     # The other way round (run directories, history from root): step-down is a progression.
     assert main([str(root), "--compare", str(root / after), str(root / before),
                  "--test", "*step-down"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"step-down\s+throughput\s+.*\+\d\d\.\d%\s+\S+%\s+progression", out)
+    assert re.search(r"step-down\s+throughput\s+.*\+\d\d\.\d% \[.*progression", out)
     assert "flat-noisy" not in out
     assert main([str(root), "--compare", str(root / after), str(root / before)]) == 3
     assert re.search(r"step-up\s+throughput\s+.*regression", capsys.readouterr().out)
     assert main([str(root), "--compare", before, "no-such-run"]) == 2
     assert "run 'no-such-run': no records" in capsys.readouterr().err
+
+
+def test_compare_refuses_an_alpha_outside_0_1(results5, capsys) -> None:
+    root, run_ids = results5
+    assert main([str(root), "--compare", run_ids[0], run_ids[1], "--alpha", "1.5"]) == 2
+    assert "--alpha: expected a number between 0 and 1" in capsys.readouterr().err
+    assert main([str(root), "--compare", run_ids[0], run_ids[1], "--margin", "150"]) == 2
+    assert "--margin: expected a percentage in [0, 100)" in capsys.readouterr().err

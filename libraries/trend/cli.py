@@ -67,6 +67,10 @@ def _parser() -> argparse.ArgumentParser:
                         "own classes over every sample (slow reference)")
     parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="compare two runs (run ids or run directories) instead")
+    parser.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                        help="compare: the intervals' confidence is 1 - A (default 0.05)")
+    parser.add_argument("--margin", type=float, default=5.0, metavar="PCT",
+                        help="compare: a change smaller than this is no finding (default 5)")
     parser.add_argument("--title", default="Performance trend", help="dashboard title")
     parser.add_argument("--store", type=Path, help="history folder (default: <first "
                         "RESULTS_DIR>/history); runs under RESULTS_DIR not yet in it are "
@@ -86,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"error: {error}\n")
         if args.compare:
             status = run_compare(store, args.compare[0], args.compare[1], args.test,
-                                 args.markdown)
+                                 args.markdown, args.alpha, args.margin / 100.0)
         else:
             status = _run_trend(args, store)
     except HostStackError as error:

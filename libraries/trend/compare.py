@@ -1,24 +1,21 @@
-"""Compare two runs test by test (CSIT's per-patch idea): change with the trial spread.
+"""Compare two runs test by test (CSIT's per-patch idea): the change with its interval and a
+four-way verdict.
 
-A change is *significant* when both hold:
-
-* the trial ranges ``[min, max]`` of the two runs do not overlap, and
-* the relative change of the medians exceeds the threshold
-  ``max(5 %, 2 x CV_A, 2 x CV_B, 2 x sqrt(2) x run-to-run CV)``.
-
-CV_A / CV_B are the trials' coefficients of variation within each run. Trials of one run share
-the machine's state, so they understate the run-to-run noise (4-13 % on the lab machines); when
-the series has at least :data:`MIN_HISTORY` runs in the store (DuckDB), its robust
-run-to-run CV (1.4826 x median absolute deviation / median) enters the threshold too, scaled by
-sqrt(2) because the difference of two noisy runs is compared.
-
-A significant change in the metric's bad direction (down for ``higher_is_better``, up for
-``lower_is_better``) is a regression; ``python -m libraries.trend --compare`` then exits 3.
+For every (test, metric) in both runs the verdict is :func:`libraries.results.verdict.ab_verdict`
+on the two runs' trials: the Hodges-Lehmann change of B against A with its exact Mann-Whitney
+interval at ``1 - alpha`` (``--alpha``, default 0.05), widened by the series' run-to-run CV
+when the history holds at least :data:`~libraries.results.verdict.MIN_HISTORY` runs of it;
+**regression** / **progression** when the interval lies wholly on one side of no change and
+the change is at least the margin (``--margin``, default 5 %), **no change** when the interval
+lies within the margin, **inconclusive** otherwise (too few trials: 5 per run are the fewest
+that give an interval at alpha 0.05). A regression is in the metric's terms: down for
+``higher_is_better``, up for ``lower_is_better``; ``python -m libraries.trend --compare``
+then exits 3. The false-alarm and detection rates of this verdict on this machine are measured
+by ``benchmarks/verdict_bench.py`` (``benchmarks/README.md``).
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from libraries.results.inference import DEFAULT_ALPHA, check_alpha
 from libraries.results.records import RecordError
+from libraries.results.verdict import DEFAULT_MARGIN, MIN_HISTORY, AbResult, ab_verdict
 from libraries.trend.analysis import (
     EXIT_OK,
     EXIT_REGRESSION,
@@ -39,33 +38,24 @@ from libraries.trend.analysis import (
 from libraries.trend.load import load_records
 from libraries.trend.store import Store
 
-MIN_CHANGE = 0.05
-"""Smallest relative change that can be significant (5 %)."""
-CV_FACTOR = 2.0
-"""A change must also exceed this many times the larger coefficient of variation."""
-MIN_HISTORY = 5
-"""Runs of a series needed before its run-to-run noise is estimated."""
-
 
 @dataclass(frozen=True)
 class Side:
-    """One run's figure for a series: median ``value``, trial range ``low``..``high``, ``cv``."""
+    """One run's figure for a series: its ``run_id``, median ``value``, the median's interval
+    ``low``..``high`` (None: a record without one) and every trial."""
 
     run_id: str
     value: float
-    low: float
-    high: float
-    cv: float
+    low: float | None
+    high: float | None
+    trials: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class Change:
-    """Change of one (test, metric) from run A to run B.
-
-    ``change_pct`` is None when A's value is 0; ``threshold_pct`` is the rule's threshold;
-    ``verdict`` is ``regression``, ``progression``, ``not significant``, ``only in A`` or
-    ``only in B`` (then the missing side is None).
-    """
+    """Change of one (test, metric) from run A to run B: both sides (None: only in the other
+    run), the :class:`AbResult` (None then too) and the ``verdict``: ``regression``,
+    ``progression``, ``no change``, ``inconclusive``, ``only in A`` or ``only in B``."""
 
     test_id: str
     metric: str
@@ -73,54 +63,31 @@ class Change:
     direction: str
     a: Side | None
     b: Side | None
-    change_pct: float | None
-    threshold_pct: float
+    result: AbResult | None
     verdict: str
 
 
-def run_to_run_cv(history: pd.DataFrame) -> dict[tuple[str, str], float]:
-    """Robust run-to-run CV per (test, metric) with at least :data:`MIN_HISTORY` runs."""
-    noise: dict[tuple[str, str], float] = {}
-    for key, rows in history.groupby(["test_id", "metric"]):
-        values = rows["value"]
-        median = float(values.median())
-        if len(values) >= MIN_HISTORY and median:
-            mad = float((values - median).abs().median())
-            noise[(str(key[0]), str(key[1]))] = 1.4826 * mad / abs(median)
-    return noise
-
-
-def judge(direction: str, a: Side, b: Side, noise_cv: float = 0.0
-          ) -> tuple[float | None, float, str]:
-    """(change %, threshold %, verdict) for B against A under the module's rule."""
-    threshold = max(MIN_CHANGE, CV_FACTOR * max(a.cv, b.cv),
-                    CV_FACTOR * math.sqrt(2) * noise_cv) * 100.0
-    if a.value == 0:
-        return None, threshold, "not significant"
-    change = (b.value - a.value) / abs(a.value) * 100.0
-    overlap = a.low <= b.high and b.low <= a.high
-    if overlap or abs(change) <= threshold:
-        return change, threshold, "not significant"
-    worse = change < 0 if direction == "higher_is_better" else change > 0
-    return change, threshold, "regression" if worse else "progression"
+def _side(row: pd.Series) -> Side:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    trials = row.get("trial_values")
+    return Side(str(row["run_id"]), float(row["value"]),
+                None if low is None or pd.isna(low) else float(low),
+                None if high is None or pd.isna(high) else float(high),
+                tuple(float(v) for v in trials) if trials is not None else (float(row["value"]),))
 
 
 def _sides(frame: pd.DataFrame) -> dict[tuple[str, str], tuple[Side, str, str]]:
     latest = frame.sort_values("start_time", kind="stable").groupby(["test_id", "metric"]).last()
-    return {
-        (str(key[0]), str(key[1])): (
-            Side(str(row.run_id), float(row.value), float(row.low), float(row.high),
-                 float(row.cv)),
-            str(row.unit), str(row.direction))
-        for key, row in latest.iterrows()
-    }
+    return {(str(key[0]), str(key[1])): (_side(row), str(row["unit"]), str(row["direction"]))
+            for key, row in latest.iterrows()}
 
 
 def compare_frames(frame_a: pd.DataFrame, frame_b: pd.DataFrame,
-                   noise: dict[tuple[str, str], float] | None = None) -> list[Change]:
+                   noise: dict[tuple[str, str], float] | None = None,
+                   alpha: float = DEFAULT_ALPHA, margin: float = DEFAULT_MARGIN) -> list[Change]:
     """Per (test, metric) changes from A to B: regressions first, then by test and metric.
 
-    ``noise`` maps (test, metric) to its run-to-run CV (see :func:`run_to_run_cv`).
+    ``noise`` maps (test, metric) to its run-to-run CV (:func:`store_noise`).
     """
     noise = noise or {}
     sides_a, sides_b = _sides(frame_a), _sides(frame_b)
@@ -130,11 +97,15 @@ def compare_frames(frame_a: pd.DataFrame, frame_b: pd.DataFrame,
         unit, direction = (b or a)[1:]  # type: ignore[index]
         if a is None or b is None:
             verdict = "only in B" if a is None else "only in A"
-            changes.append(Change(*key, unit, direction, a and a[0], b and b[0], None, 0.0,
-                                  verdict))
+            changes.append(Change(*key, unit, direction, a and a[0], b and b[0], None, verdict))
             continue
-        change, threshold, verdict = judge(direction, a[0], b[0], noise.get(key, 0.0))
-        changes.append(Change(*key, unit, direction, a[0], b[0], change, threshold, verdict))
+        try:
+            result = ab_verdict(a[0].trials, b[0].trials, direction, alpha, noise.get(key),
+                                margin)
+        except ValueError:  # e.g. a zero among the trials: no change as a ratio
+            changes.append(Change(*key, unit, direction, a[0], b[0], None, "inconclusive"))
+            continue
+        changes.append(Change(*key, unit, direction, a[0], b[0], result, result.verdict))
     rank = {"regression": 0, "progression": 1}
     return sorted(changes, key=lambda c: (rank.get(c.verdict, 2), c.test_id, c.metric))
 
@@ -142,19 +113,31 @@ def compare_frames(frame_a: pd.DataFrame, frame_b: pd.DataFrame,
 def _cell(side: Side | None, unit: str) -> str:
     if side is None:
         return "-"
-    return (f"{format_value(side.value, unit)} [{format_value(side.low)}.."
-            f"{format_value(side.high)}] cv {side.cv * 100:.1f}%")
+    if side.low is None or side.high is None:
+        return f"{format_value(side.value, unit)} ({len(side.trials)} trials)"
+    return (f"{format_value(side.value, unit)} [{format_value(side.low)}, "
+            f"{format_value(side.high)}]")
 
 
-HEADER = ["test", "metric", "A median [min..max]", "B median [min..max]", "change", "threshold",
-          "verdict"]
+def _change(result: AbResult | None) -> str:
+    if result is None:
+        return "-"
+    interval = result.interval_pct
+    text = format_percent(result.pct)
+    if interval is not None:
+        text += f" [{interval[0]:+.1f}%, {interval[1]:+.1f}%]"
+    return text
+
+
+HEADER = ["test", "metric", "A median [interval]", "B median [interval]",
+          "change [interval]", "run noise", "verdict"]
 
 
 def change_rows(changes: Sequence[Change]) -> list[list[str]]:
     """Table rows for :data:`HEADER`."""
     return [
-        [c.test_id, c.metric, _cell(c.a, c.unit), _cell(c.b, c.unit),
-         format_percent(c.change_pct), f"{c.threshold_pct:.1f}%" if c.a and c.b else "-",
+        [c.test_id, c.metric, _cell(c.a, c.unit), _cell(c.b, c.unit), _change(c.result),
+         "-" if c.result is None or c.result.noise is None else f"{c.result.noise:.1%}",
          c.verdict]
         for c in changes
     ]
@@ -194,23 +177,33 @@ def store_noise(store: Store, keys: set[tuple[str, str]]) -> dict[tuple[str, str
 
 
 def run_compare(store: Store, run_a: str, run_b: str, tests: Sequence[str],
-                markdown: Path | None) -> int:
-    """Print the comparison table; exit status 3 when any change is a significant regression."""
+                markdown: Path | None, alpha: float = DEFAULT_ALPHA,
+                margin: float = DEFAULT_MARGIN) -> int:
+    """Print the comparison table; exit status 3 when any change is a regression."""
+    try:
+        alpha = check_alpha(alpha, "--alpha")
+    except ValueError as error:
+        raise RecordError(str(error)) from None
+    if not 0.0 <= margin < 1.0:
+        raise RecordError(f"--margin: expected a percentage in [0, 100), got {margin * 100:g}")
     frame_a = select_tests(resolve_run(run_a, store), tests)
     frame_b = select_tests(resolve_run(run_b, store), tests)
     keys = {(str(t), str(m)) for frame in (frame_a, frame_b)
             for t, m in zip(frame["test_id"], frame["metric"], strict=True)}
     noise = store_noise(store, keys)
-    changes = compare_frames(frame_a, frame_b, noise)
+    changes = compare_frames(frame_a, frame_b, noise, alpha, margin)
     rows = change_rows(changes)
-    sys.stdout.write(f"A = {run_a}\nB = {run_b}\n" + text_table(HEADER, rows))
+    test = (f"verdicts: Hodges-Lehmann change of the trials, Mann-Whitney interval at "
+            f"{1 - alpha:.0%}, widened by each series' run-to-run CV (run noise) when its "
+            f"history has {MIN_HISTORY} runs; margin {margin:.0%}")
+    sys.stdout.write(f"A = {run_a}\nB = {run_b}\n{test}\n" + text_table(HEADER, rows))
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(f"# Comparison\n\nA = `{run_a}`, B = `{run_b}`\n\n"
+        markdown.write_text(f"# Comparison\n\nA = `{run_a}`, B = `{run_b}`\n\n{test}\n\n"
                             + markdown_table(HEADER, rows), encoding="utf-8")
     regressions = [f"{c.test_id} [{c.metric}]" for c in changes if c.verdict == "regression"]
     if regressions:
-        sys.stderr.write(f"significant regression in {len(regressions)} series: "
+        sys.stderr.write(f"regression in {len(regressions)} series: "
                          f"{', '.join(regressions)}\n")
         return EXIT_REGRESSION
     return EXIT_OK
