@@ -14,12 +14,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jumpavg
+import pandas as pd
 import pytest
 
 from libraries.results.records import RecordError, append_record, validate_record
 from libraries.trend.analysis import analyse
 from libraries.trend.cli import main
-from libraries.trend.detect import Run, classify_batch, classify_with_jumpavg
+from libraries.trend.confirm import confirm_change
+from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
 from libraries.trend.load import compile_check, load_records, record_check
 
 RUNS = 30
@@ -66,7 +68,7 @@ SERIES: dict[str, tuple[str, str, Callable[[int], float]]] = {
 
 def write_runs(root: Path, shapes: dict[str, tuple[str, str, Callable[[int], float]]],
                runs: int = RUNS, seed: int = 7, noise: float = 0.05,
-               trials: int = 3) -> list[str]:
+               trials: int = 5) -> list[str]:
     """Write ``runs`` run directories (records.jsonl + run.json); returns the run ids."""
     rng = random.Random(seed)
     run_ids = []
@@ -155,11 +157,14 @@ def test_step_down_is_flagged_and_flat_noisy_series_is_not(results) -> None:
 
 def test_regression_reports_change_against_previous_group(results) -> None:
     trend = next(t for t in analyse(load_records([results[0]])) if t.test_id.endswith("down"))
-    assert trend.change_pct == pytest.approx(-20, abs=4)
-    # With 5 % run-to-run noise jumpavg may keep the first stepped sample in the old group.
+    assert trend.change_pct == pytest.approx(-20, abs=4)  # since the established level
+    assert trend.confirmation.verdict == "regression"
+    assert trend.confirmation.interval_pct[1] < -5  # clear of the noise and of the margin
+    # With 5 % run-to-run noise jumpavg may cut the step into two short groups.
     assert trend.groups[-1].start >= RUNS - 2
-    assert trend.anomalies == {trend.groups[-1].start: "regression"}
-    assert trend.trend_avg == pytest.approx(8e9, rel=0.05)
+    assert set(trend.anomalies.values()) == {"regression"}
+    assert min(trend.anomalies) >= RUNS - 2
+    assert trend.trend_avg == pytest.approx(8e9, rel=0.1)  # the newest group: 1 or 2 runs
 
 
 def test_old_change_becomes_baseline_after_recent_window(tmp_path: Path) -> None:
@@ -203,7 +208,7 @@ def test_cli_exits_3_writes_html_and_markdown(results, tmp_path: Path, capsys) -
     step = next(s for s in series if "regression" in s["ak"] and s["unit"] == "bit/s")
     assert len(step["x"]) == RUNS and step["run"][-1] == results[1][-1]
     assert step["raw"] == 0 and step["n"] == [1] * RUNS  # 30 samples: none bucketed
-    (marked,) = step["ai"]  # the regression marker sits on the sample that starts its group
+    marked = step["ai"][0]  # the first marker sits on the sample that starts the change
     assert marked >= RUNS - 3 and step["x"][marked] == step["ax"][0]
     assert step["rev"][-1] == f"abc{RUNS - 1:04d}"
     summary = md.read_text()
@@ -319,3 +324,27 @@ def test_compare_refuses_an_alpha_outside_0_1(results5, capsys) -> None:
     assert "--alpha: expected a number between 0 and 1" in capsys.readouterr().err
     assert main([str(root), "--compare", run_ids[0], run_ids[1], "--margin", "150"]) == 2
     assert "--margin: expected a percentage in [0, 100)" in capsys.readouterr().err
+
+
+# --- the gate's interval check ------------------------------------------------------------------
+
+def _rows(levels: list[float], spread: float) -> pd.DataFrame:
+    rng = random.Random(5)
+    trials = [[level * (1 + rng.uniform(-spread, spread)) for _ in range(5)] for level in levels]
+    return pd.DataFrame({"value": [statistics.median(t) for t in trials],
+                         "trial_values": trials})
+
+
+def test_a_step_clear_of_the_noise_is_confirmed_and_a_noisy_one_is_not() -> None:
+    levels = [*(100.0 * (1 + 0.01 * ((i * 7) % 3 - 1)) for i in range(18)), 80.0, 81.0]
+    groups = [Group(0, 17, 100.0, "normal"), Group(18, 19, 80.5, "regression")]
+    clear = confirm_change(_rows(levels, 0.01), 20, groups, 5, "higher_is_better")
+    assert clear.verdict == "regression" and clear.interval_pct[1] < -10
+    noisy = confirm_change(_rows([*levels[:18], 96.0, 95.0], 0.25), 20,
+                           [groups[0], Group(18, 19, 95.5, "regression")], 5,
+                           "higher_is_better")
+    assert noisy.verdict == "inconclusive"
+    # a step jumpavg cut into two short groups is measured from the established level
+    split = [groups[0], Group(18, 18, 80.0, "regression"), Group(19, 19, 81.0, "progression")]
+    assert confirm_change(_rows(levels, 0.01), 20, split, 5,
+                          "higher_is_better").pct == pytest.approx(-19.5, abs=1.5)

@@ -8,7 +8,8 @@ machine state, so the interval covers the noise *within* runs only; runs themsel
 one to the next (other load on a shared machine, a different process placement: 4-13 %
 run-to-run on these VMs). When the series' history gives its run-to-run spread (the robust
 CV of at least :data:`MIN_HISTORY` runs' medians), the interval is widened by it, on the log
-scale, by ``z(1 - alpha/2) * sqrt(2) * cv`` (two runs' worth of it). Then:
+scale, by ``z(1 - alpha/2) * cv * sqrt(1/runs_a + 1/runs_b)``: two single runs get
+``sqrt(2)`` of it, the gate's groups of several runs less. Then:
 
 * **regression** / **progression**: the interval lies wholly on one side of no change, and the
   change itself is at least the ``margin`` (a statistically clear 1 % is not a finding);
@@ -74,8 +75,9 @@ def run_to_run_cv(medians: Sequence[float]) -> float | None:
 
 def ab_verdict(a: Sequence[float], b: Sequence[float], direction: str,
                alpha: float = DEFAULT_ALPHA, noise: float | None = None,
-               margin: float = DEFAULT_MARGIN) -> AbResult:
-    """The verdict on B against A (see the module docstring)."""
+               margin: float = DEFAULT_MARGIN, runs: tuple[int, int] = (1, 1)) -> AbResult:
+    """The verdict on B against A (see the module docstring); ``runs``: how many runs the
+    trials of A and of B come from."""
     alpha = check_alpha(alpha)
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"margin: expected a fraction in [0, 1), e.g. 0.05; got {margin!r}")
@@ -87,7 +89,8 @@ def ab_verdict(a: Sequence[float], b: Sequence[float], direction: str,
                         test + ": too few trials for an interval")
     low, high = change.low, change.high
     if noise:
-        widen = math.exp(float(norm.ppf(1 - alpha / 2)) * math.sqrt(2.0) * noise)
+        spread = math.sqrt(1.0 / max(runs[0], 1) + 1.0 / max(runs[1], 1))
+        widen = math.exp(float(norm.ppf(1 - alpha / 2)) * spread * noise)
         low, high = low / widen, high * widen
         test += f", widened by the run-to-run CV {noise:.1%}"
     bad_down = direction != "lower_is_better"

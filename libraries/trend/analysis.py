@@ -3,7 +3,8 @@
 One series per (test id, metric), ordered by the records' start time. jumpavg groups each series
 (:mod:`libraries.trend.detect`); the newest sample is a *regression* (or *progression*) when the
 group it belongs to moved the wrong (right) way against the previous group, taking the metric's
-direction into account, and that group started within the newest ``recent`` samples.
+direction into account, that group started within the newest ``recent`` samples, and the
+interval of the change agrees (:mod:`libraries.trend.confirm`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from libraries.results.verdict import AbResult
+from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
 
 LOG = logging.getLogger(__name__)
@@ -36,8 +39,11 @@ class SeriesTrend:
     in value terms: ``regression`` = went down); ``anomalies`` (sample index -> ``regression`` /
     ``progression`` in the metric's terms, at the first sample of each changed group);
     ``classification`` of the newest sample; ``last_value``; ``trend_avg`` (average of the
-    newest sample's group); ``change_pct``: for a regression/progression the change of that
-    group's average against the previous group's, else the newest value against ``trend_avg``.
+    newest sample's group); ``change_pct``: for a flagged regression/progression the change
+    since the established level (the confirmation's), else the newest value against
+    ``trend_avg``;
+    ``confirmation``: when jumpavg's newest group moved, the verdict of its trials against the
+    previous group's (:mod:`libraries.trend.confirm`), without which no change is flagged.
     """
 
     test_id: str
@@ -52,6 +58,7 @@ class SeriesTrend:
     trend_avg: float
     change_pct: float | None
     history: History | None = None
+    confirmation: AbResult | None = None
 
     @property
     def key(self) -> str:
@@ -103,14 +110,21 @@ def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], rec
     last_value = float(rows["value"].iloc[-1])
     classification = "normal"
     change = _percent(last_value, last.avg)
+    confirmation = None
     if len(groups) > 1 and last.start >= size - recent and size >= min_samples:
         classification = anomalies.get(last.start, "normal")
         change = _percent(last.avg, groups[-2].avg)
+        if classification != "normal":
+            confirmation = confirm_change(rows, size, groups, recent, direction)
+            if confirmation is None or confirmation.verdict != classification:
+                classification = "normal"  # jumpavg's step is not clear of the noise
+            else:
+                change = confirmation.pct  # from the established level, not a split step
     return SeriesTrend(
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
         samples=rows, groups=tuple(groups), anomalies=anomalies,
         classification=classification, last_value=last_value, trend_avg=last.avg,
-        change_pct=change, history=history,
+        change_pct=change, history=history, confirmation=confirmation,
     )
 
 
@@ -178,16 +192,30 @@ def format_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+def confirmation_text(trend: SeriesTrend) -> str:
+    """The interval check of a jumpavg step: ``-20.1% [-25.3%, -14.0%] regression`` (the
+    verdict of the trials), or ``-`` when the newest group did not move."""
+    result = trend.confirmation
+    if result is None:
+        return "-"
+    interval = result.interval_pct
+    shown = "" if interval is None else f" [{interval[0]:+.1f}%, {interval[1]:+.1f}%]"
+    return f"{format_percent(result.pct)}{shown} {result.verdict}"
+
+
 def summary_rows(trends: Sequence[SeriesTrend]) -> list[list[str]]:
-    """Rows of the summary table: test, metric, last value, trend average, change, class."""
+    """Rows of the summary table: test, metric, last value, trend average, change, the
+    interval check of the change, class."""
     return [
         [t.test_id, t.metric, format_value(t.last_value, t.unit),
-         format_value(t.trend_avg, t.unit), format_percent(t.change_pct), t.classification]
+         format_value(t.trend_avg, t.unit), format_percent(t.change_pct),
+         confirmation_text(t), t.classification]
         for t in trends
     ]
 
 
-SUMMARY_HEADER = ["test", "metric", "last value", "trend average", "change", "classification"]
+SUMMARY_HEADER = ["test", "metric", "last value", "trend average", "change",
+                  "interval check", "classification"]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
