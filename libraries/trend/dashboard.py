@@ -115,6 +115,22 @@ def _arrays(trend: SeriesTrend) -> tuple[np.ndarray, ...]:
             rows["high"].to_numpy(float))
 
 
+def _with_intervals(rows: Any, low: np.ndarray, high: np.ndarray,
+                    first: int) -> tuple[np.ndarray, np.ndarray]:
+    """The error bars of the samples drawn one by one (``rows``, from index ``first``): the
+    median's confidence interval where the record has one (version 3), else the trials'
+    range."""
+    if "ci_low" not in rows.columns or not len(rows):
+        return low, high
+    ci_low = pd.to_numeric(rows["ci_low"], errors="coerce").to_numpy(float)
+    ci_high = pd.to_numeric(rows["ci_high"], errors="coerce").to_numpy(float)
+    low, high = low.copy(), high.copy()
+    known = np.isfinite(ci_low) & np.isfinite(ci_high)
+    low[first:][known] = ci_low[known]
+    high[first:][known] = ci_high[known]
+    return low, high
+
+
 def _buckets(seconds: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray,
              count: int) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """Samples ``0..count-1`` in at most :data:`BUCKETS` runs of consecutive samples: the
@@ -147,6 +163,7 @@ def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
         rows = rows.iloc[len(rows) - RAW_POINTS:]
     first_raw = size - len(rows)
     bx, by, blo, bhi, bn = _buckets(seconds, value, low, high, first_raw)
+    low, high = _with_intervals(rows, low.astype(float), high.astype(float), first_raw)
     logs = rows["log"].fillna("").tolist() if "log" in rows.columns else [""] * len(rows)
     links = {} if links is None else links
     gx, gy = [], []
@@ -289,9 +306,11 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
         '<p class="note">Each series is grouped by jumpavg (minimum description length) over '
         "its whole history; the trend line is the average of each group. The newest sample is "
         "a regression or progression when its group moved against the previous group "
-        "(direction-aware) recently. The newest samples are drawn one by one (error bars: "
-        "min..max of the run's trials; click one to open that run's log at the test); older "
-        "ones as buckets of consecutive samples (median, smallest and largest trial).</p>\n"
+        "(direction-aware) recently and the interval of the change agrees (the summary's "
+        "interval check). The newest samples are drawn one by one (error bars: the median's "
+        "confidence interval, or min..max of the run's trials for records without one; click "
+        "one to open that run's log at the test); older ones as buckets of consecutive samples "
+        "(median, smallest and largest trial).</p>\n"
         f"{_summary_table(trends, anchors, only_changes=True)}\n"
         f"<details><summary>Every series ({len(trends)})</summary>"
         f"{_summary_table(trends, anchors, only_changes=False)}</details>\n"

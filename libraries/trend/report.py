@@ -139,18 +139,37 @@ def _log_link(test: dict[str, Any] | None) -> str:
     return f'<a href="{html.escape(test["log"])}#{html.escape(test["robot_id"])}">log</a>'
 
 
+def _interval(entry: dict[str, Any]) -> str:
+    """`` [low, high] 94%`` of a metric's or criterion's interval (empty without one)."""
+    interval = entry.get("interval")
+    if not interval or interval.get("level") is None:
+        return ""
+    return (f" [{figure_text(interval['low'])}, {figure_text(interval['high'])}] "
+            f"{interval['level']:.0%}")
+
+
 def _criteria_text(record: dict[str, Any]) -> str:
-    lines = [f"{'PASS' if c['passed'] else 'FAIL'} {c['metric']} {figure_text(c['measured'])} "
-             f"{c['op']} {figure_text(c['required'])}" for c in record.get("criteria", [])]
+    lines = []
+    for c in record.get("criteria", []):
+        outcome = c.get("outcome") or ("pass" if c["passed"] else "fail")
+        lines.append(f"{outcome.upper()} {c['metric']} {figure_text(c['measured'])}"
+                     f"{_interval(c)} {c['op']} {figure_text(c['required'])}")
+    rounds = record.get("rounds")
+    if rounds and rounds["run"] > rounds["planned"]:
+        lines.append(f"{rounds['run']} trials ({rounds['planned']} planned): "
+                     f"{rounds['stopped']}")
     return "<br>".join(html.escape(line) for line in lines) or "not judged"
 
 
 def _metric_cells(record: dict[str, Any]) -> str:
-    """Rates and ratios first; every other metric (efficiency, latency, counts) folded."""
+    """Rates and ratios first (with the median's interval and its confidence); every other
+    metric (efficiency, latency, counts) folded."""
     main, more = [], []
     for name, metric in record["metrics"].items():
-        cv = f", cv {metric['cv']:.0%}" if metric.get("cv") is not None else ""
-        text = html.escape(f"{name} {figure_text(metric['value'])} {metric['unit']}{cv}")
+        spread = _interval(metric)
+        if not spread and metric.get("cv") is not None:
+            spread = f", cv {metric['cv']:.0%}"  # a record written before intervals
+        text = html.escape(f"{name} {figure_text(metric['value'])} {metric['unit']}{spread}")
         (main if is_rate(metric["unit"]) or metric["unit"] == "ratio" else more).append(text)
     folded = (f"<details><summary>{len(more)} more</summary>{'<br>'.join(more)}</details>"
               if more else "")
@@ -202,7 +221,8 @@ def _case_section(case: str, records: list[dict[str, Any]],
     return (f'<section class="case" id="case-{html.escape(case)}"><h2>{html.escape(case)}</h2>'
             + "".join(blocks)
             + "<table><tr><th>test</th><th>stack</th><th>status</th><th>metrics (median of "
-              "trials)</th><th>criteria</th><th>message</th><th></th></tr>"
+              "trials [its interval] confidence)</th><th>criteria</th><th>message</th>"
+              "<th></th></tr>"
             + "".join(rows) + "</table>" + "".join(_telemetry(r) for r in records)
             + "</section>")
 
