@@ -120,9 +120,11 @@ class Slowdown(threading.Thread):
             else None
 
     def run(self) -> None:
+        """Poll until the slowdown is applied, then stop polling: the watcher's own CPU (a
+        subprocess per namespace every 20 ms) must not slow the run down beside it."""
         confined: set[int] = set()
         shaped = False
-        while not self.done.is_set():
+        while not self.done.is_set() and not (shaped or self._complete(confined)):
             for ns in sorted(_namespaces() - self.before):
                 if self.kind == "cpu" and ns.endswith("-dut") and self.limit is not None:
                     pids = _pids_in(ns)
@@ -142,6 +144,13 @@ class Slowdown(threading.Thread):
                     if shaped:
                         self.applied.append(f"{ns} eth1 tbf {self.value:g} Mbit/s")
             time.sleep(0.02)
+
+    def _complete(self, confined: set[int]) -> bool:
+        """A confined group with a worker (nginx: master and worker; iperf3: itself) is
+        complete: nothing new will join it during the run."""
+        need = 2 if "nginx" in self.case.dut_process else 1
+        groups = {_pgid(pid) for pid in confined} - {None}
+        return any(sum(_pgid(pid) == group for pid in confined) >= need for group in groups)
 
     def stop(self) -> None:
         self.done.set()

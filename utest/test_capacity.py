@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from libraries.results.capacity import Probe, SearchSettings, judge_probe, search_capacity
+from libraries.results.capacity import (
+    Probe,
+    SearchSettings,
+    judge_probe,
+    parse_range,
+    parse_slo,
+    search_capacity,
+)
 
 
 class Path_:
@@ -101,3 +108,23 @@ def test_bad_search_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
         SearchSettings(**{"slo_p99_ms": 10, "start": 100, **kwargs})
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(("text", "ms"), [("10ms", 10.0), ("2.5 ms", 2.5), ("0.5s", 500.0),
+                                          ("800us", 0.8)])
+def test_an_slo_is_a_positive_duration(text, ms):
+    assert parse_slo(text) == pytest.approx(ms)
+
+
+@pytest.mark.parametrize("bad", ["10", "fast", "0ms", "-5ms", "", "10 parsecs"])
+def test_an_slo_that_is_not_a_positive_duration_is_refused(bad):
+    with pytest.raises(ValueError, match=r"-v LATENCY_SLO:.*expected a positive duration"):
+        parse_slo(bad)
+
+
+def test_a_search_range_needs_its_top_above_its_bottom():
+    assert parse_range("100..500000") == (100.0, 500000.0)
+    with pytest.raises(ValueError, match=r"the top \(100 requests/s\) must be above the bottom"):
+        parse_range("5000..100")
+    with pytest.raises(ValueError, match="expected bottom..top in requests/s"):
+        parse_range("lots")

@@ -86,3 +86,13 @@ def test_unknown_case_or_missing_metric_falls_back_to_every_metric(monkeypatch):
 
 def test_a_measurement_without_metrics_says_so():
     assert headline(Measurement("tcp_term", "kernel", {})) == "no metric measured"
+
+
+def test_ssl_proxy_headline_with_the_capacity_under_the_slo():
+    m = _ssl_proxy(latency=True)
+    m.parameters["latency_slo_ms"] = 10.0
+    m.add("capacity", [12500.0], "requests/s")
+    m.add("direct_capacity", [30100.0], "requests/s")
+    m.add("capacity_ratio", [12500.0 / 30100.0], "ratio")
+    assert headline(m).endswith("; capacity 12.5k req/s at p99 <= 10 ms (proxy/direct 0.42; "
+                                "direct 30.1k)")

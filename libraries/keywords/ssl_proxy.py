@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from robot.api.deco import keyword, library
 
 from libraries.keywords import current_judge, current_testbed, log_folded
+from libraries.keywords.latency import Generator, find_generator, latency_pass
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
 from libraries.results.adaptive import measure
+from libraries.results.capacity import DEFAULT_SLO, parse_slo
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import AllObservers, Measurement, Trial
@@ -36,13 +38,15 @@ from libraries.tools.nginx.service import (
     stub_status_requests,
 )
 from libraries.tools.wrk.output import WrkResult
-from libraries.tools.wrk.run import Flavour, WrkOptions, choose_load_tool, run_wrk
+from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
 SERVER_PORT = 8445
 STATUS_PORT = 8446
 PROXY_PORT = 8089
 SERVER_NAME = "server.hoststack.test"
+LATENCY_SHARE = 0.5
+"""The latency pass offers this share of the measured maximum (the proxied rps median)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,18 @@ class SslProxyKeywords:
         self._cert_dirs: dict[str, str] = {}
         self._server: _Server | None = None
         self._proxy: NginxHandle | None = None
+        self._paths: dict[str, str] = {}
+        self._generator: Generator | None = None
+
+    @property
+    def paths(self) -> dict[str, str]:
+        """URL per variant (``proxy``, ``direct``) of the last measurement."""
+        return dict(self._paths)
+
+    @property
+    def generator(self) -> Generator | None:
+        """The constant-rate generator the last latency pass used (None: none available)."""
+        return self._generator
 
     @property
     def server(self) -> NginxHandle | None:
@@ -262,8 +278,9 @@ class SslProxyKeywords:
         measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
                                        AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)
-        self._latency_pass(measurement, tg, binary, flavour, urls["proxy"], connections, cpus,
-                           plan, env)
+        self._paths = dict(urls)
+        self._latency_pass(measurement, tg, env, cpus, telemetry.ledger(tg.name), urls["proxy"],
+                           plan)
         for variant, runs in outputs.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{variant} trial {number}: wrk output", run.raw)
@@ -299,33 +316,16 @@ class SslProxyKeywords:
             measurement.notes.append("direct path not measured: the server requires the "
                                      "proxy's client certificate (mTLS variant)")
 
-    @staticmethod
-    def _latency_pass(measurement: Measurement, tg: Node, binary: str, flavour: Flavour,
-                      url: str, connections: int, cpus: list[int] | None,
-                      plan: TrialPlan, env: dict[str, str] | None) -> None:
-        if flavour != "wrk2":
-            measurement.evidence["latency"] = None
-            measurement.notes.append(
-                "latency unavailable: wrk has no constant-rate mode, and a closed-loop or "
-                "maximum-rate run's latency is not a service latency (install wrk2 and declare "
-                "it as tools.wrk2 on the TG)")
-            return
-        rate = max(1, int(measurement.value("rps") * 0.5))
-        seconds = max(plan.duration, 30)  # wrk2 recalibrates for ~10 s, then resets
-        options = WrkOptions(url=url, threads=1, connections=int(connections), duration=seconds,
-                             rate=rate, latency=True, cpus=cpus)
-        result = run_wrk(tg, binary, options, flavour=flavour, env=env)
-        if result.total_errors:
-            raise HostStackError(f"latency pass at {rate} requests/s: {result.total_errors} "
-                                 "errors (non-2xx/3xx or socket errors)")
-        measurement.evidence["latency"] = {"rate": rate, "duration_s": seconds,
-                                           "achieved_rps": result.requests_per_second}
-        for percentile in (50.0, 90.0, 99.0, 99.9):
-            value = result.percentiles.get(percentile)
-            if value is None:
-                raise HostStackError(f"wrk2 --latency printed no {percentile}% percentile")
-            name = f"latency_p{percentile:g}".replace(".", "_")
-            measurement.add(name, [value * 1000.0], "ms", "lower_is_better")
+    def _latency_pass(self, measurement: Measurement, tg: Node, env: dict[str, str] | None,
+                      cpus: list[int] | None, ledger: str, url: str, plan: TrialPlan) -> None:
+        """The constant-rate pass at half the measured maximum (:mod:`.latency`)."""
+        tools = current_testbed().topology.nodes[tg.name].tools
+        generator, why = find_generator(tg, tools, cpus, env, ledger)
+        self._generator = generator
+        wrk2 = generator is not None and generator.tool == "wrk2"
+        seconds = max(plan.duration, 30 if wrk2 else 3)  # wrk2 recalibrates for ~10 s
+        latency_pass(measurement, generator, why, url, LATENCY_SHARE, seconds,
+                     parse_slo(DEFAULT_SLO))
 
 
 def _worker_connections(env: dict[str, str] | None) -> int:

@@ -19,6 +19,7 @@ range that still passes is reported as a lower bound. Every probe is kept.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,28 +119,71 @@ def judge_probe(probe: Probe, slo_p99_ms: float) -> Probe:
                  probe.seconds, not reasons, "; ".join(reasons), probe.extra)
 
 
-class _Search:
-    def __init__(self, run: Callable[[float], Probe], settings: SearchSettings,
-                 clock: Callable[[], float]):
-        self.run = run
+class CapacitySearch:
+    """One search, stepped from outside: :meth:`next_rate` says what to probe (None once it
+    stopped), :meth:`add` takes the probe; several searches can so be interleaved probe by
+    probe."""
+
+    def __init__(self, settings: SearchSettings, clock: Callable[[], float] = time.monotonic):
         self.settings = settings
         self.clock = clock
         self.started = clock()
         self.probes: list[Probe] = []
         self.passing: float | None = None
         self.failing: float | None = None
+        self.stopped: str | None = None
+        self._confirming: tuple[float, int] | None = None  # (rate, probes still to pass)
 
-    def out_of_time(self) -> bool:
+    def _out_of_time(self) -> bool:
         spent = self.clock() - self.started
         per_probe = spent / len(self.probes) if self.probes else 0.0
         return spent + per_probe > self.settings.max_seconds
 
-    def probe(self, rate: float) -> bool:
-        rate = min(max(rate, self.settings.low), self.settings.high)
-        result = judge_probe(self.run(rate), self.settings.slo_p99_ms)
+    def _narrow_enough(self) -> bool:
+        return (self.passing is not None and self.failing is not None
+                and self.failing <= self.passing * (1 + self.settings.precision))
+
+    def _stop(self, why: str) -> None:
+        self.stopped = why
+
+    def next_rate(self) -> float | None:
+        """The rate to probe next, or None when the search is over (see :attr:`stopped`)."""
+        if self.stopped is None and self._out_of_time():
+            self._stop("time budget spent")
+        if self.stopped is not None:
+            return None
+        s = self.settings
+        if self.passing is None and self.failing is None:
+            return min(max(s.start, s.low), s.high)
+        if self.failing is None:
+            assert self.passing is not None
+            if self.passing >= s.high:
+                self._stop("passes at the top of the search range")
+                return None
+            return min(self.passing * 2, s.high)
+        if self.passing is None:
+            if self.failing <= s.low:
+                self._stop("fails at the bottom of the search range")
+                return None
+            return max(self.failing / 2, s.low)
+        if not self._narrow_enough():
+            return math.sqrt(self.passing * self.failing)
+        if self._confirming is None or self._confirming[0] != self.passing:
+            self._confirming = (self.passing, s.confirm)
+        if self._confirming[1] <= 0:
+            self._stop("precision reached and confirmed")
+            return None
+        return self.passing
+
+    def add(self, probe: Probe) -> Probe:
+        """Judge ``probe`` against the SLO and move the bracket; returns it judged."""
+        result = judge_probe(probe, self.settings.slo_p99_ms)
         self.probes.append(result)
+        rate = result.rate
         if result.passed:
             self.passing = rate if self.passing is None else max(self.passing, rate)
+            if self._confirming is not None and self._confirming[0] == rate:
+                self._confirming = (rate, self._confirming[1] - 1)
         else:
             self.failing = rate if self.failing is None else min(self.failing, rate)
             if self.passing is not None and self.passing >= rate:
@@ -147,53 +191,55 @@ class _Search:
                 # best rate that passed below it (None: bracket downwards again)
                 below = [p.rate for p in self.probes if p.passed and p.rate < rate]
                 self.passing = max(below) if below else None
-        return result.passed
+        return result
 
-    def narrow_enough(self) -> bool:
-        return (self.passing is not None and self.failing is not None
-                and self.failing <= self.passing * (1 + self.settings.precision))
+    def result(self) -> SearchResult:
+        """Where the search stands (final once :meth:`next_rate` returned None)."""
+        precision = None
+        if self.passing is not None and self.failing is not None:
+            precision = self.failing / self.passing - 1
+        return SearchResult(self.passing, self.failing, precision, list(self.probes),
+                            self.stopped or "still searching")
 
 
 def search_capacity(run: Callable[[float], Probe], settings: SearchSettings,
                     clock: Callable[[], float] = time.monotonic) -> SearchResult:
     """Search the capacity with ``run(rate) -> Probe`` (see the module docstring)."""
-    search = _Search(run, settings, clock)
-    rate = settings.start
-    stopped = None
-    while stopped is None:
-        if search.out_of_time():
-            stopped = "time budget spent"
-            break
-        if search.passing is None or search.failing is None:  # bracket
-            if search.passing is None and search.failing is None:
-                nxt = rate
-            elif search.failing is None:
-                if search.passing >= settings.high:
-                    stopped = "passes at the top of the search range"
-                    break
-                nxt = search.passing * 2
-            else:
-                if search.failing <= settings.low:
-                    stopped = "fails at the bottom of the search range"
-                    break
-                nxt = search.failing / 2
-            search.probe(nxt)
-            continue
-        if not search.narrow_enough():  # narrow
-            search.probe(math.sqrt(search.passing * search.failing))
-            continue
-        confirmed = True  # confirm
-        candidate = search.passing
-        for _ in range(settings.confirm):
-            if search.out_of_time():
-                stopped = "time budget spent"
-                break
-            if not search.probe(candidate):
-                confirmed = False
-                break
-        if stopped is None and confirmed:
-            stopped = "precision reached and confirmed"
-    precision = None
-    if search.passing is not None and search.failing is not None:
-        precision = search.failing / search.passing - 1
-    return SearchResult(search.passing, search.failing, precision, search.probes, stopped)
+    search = CapacitySearch(settings, clock)
+    while (rate := search.next_rate()) is not None:
+        search.add(run(rate))
+    return search.result()
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s)\s*$")
+_UNIT_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
+DEFAULT_SLO = "10ms"
+DEFAULT_RANGE = "100..1000000"
+
+
+def parse_slo(value: object, where: str = "-v LATENCY_SLO") -> float:
+    """A latency SLO (``10ms``, ``2.5 ms``, ``0.5s``, ``800us``) in milliseconds; ``ValueError``
+    naming ``where`` for anything but a positive duration."""
+    match = _DURATION.match(str(value)) if isinstance(value, str | int | float) else None
+    milliseconds = float(match.group(1)) * _UNIT_MS[match.group(2)] if match else 0.0
+    if not match or milliseconds <= 0:
+        raise ValueError(f"{where}:{value}: expected a positive duration such as 10ms, 2.5ms "
+                         f"or 0.5s, got {value!r}")
+    return milliseconds
+
+
+def parse_range(value: object, where: str = "-v CAPACITY_RANGE") -> tuple[float, float]:
+    """A search range ``bottom..top`` in requests/s (``100..500000``); ``ValueError`` naming
+    ``where`` when it is not two positive numbers with the top above the bottom."""
+    parts = str(value).split("..")
+    try:
+        low, high = (float(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"{where}:{value}: expected bottom..top in requests/s, e.g. "
+                         f"100..500000, got {value!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0:
+        raise ValueError(f"{where}:{value}: expected positive rates, got {value!r}")
+    if high <= low:
+        raise ValueError(f"{where}:{value}: the top ({high:g} requests/s) must be above the "
+                         f"bottom ({low:g})")
+    return low, high

@@ -43,8 +43,10 @@ CASES: dict[str, CaseCatalogue] = {
     "ssl_proxy": CaseCatalogue(
         metrics=("rps", "errors", "direct_rps", "proxy_direct_ratio",
                  r"latency_p(50|90|99|99_9)", "rps_per_dut_core", "dut_busy_cores",
-                 "dut_softirq_share", "proxy_nginx_worker_cpu", "vpp_cpu"),
-        parameters=("file_size", "connections", "threads", "tool", "mtls", *_TRIALS),
+                 "dut_softirq_share", "proxy_nginx_worker_cpu", "vpp_cpu",
+                 "capacity", "direct_capacity", "capacity_ratio"),
+        parameters=("file_size", "connections", "threads", "tool", "mtls", "latency_slo_ms",
+                    *_TRIALS),
     ),
     "ebpf_stream": CaseCatalogue(
         metrics=("direct", "native", "ebpf", "(native_direct|ebpf_native|ebpf_direct)_ratio",

@@ -53,7 +53,7 @@ def _ratios(measurement: Measurement) -> list[str]:
     stay as they are."""
     parts = []
     for name, metric in measurement.metrics.items():
-        if not name.endswith("_ratio"):
+        if not name.endswith("_ratio") or name == "capacity_ratio":  # with the capacity
             continue
         stem = name.removesuffix("_ratio")
         label = stem.replace("_", "/") if stem.count("_") == 1 else name
@@ -85,6 +85,14 @@ def _ssl_proxy(m: Measurement) -> list[str]:
     latency = _latency(m)
     if latency:
         parts.append(latency)
+    if "capacity" in m.metrics:
+        slo = m.parameters.get("latency_slo_ms")
+        text = f"capacity {figure(m.value('capacity'))} req/s at p99 <= {slo:g} ms" if slo \
+            else f"capacity {figure(m.value('capacity'))} req/s"
+        if "capacity_ratio" in m.metrics:
+            text += (f" (proxy/direct {m.value('capacity_ratio'):.2f}; direct "
+                     f"{figure(m.value('direct_capacity'))})")
+        parts.append(text)
     return parts
 
 

@@ -3,7 +3,7 @@ keywords collected, summarised as medians over the measured trials, and printabl
 
 Input is plain data in the shape the tools layer's ``CpuUsage.as_record()`` gives (plus a
 ``vpp`` entry on a node running VPP), or ``{"unavailable": "<reason>"}`` for a node or
-trial that could not be read; the schema (``schemas/record-v2.schema.json``) is the contract.
+trial that could not be read; the schema (``schemas/record-v3.schema.json``) is the contract.
 Nothing here fills a gap with zeros: a node with no readable trial stays ``unavailable``.
 """
 

@@ -35,6 +35,7 @@ from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
 from libraries.results.telemetry import format_cpu_table, shared_kernels
 from libraries.trend.load import TESTS_FILE
+from libraries.trend.report_capacity import capacity_chart
 
 RUN_REPORT = "run-report.html"
 """The run report's file name: not Robot's report.html, which shares the directory when the
@@ -212,8 +213,9 @@ def _case_section(case: str, records: list[dict[str, Any]],
     blocks = []
     units = sorted({metric["unit"] for record in records
                     for metric in record["metrics"].values() if is_rate(metric["unit"])})
-    for unit in units:
-        figure = _chart(case, unit, records)
+    figures = [_chart(case, unit, records) for unit in units]
+    figures += [capacity_chart(record) for record in records]
+    for figure in figures:
         if figure is not None:
             div = f"chart-{case}-{len(charts)}"
             charts.append(figure.to_json())

@@ -24,3 +24,6 @@ Test Tags           KERNEL
     [Tags]    64KB    20C
 1kb-20c-kernel-ssl-proxy-mtls       kernel    1kb          20    upstream_mtls=${True}
     [Tags]    1KB    20C    MTLS
+1kb-10c-kernel-ssl-proxy-capacity   kernel    1kb          10
+    [Tags]    1KB    10C    CAPACITY
+    [Template]    Measure SSL Proxy Capacity

@@ -20,3 +20,6 @@ Test Tags           VPP
     [Tags]    64KB    20C
 1kb-20c-vpp-ssl-proxy-mtls          vpp       1kb          20    upstream_mtls=${True}
     [Tags]    1KB    20C    MTLS
+1kb-20c-vpp-ssl-proxy-capacity      vpp       1kb          20
+    [Tags]    1KB    20C    CAPACITY
+    [Template]    Measure SSL Proxy Capacity
