@@ -91,17 +91,18 @@ class VegetaResult:
 def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
                          env: Mapping[str, str] | None = None) -> str:
     """The shell command of one run (attack, both reports, results file removed)."""
-    results = f"{workdir}/vegeta.$$.bin"
     attack = tool_command([
         binary, "attack", f"-rate={options.rate:.0f}/1s", f"-duration={options.duration}s",
         f"-timeout={options.timeout}s", "-insecure", "-keepalive", "-http2=false",
-        "-workers=10", f"-max-workers={options.max_workers}", f"-output={results}"],
+        "-workers=10", f"-max-workers={options.max_workers}"],
         cpus=options.cpus, env=env)
     quoted = shlex.quote(binary)
     target = shlex.quote(f"GET {options.url}")
-    return (f"printf '%s\\n' {target} | {attack} && {quoted} report -type=json {results} && "
-            f"echo {PLOT_MARKER} && {quoted} report -type=hdrplot {results}; "
-            f"rc=$?; rm -f {results}; exit $rc")
+    # the results file: unique per run (mktemp), removed whatever the outcome
+    return (f"out=$(mktemp {shlex.quote(workdir)}/vegeta.XXXXXX) && "
+            f"{{ printf '%s\\n' {target} | {attack} > \"$out\" && "
+            f"{quoted} report -type=json \"$out\" && echo {PLOT_MARKER} && "
+            f"{quoted} report -type=hdrplot \"$out\"; }}; rc=$?; rm -f \"$out\"; exit $rc")
 
 
 def _number(data: dict[str, Any], key: str, source: str, text: str) -> float:
