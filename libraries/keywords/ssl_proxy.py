@@ -4,7 +4,7 @@ an nginx HTTPS file server, an nginx HTTPS reverse proxy, and wrk/wrk2 load thro
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from robot.api.deco import keyword, library
 
@@ -321,6 +321,9 @@ class SslProxyKeywords:
         """The constant-rate pass at half the measured maximum (:mod:`.latency`)."""
         tools = current_testbed().topology.nodes[tg.name].tools
         generator, why = find_generator(tg, tools, cpus, env, ledger)
+        if generator is not None:
+            generator = replace(generator,
+                                connections=int(measurement.parameters["connections"]))
         self._generator = generator
         wrk2 = generator is not None and generator.tool == "wrk2"
         seconds = max(plan.duration, 30 if wrk2 else 3)  # wrk2 recalibrates for ~10 s

@@ -37,13 +37,17 @@ _VERSION = re.compile(r"mod\tgithub\.com/tsenart/vegeta/v\d+\t(v[0-9.]+)")
 class VegetaOptions:
     """One attack: ``url``, ``rate`` (requests/s, offered), ``duration`` (s), ``timeout`` per
     request (s), ``max_workers`` (concurrency cap: a path that cannot keep up shows as a lower
-    achieved rate, not as an exhausted load node), ``cpus`` (``taskset -c``)."""
+    achieved rate, not as an exhausted load node), ``max_connections`` (keep-alive connections
+    to the target: requests beyond them wait for one, and the wait counts in their latency,
+    so an overloaded target does not attract a storm of TLS handshakes past its
+    ``worker_connections``), ``cpus`` (``taskset -c``)."""
 
     url: str
     rate: float
     duration: int
     timeout: int = 5
     max_workers: int = 2000
+    max_connections: int = 100
     cpus: Sequence[int] | None = None
 
     def __post_init__(self) -> None:
@@ -51,7 +55,7 @@ class VegetaOptions:
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"vegeta option url: expected an http:// or https:// URL with a "
                              f"host, got {self.url!r}")
-        for name in ("rate", "duration", "timeout", "max_workers"):
+        for name in ("rate", "duration", "timeout", "max_workers", "max_connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"vegeta option {name}: expected a positive number, got "
@@ -94,7 +98,8 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
     attack = tool_command([
         binary, "attack", f"-rate={options.rate:.0f}/1s", f"-duration={options.duration}s",
         f"-timeout={options.timeout}s", "-insecure", "-keepalive", "-http2=false",
-        "-workers=10", f"-max-workers={options.max_workers}"],
+        "-workers=10", f"-max-workers={options.max_workers}",
+        f"-max-connections={options.max_connections}"],
         cpus=options.cpus, env=env)
     quoted = shlex.quote(binary)
     target = shlex.quote(f"GET {options.url}")
