@@ -4,7 +4,8 @@ server stall shows in the latency of every request scheduled during it (no coord
 omission).
 
 Fixtures in utest/fixtures/vegeta/ (vegeta v12.13.0 against nginx 1.22 HTTPS, 1 KiB file, this
-project's VM): ``ok.txt`` (2000 req/s for 2 s), ``refused.txt`` (nothing listening).
+project's VM, printed by build_vegeta_command's command): ``ok.txt`` (2000 req/s for 2 s),
+``refused.txt`` (nothing listening).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from libraries.testbed.errors import ParseError, ToolMissing
 from libraries.tools.vegeta import (
+    CPU_MARKER,
     PLOT_MARKER,
     VegetaOptions,
     build_vegeta_command,
@@ -41,8 +43,9 @@ needs_vegeta = pytest.mark.skipif(not os.access(VEGETA, os.X_OK),
 
 def test_a_real_report_parses_with_its_percentiles():
     result = parse_vegeta_output((FIXTURES / "ok.txt").read_text())
-    assert result.requests == 3999 and result.success == 1.0 and result.failed == 0
-    assert result.status_codes == {"200": 3999}
+    assert result.requests == 4000 and result.success == 1.0 and result.failed == 0
+    assert result.status_codes == {"200": 4000}
+    assert result.attack_cpu_s == pytest.approx(0.26)  # the shell's times: 0.18 + 0.08 s
     assert result.duration_s == pytest.approx(2.0, abs=0.01)
     assert result.achieved == pytest.approx(2000, rel=0.01)
     p = result.percentiles
@@ -56,8 +59,14 @@ def test_refused_connections_are_failed_requests_with_vegetas_error():
     assert result.achieved == 0.0
 
 
+def test_a_report_without_the_cpu_section_has_no_cpu_figure():
+    text = (FIXTURES / "ok.txt").read_text().split("\n", 3)[3]
+    assert parse_vegeta_output(text).attack_cpu_s is None
+
+
 @pytest.mark.parametrize("garbage", [
     "", "not json\n" + PLOT_MARKER + "\n", '{"latencies": {}}',
+    CPU_MARKER + "\nnot times\n{}\n" + PLOT_MARKER + "\n",
     '{"latencies": {"50th": 1}, "requests": 0}\n' + PLOT_MARKER + "\n1 0.5 1 2\n",
     (FIXTURES / "ok.txt").read_text().replace("Value(ms)", "Value(ms)\nnot a row"),
 ])

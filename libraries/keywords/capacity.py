@@ -26,6 +26,9 @@ from libraries.testbed.errors import HostStackError
 SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
 START_SHARE = 0.5
 """A search starts at this share of the path's closed-loop maximum (it should pass there)."""
+SATURATED = 0.9
+"""A failing probe whose generator used this share of its cores or more says nothing of the
+path: the capacity found is the generator's, a lower bound of the path's."""
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -85,7 +88,26 @@ class CapacityKeywords:
             measurement.add("capacity_ratio", [found["proxy"].capacity /
                                                found["direct"].capacity], "ratio")
         measurement.evidence["capacity_sanity"] = _sanity(measurement, found, maxima)
+        _note_generator_bound(measurement, found)
         return measurement
+
+
+def _note_generator_bound(measurement: Measurement, found: dict[str, Any]) -> None:
+    """Mark each path whose failing probes above the capacity all had a saturated generator
+    (evidence ``capacity_limited_by``; a note, and a warning in the log)."""
+    limited = {}
+    for variant, result in found.items():
+        above = [p for p in result.probes if not p.passed and p.rate > result.capacity]
+        shares = [p.extra.get("generator_cpu") for p in above]
+        bound = bool(above) and all(s is not None and s >= SATURATED for s in shares)
+        limited[variant] = "load generator" if bound else "path"
+        if bound:
+            note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
+                    f"generator's (it used {min(shares):.0%} or more of its cores in every "
+                    "failing probe): a lower bound of the path's")
+            measurement.notes.append(note)
+            logger.warn(note)
+    measurement.evidence["capacity_limited_by"] = limited
 
 
 def _probe_line(probe: Any) -> str:

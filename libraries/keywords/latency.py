@@ -98,7 +98,9 @@ def probe(generator: Generator, url: str, rate: float, seconds: int, slo_ms: flo
                             "p99_9_ms": result.percentiles[0.999] * 1e3,
                             "sent_per_s": result.send_rate,
                             "status_codes": result.status_codes,
-                            "errors": list(result.errors)[:5]})
+                            "errors": list(result.errors)[:5],
+                            "generator_cpu": _cpu_share(result.attack_cpu_s, seconds,
+                                                        generator.cpus)})
     run = run_wrk(generator.node, generator.binary,
                   WrkOptions(url=url, threads=1, connections=generator.connections,
                              duration=seconds,
@@ -110,6 +112,14 @@ def probe(generator: Generator, url: str, rate: float, seconds: int, slo_ms: flo
                  time.monotonic() - started,
                  extra={"p90_ms": (percentile(90.0) or math.nan) * 1e3,
                         "p99_9_ms": (percentile(99.9) or math.nan) * 1e3})
+
+
+def _cpu_share(cpu_s: float | None, seconds: int, cpus: list[int] | None) -> float | None:
+    """The generator's CPU time as a share of the cores it was pinned to (None unpinned or
+    unmeasured): near 1, the generator, not the path, set the pace."""
+    if cpu_s is None or not cpus:
+        return None
+    return cpu_s / (seconds * len(cpus))
 
 
 def latency_pass(measurement: Measurement, generator: Generator | None, why: str, url: str,

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 PLOT_MARKER = "@@hoststack-hdrplot"
+CPU_MARKER = "@@hoststack-cpu"
+_TIMES = re.compile(r"(\d+)m([0-9.]+)s\s+(\d+)m([0-9.]+)s")
 _VERSION = re.compile(r"mod\tgithub\.com/tsenart/vegeta/v\d+\t(v[0-9.]+)")
 
 
@@ -69,7 +71,8 @@ class VegetaResult:
     """A run's figures: ``requests`` sent, ``success`` (share of 2xx/3xx answers),
     ``send_rate`` (requests/s actually sent), ``duration_s`` of the attack, ``wait_s`` for the
     last responses, ``status_codes``, ``errors`` (vegeta's distinct error texts),
-    ``percentiles`` (fraction -> seconds: 0.5, 0.9, 0.99, 0.999) and ``raw``."""
+    ``percentiles`` (fraction -> seconds: 0.5, 0.9, 0.99, 0.999), ``attack_cpu_s`` (CPU time
+    of the attack, where the command measured it) and ``raw``."""
 
     requests: int
     success: float
@@ -79,6 +82,7 @@ class VegetaResult:
     status_codes: dict[str, int]
     errors: tuple[str, ...]
     percentiles: dict[float, float]
+    attack_cpu_s: float | None = None
     raw: str = field(repr=False, default="")
 
     @property
@@ -94,7 +98,8 @@ class VegetaResult:
 
 def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
                          env: Mapping[str, str] | None = None) -> str:
-    """The shell command of one run (attack, both reports, results file removed)."""
+    """The shell command of one run (attack, its CPU time from the shell's ``times``, both
+    reports, results file removed)."""
     attack = tool_command([
         binary, "attack", f"-rate={options.rate:.0f}/1s", f"-duration={options.duration}s",
         f"-timeout={options.timeout}s", "-insecure", "-keepalive", "-http2=false",
@@ -105,8 +110,8 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
     target = shlex.quote(f"GET {options.url}")
     # the results file: unique per run (mktemp), removed whatever the outcome
     return (f"out=$(mktemp {shlex.quote(workdir)}/vegeta.XXXXXX) && "
-            f"{{ printf '%s\\n' {target} | {attack} > \"$out\" && "
-            f"{quoted} report -type=json \"$out\" && echo {PLOT_MARKER} && "
+            f"{{ printf '%s\\n' {target} | {attack} > \"$out\" && echo {CPU_MARKER} && "
+            f"times && {quoted} report -type=json \"$out\" && echo {PLOT_MARKER} && "
             f"{quoted} report -type=hdrplot \"$out\"; }}; rc=$?; rm -f \"$out\"; exit $rc")
 
 
@@ -139,6 +144,10 @@ def parse_vegeta_output(text: str, source: str = "vegeta output") -> VegetaResul
     if PLOT_MARKER not in text:
         raise ParseError(source, f"no hdrplot report (marker {PLOT_MARKER})", text)
     report, plot = text.split(PLOT_MARKER, 1)
+    cpu_s = None
+    if CPU_MARKER in report:
+        times, report = _split_times(report.split(CPU_MARKER, 1)[1], source, text)
+        cpu_s = times
     try:
         data = json.loads(report)
     except ValueError:
@@ -163,7 +172,20 @@ def parse_vegeta_output(text: str, source: str = "vegeta output") -> VegetaResul
         duration_s=_number(data, "duration", source, text) / 1e9,
         wait_s=_number(data, "wait", source, text) / 1e9,
         status_codes={str(k): int(v) for k, v in codes.items()},
-        errors=tuple(str(e) for e in errors), percentiles=percentiles, raw=text)
+        errors=tuple(str(e) for e in errors), percentiles=percentiles, attack_cpu_s=cpu_s,
+        raw=text)
+
+
+def _split_times(section: str, source: str, text: str) -> tuple[float, str]:
+    """The attack's CPU seconds (user + system of the shell's children: the second line of
+    ``times``) and the rest of ``section``."""
+    lines = section.strip().splitlines()
+    match = _TIMES.fullmatch(lines[1].strip()) if len(lines) > 2 else None
+    if match is None:
+        raise ParseError(source, f"two lines of the shell's times after {CPU_MARKER}", text)
+    minutes_u, seconds_u, minutes_s, seconds_s = match.groups()
+    cpu = 60 * (int(minutes_u) + int(minutes_s)) + float(seconds_u) + float(seconds_s)
+    return cpu, "\n".join(lines[2:])
 
 
 def run_vegeta(node: Node, binary: str, options: VegetaOptions,
