@@ -3,7 +3,7 @@ pairs, and the minimum detectable effect (MDE), per case, at CI and at nightly s
 
     python -m benchmarks.verdict_bench collect ssl_proxy --settings ci --pairs 20 \\
         --slowdown cpu:0.55 --out results/bench/verdict.jsonl
-    python -m benchmarks.verdict_bench analyze results/bench/verdict.jsonl
+    python -m benchmarks.verdict_bench analyze results/bench/verdict.jsonl [--pairing all]
     python -m benchmarks.verdict_bench placement --runs 8 --out results/bench/placement.jsonl
 
 ``collect`` runs the case's test under robot again and again on the local 3node testbed,
@@ -101,9 +101,12 @@ def _judge(a: dict[str, Any], b: dict[str, Any], metric: str, history: list[dict
                       noise=_noise(history, metric)).verdict
 
 
-def analyse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def analyse(records: list[dict[str, Any]], pairing: str = "next") -> list[dict[str, Any]]:
     """One row per (case, settings, metric): A/A false alarms, per slowdown its true size
-    and detection rate, and the MDE."""
+    and detection rate, and the MDE. ``pairing`` ``next``: each A run with the next A run, each
+    B run with the A run before it (independent pairs); ``all``: every two A runs and every
+    (A, B) (more pairs from few long runs, not independent: the rates are estimates over the
+    runs' combinations)."""
     rows = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
@@ -113,13 +116,14 @@ def analyse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a_runs = [r for r in group if not r["bench"]["slowdown"]]
         levels = sorted({r["bench"]["slowdown"] for r in group if r["bench"]["slowdown"]})
         for metric in CASES[case_name].metrics:
-            rows.append(_row(case_name, settings, metric, group, a_runs, levels))
+            rows.append(_row(case_name, settings, metric, group, a_runs, levels, pairing))
     return rows
 
 
 def _row(case_name: str, settings: str, metric: str, group: list[dict[str, Any]],
-         a_runs: list[dict[str, Any]], levels: list[str]) -> dict[str, Any]:
-    pairs = list(itertools.pairwise(a_runs))
+         a_runs: list[dict[str, Any]], levels: list[str], pairing: str) -> dict[str, Any]:
+    pairs = list(itertools.combinations(a_runs, 2) if pairing == "all"
+                 else itertools.pairwise(a_runs))
     others = [[r for r in a_runs if r is not x and r is not y] for x, y in pairs]
     verdicts = [_judge(x, y, metric, h) for (x, y), h in zip(pairs, others, strict=True)]
     row: dict[str, Any] = {
@@ -139,13 +143,16 @@ def _row(case_name: str, settings: str, metric: str, group: list[dict[str, Any]]
         for index, record in enumerate(group):
             if record["bench"]["slowdown"] != level:
                 continue
-            before = next((r for r in reversed(group[:index]) if not r["bench"]["slowdown"]),
-                          None)
-            if before is None:
-                continue
-            history = [r for r in a_runs if r is not before]
-            total += 1
-            detected += _judge(before, record, metric, history) == "regression"
+            if pairing == "all":
+                befores = a_runs
+            else:
+                before = next((r for r in reversed(group[:index])
+                               if not r["bench"]["slowdown"]), None)
+                befores = [] if before is None else [before]
+            for before in befores:
+                history = [r for r in a_runs if r is not before]
+                total += 1
+                detected += _judge(before, record, metric, history) == "regression"
             b_medians.append(record["metrics"][metric]["value"])
         true = change_interval(_medians(a_runs, metric), b_medians) if b_medians else None
         row["levels"].append({
@@ -207,13 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     report = sub.add_parser("analyze")
     report.add_argument("files", nargs="+", type=Path)
     report.add_argument("--json", action="store_true")
+    report.add_argument("--pairing", choices=("next", "all"), default="next",
+                        help="next: independent consecutive pairs; all: every combination")
     args = parser.parse_args(argv)
     if args.command == "collect":
         collect(args.case, args.settings, args.pairs, args.slowdown, args.out, args.topology,
                 args.label)
         return 0
     records = [record for path in args.files for record in _read(path)]
-    rows = analyse(records)
+    rows = analyse(records, args.pairing)
     sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.json else table(rows))
     return 0
 
