@@ -168,7 +168,9 @@ def _metric_cells(record: dict[str, Any]) -> str:
     main, more = [], []
     for name, metric in record["metrics"].items():
         spread = _interval(metric)
-        if not spread and metric.get("cv") is not None:
+        if not spread and len(metric.get("trials") or ()) == 1:
+            spread = " (one value)"  # a capacity, a latency pass: no interval to give
+        elif not spread and metric.get("cv") is not None:
             spread = f", cv {metric['cv']:.0%}"  # a record written before intervals
         text = html.escape(f"{name} {figure_text(metric['value'])} {metric['unit']}{spread}")
         (main if is_rate(metric["unit"]) or metric["unit"] == "ratio" else more).append(text)
