@@ -216,12 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--json", action="store_true")
     report.add_argument("--pairing", choices=("next", "all"), default="next",
                         help="next: independent consecutive pairs; all: every combination")
+    report.add_argument("--exclude", action="append", default=[], metavar="RUN_ID",
+                        help="leave out a run (e.g. one that shared the machine with other "
+                             "work); repeatable")
     args = parser.parse_args(argv)
     if args.command == "collect":
         collect(args.case, args.settings, args.pairs, args.slowdown, args.out, args.topology,
                 args.label)
         return 0
-    records = [record for path in args.files for record in _read(path)]
+    records = [record for path in args.files for record in _read(path)
+               if record["run_id"] not in args.exclude]
     rows = analyse(records, args.pairing)
     sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.json else table(rows))
     return 0
