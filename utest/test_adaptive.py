@@ -64,9 +64,13 @@ def test_the_time_budget_is_checked_before_each_round():
     assert budget.allows(5, elapsed=8.0, per_round=1.6, planned=8.0) is None
     assert budget.allows(6, elapsed=9.6, per_round=1.6, planned=8.0).startswith(
         "time budget spent (10 s measured, another round takes ~2 s, MAX_SECONDS 10)")
-    # without MAX_SECONDS: twice the planned rounds' time
-    assert Budget(20).allows(5, elapsed=15.0, per_round=3.0, planned=8.0) is not None
-    assert Budget(20).allows(5, elapsed=12.0, per_round=3.0, planned=8.0) is None
+    # without MAX_SECONDS: twice the planned rounds' time...
+    assert Budget(5).allows(4, elapsed=15.0, per_round=1.6, planned=8.0) is not None
+    assert Budget(5).allows(4, elapsed=12.0, per_round=1.6, planned=8.0) is None
+    # ...and never less than MAX_TRIALS rounds at their pace: -v TRIALS:2 (two 2 s rounds
+    # planned) reaches the 5 an interval needs (twice the planned time stopped it at 3)
+    assert Budget(5).allows(3, elapsed=7.0, per_round=2.0, planned=4.0) is None
+    assert Budget(5).allows(4, elapsed=11.0, per_round=2.0, planned=4.0) is not None
 
 
 def test_without_criteria_no_round_is_added():

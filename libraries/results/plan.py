@@ -49,8 +49,9 @@ class TrialPlan:
 @dataclass(frozen=True)
 class Budget:
     """How far an inconclusive test may go: ``max_trials`` rounds in all, ``max_seconds`` of
-    measuring (None: twice the planned rounds' time, known once they ran, at least twice
-    their nominal trial time)."""
+    measuring (None: twice the planned rounds' time, known once they ran, and never less
+    than ``max_trials`` rounds at their pace with a quarter to spare, so the default time never
+    stops a test short of the trials its interval needs)."""
 
     max_trials: int
     max_seconds: float | None = None
@@ -60,7 +61,8 @@ class Budget:
         planned ones took ``planned`` s, a round ``per_round`` s), or None when one may."""
         if rounds >= self.max_trials:
             return f"trial budget spent ({rounds} of MAX_TRIALS {self.max_trials})"
-        limit = self.max_seconds if self.max_seconds is not None else 2.0 * planned
+        limit = self.max_seconds if self.max_seconds is not None else \
+            max(2.0 * planned, 1.25 * per_round * self.max_trials)
         if elapsed + per_round > limit:
             return (f"time budget spent ({elapsed:.0f} s measured, another round takes "
                     f"~{per_round:.0f} s, MAX_SECONDS {limit:.0f})")
