@@ -14,13 +14,13 @@ results directories. Then one more night is written as ``records.jsonl`` and tim
 * ``cold search``: the first trend run over the history (the change-detection cache is built: every
   series searched in full; once per store);
 * ``ingest night``: storing the new night (JSON lines -> Parquet), as the nightly runner does;
-* ``scan results``: ``python -m libraries.trend RESULTS_DIR`` looking for runs not yet stored
+* ``scan results``: ``python -m libraries.report RESULTS_DIR`` looking for runs not yet stored
   (every records file listed; only new ones are read);
 * ``classify``: the cache brought up to the store (mapped, the new night read, every series
   extended by its new sample, a new generation written);
 * ``load``: the current cache mapped, the newest samples' rows read, every series judged;
 * ``html``: the dashboard (page + side files);
-* ``end to end``: ``python -m libraries.trend --store S --html OUT`` in a fresh process, the
+* ``end to end``: ``python -m libraries.report --store S --html OUT`` in a fresh process, the
   nightly's gate, with its peak resident memory.
 
 ``--real RUNS`` does the same with real records: RUNS copies of a real full 3node run
@@ -47,13 +47,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from libraries.history.ingest import ingest
+from libraries.history.load import load_records
+from libraries.history.store import SCHEMA, Store
+from libraries.report.dashboard import render_dashboard, write_dashboard
 from libraries.trend.analysis import analyse
-from libraries.trend.dashboard import render_dashboard, write_dashboard
 from libraries.trend.gate import analyse_store
-from libraries.trend.ingest import ingest
-from libraries.trend.load import load_records
 from libraries.trend.series import refresh
-from libraries.trend.store import SCHEMA, Store
 
 T0 = datetime(2012, 1, 1, 2, 0, tzinfo=UTC)
 SIZES = {"100k": (400, 250), "1m": (2000, 500), "10m": (2000, 5000)}
@@ -146,7 +146,7 @@ def write_real_run(results: Path, run: int, rng: random.Random) -> None:
 def end_to_end(store: Store, html: Path) -> tuple[float, float, int]:
     """Seconds, peak RSS (MiB) and exit status of the gate + dashboard in a new process."""
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "libraries.trend", "--store",
+    process = subprocess.Popen([sys.executable, "-m", "libraries.report", "--store",
                                 str(store.root), "--html", str(html)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -165,7 +165,7 @@ def measure_night(store: Store, results: Path, work: Path, add_night) -> dict[st
     timings["ingest night"] = time.perf_counter() - start
     assert report.stored and not report.errors, report
     start = time.perf_counter()
-    ingest([results], store)  # as python -m libraries.trend results/ looks for new runs
+    ingest([results], store)  # as python -m libraries.report results/ looks for new runs
     timings["scan results"] = time.perf_counter() - start
     start = time.perf_counter()
     _, update = refresh(store)  # map the cache, read the new night, extend, write

@@ -8,6 +8,10 @@ Packages, lowest layer first (a package imports only from the layers below it; t
                /proc CPU telemetry;
 - ``results``  trials and statistics, criteria, JSON records, telemetry block, efficiency, versions;
 - ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters;
-- ``trend``    trend dashboard, run comparison and the nightly runner (reads records only);
+- ``history``  records files -> the columnar (Parquet) history of every run;
+- ``trend``    judging series: jumpavg change detection (cached), the interval check, the gate,
+               one run against another;
+- ``report``   the pages people read (trend dashboard, run report) and the trend command;
+- ``nightly``  the nightly runner and the lab pool;
 - ``keywords`` the Robot Framework surface composing all of the above.
 """

@@ -202,6 +202,7 @@ def test_script_refuses_names_that_are_not_words():
         accounted_command("true", "/tmp", "x;rm")
 
 
+@pytest.mark.integration
 def test_live_snapshots_and_ledger_through_a_local_shell(tmp_path: Path):
     """The script runs under the node's sh on the real /proc: a tracked sleeper, a
     foreground busy loop accounted in the ledger, and a section."""

@@ -69,6 +69,7 @@ def test_garbage_is_an_error_quoting_it(garbage):
         parse_environment(garbage)
 
 
+@pytest.mark.integration
 def test_a_real_read_sees_a_started_process_and_interrupts_moving(tmp_path):
     node = LocalNode(workdir=str(tmp_path))
     sleeper = subprocess.Popen(["taskset", "-c", "0", "sleep", "5"], start_new_session=True)

@@ -298,6 +298,7 @@ def local_node(tmp_path):
         node.stop(process)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("reverse", "parallel"), [(False, 1), (True, 2)])
 def test_real_iperf3_client_against_one_off_server(local_node, reverse, parallel):
     node, started = local_node
@@ -324,6 +325,7 @@ def test_real_iperf3_client_against_one_off_server(local_node, reverse, parallel
     assert server.popen.returncode == 0
 
 
+@pytest.mark.integration
 def test_real_iperf3_closed_port_is_a_parse_error(local_node):
     node, _ = local_node
     options = IperfClientOptions(server="127.0.0.1", port=free_port(), duration=1)

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
+from libraries.history.store import Store
+from libraries.nightly.pool import EVENTS_FILE, Lab, preflight, resource_file
+from libraries.nightly.runner import main as nightly
+from libraries.report.run import RUN_REPORT
 from libraries.testbed.teardown import list_testbeds
-from libraries.trend.nightly import main as nightly
-from libraries.trend.pool import EVENTS_FILE, Lab, preflight, resource_file
-from libraries.trend.report import RUN_REPORT
-from libraries.trend.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "utest" / "fixtures" / "pool"

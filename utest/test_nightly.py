@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.trend.nightly import Options, build_plan, main, new_run_id, resolve_tool
+from libraries.nightly.runner import Options, build_plan, main, new_run_id, resolve_tool
 from utest.test_trend import RUNS, make_record, write_runs
 
 FAKE = '''#!{python}
@@ -147,6 +147,7 @@ def test_bad_record_from_suite_is_exit_2(fakes, tmp_path, monkeypatch, capsys) -
                      capsys.readouterr().err)
 
 
+@pytest.mark.integration
 def test_several_topologies_run_pabot_in_parallel_and_merge_with_rebot(
         fakes, tmp_path, monkeypatch) -> None:
     history(fakes["results"], 1.0, tmp_path, monkeypatch)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
@@ -103,6 +104,7 @@ def _robot(*options: str) -> str:
     return done.stdout
 
 
+@pytest.mark.integration
 def test_a_real_robot_run_prints_one_line_per_measured_trial():
     out = _robot()
     lines = [line.strip() for line in out.splitlines() if "trial" in line and "/2:" in line]
@@ -111,6 +113,7 @@ def test_a_real_robot_run_prints_one_line_per_measured_trial():
     assert re.search(r"Trials Report Progress\s+\| PASS \|", out)  # the status keeps its name
 
 
+@pytest.mark.integration
 def test_dotted_and_quiet_consoles_stay_quiet():
     for console in ("dotted", "quiet"):
         assert "trial 1/2" not in _robot("--console", console)

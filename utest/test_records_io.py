@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from libraries.report import cli
+from libraries.report.run import render_run_report
 from libraries.results import records
 from libraries.results.records import RecordError, append_record, iter_records, read_lines
-from libraries.trend import cli
-from libraries.trend.report import render_run_report
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runs"
 REAL = (FIXTURES / "full-3node" / "records.jsonl").read_text().splitlines()

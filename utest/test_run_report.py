@@ -1,4 +1,4 @@
-"""Tests of libraries.trend.report: the per-run run-report.html, from a real run's files.
+"""Tests of libraries.report.run: the per-run run-report.html, from a real run's files.
 
 ``fixtures/runs/kernel-3node`` holds records.jsonl, tests.jsonl and run.json of a real run
 (3node, kernel stack, 2 trials of 2 s: tcp_term, ssl_proxy with wrk2, sslsniff, ebpf_stream
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.keywords.results import ResultsKeywords
-from libraries.trend.report import load_tests, main, render_run_report
+from libraries.report.run import load_tests, main, render_run_report
 from utest.test_trend_browser import CHROMIUM, chromium, console_lines
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"
@@ -87,6 +87,7 @@ def test_a_garbled_tests_file_is_named_with_its_line(run_dir: Path):
         load_tests(run_dir)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (/usr/bin/chromium missing)")
 def test_the_page_renders_in_chromium_without_console_errors(run_dir: Path, tmp_path: Path):
     assert main([str(run_dir)]) == 0

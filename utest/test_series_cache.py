@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from libraries.history.ingest import ingest
+from libraries.history.store import Store
 from libraries.results.records import append_record
 from libraries.trend.analysis import analyse
 from libraries.trend.detect import Run, classify_batch
 from libraries.trend.gate import analyse_store
 from libraries.trend.incremental import Scale, build, extend
-from libraries.trend.ingest import ingest
 from libraries.trend.series import POINTER, SeriesCache
-from libraries.trend.store import Store
 from utest.test_trend import T0, make_record
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from libraries.history.ingest import ingest
+from libraries.history.store import Store
 from libraries.results.records import append_record
-from libraries.trend.ingest import ingest
-from libraries.trend.store import Store
 from utest.test_trend import make_record
 
 REPO = Path(__file__).resolve().parent.parent

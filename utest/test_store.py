@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from libraries.history.ingest import ingest
+from libraries.history.load import load_records
+from libraries.history.store import Store, StoreError
+from libraries.report.cli import main
 from libraries.results import records as records_module
 from libraries.results.records import RecordError, append_record
-from libraries.trend.cli import main
-from libraries.trend.ingest import ingest
-from libraries.trend.load import load_records
-from libraries.trend.store import Store, StoreError
 from utest.test_trend import SERIES, T0, make_record, write_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -195,7 +195,7 @@ def test_two_concurrent_ingests_into_one_store_lose_nothing(tmp_path: Path) -> N
     for run in sorted(second.iterdir())[:10]:
         shutil.copytree(run, first / f"{run.name}")
     shared = tmp_path / "shared-history"
-    command = [sys.executable, "-m", "libraries.trend.ingest", "--store", str(shared)]
+    command = [sys.executable, "-m", "libraries.history.ingest", "--store", str(shared)]
     processes = [subprocess.Popen([*command, str(root)], cwd=REPO, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for root in (first, second)]
     outputs = [p.communicate(timeout=120) for p in processes]

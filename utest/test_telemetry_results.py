@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from libraries.history.load import load_records, record_check
 from libraries.results.criteria import evaluate, load_criteria
 from libraries.results.efficiency import (
     ProcessCost,
@@ -30,7 +31,6 @@ from libraries.results.telemetry import (
 )
 from libraries.tools.cpu.proc_stat import parse_snapshot
 from libraries.tools.cpu.telemetry import cpu_usage
-from libraries.trend.load import load_records, record_check
 from utest.test_measurement_criteria import _record
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "telemetry"

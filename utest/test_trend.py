@@ -17,12 +17,12 @@ import jumpavg
 import pandas as pd
 import pytest
 
+from libraries.history.load import compile_check, load_records, record_check
+from libraries.report.cli import main
 from libraries.results.records import RecordError, append_record, validate_record
 from libraries.trend.analysis import analyse
-from libraries.trend.cli import main
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
-from libraries.trend.load import compile_check, load_records, record_check
 
 RUNS = 30
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from libraries.trend.cli import main
-from libraries.trend.dashboard import build_dashboard
+from libraries.history.ingest import ingest
+from libraries.history.store import Store
+from libraries.report.cli import main
+from libraries.report.dashboard import build_dashboard
 from libraries.trend.gate import analyse_store
-from libraries.trend.ingest import ingest
-from libraries.trend.store import Store
 from utest.test_trend import SERIES, write_runs
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"

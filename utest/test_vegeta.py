@@ -125,6 +125,7 @@ def nginx(tmp_path_factory):
         node.stop(process)
 
 
+@pytest.mark.integration
 @needs_vegeta
 def test_a_real_run_offers_the_rate_and_reads_its_version(nginx):
     node, port, _ = nginx
@@ -152,6 +153,7 @@ def _stall(workdir: Path, after: float, seconds: float) -> threading.Thread:
     return thread
 
 
+@pytest.mark.integration
 @needs_vegeta
 def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx):
     """Latency correctness, the reason an open-loop generator is needed: nginx stopped for

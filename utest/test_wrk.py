@@ -470,10 +470,12 @@ def _printed_rps(raw: str) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.integration
 def test_real_probe_finds_debian_wrk(nginx):
     assert probe_wrk(nginx["node"], "wrk") == "wrk"
 
 
+@pytest.mark.integration
 def test_real_wrk_against_nginx_http(nginx):
     options = WrkOptions(url=f"http://127.0.0.1:{nginx['http']}/1kb", threads=1,
                          connections=10, duration=2, latency=True)
@@ -493,6 +495,7 @@ def test_real_wrk_against_nginx_http(nginx):
     assert result.flavour == "wrk"
 
 
+@pytest.mark.integration
 def test_real_wrk_https_pinned_with_taskset(nginx):
     options = WrkOptions(url=f"https://127.0.0.1:{nginx['https']}/1kb", threads=1,
                          connections=10, duration=2, cpus=[0])
@@ -505,6 +508,7 @@ def test_real_wrk_https_pinned_with_taskset(nginx):
     )
 
 
+@pytest.mark.integration
 def test_real_wrk_script_counts_404s_and_dropped_connections(nginx):
     script = nginx["dir"] / "mix.lua"
     script.write_text(MIX_LUA)
@@ -516,6 +520,7 @@ def test_real_wrk_script_counts_404s_and_dropped_connections(nginx):
     assert result.non_2xx_3xx < result.total_requests
 
 
+@pytest.mark.integration
 def test_real_wrk_connection_refused(nginx):
     port = free_port()
     options = WrkOptions(url=f"http://127.0.0.1:{port}/1kb", duration=1)
@@ -523,6 +528,7 @@ def test_real_wrk_connection_refused(nginx):
         run_wrk(nginx["node"], "wrk", options)
 
 
+@pytest.mark.integration
 def test_real_wrk_is_stopped_at_the_hard_timeout(nginx):
     options = WrkOptions(url=f"http://127.0.0.1:{nginx['http']}/1kb", duration=5)
     with pytest.raises(CommandTimeout, match="timed out after 1 s"):

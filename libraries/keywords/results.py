@@ -17,7 +17,10 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
+from libraries.history.ingest import ingest
+from libraries.history.store import Store
 from libraries.keywords import TESTBED_LIBRARY
+from libraries.report.run import RUN_REPORT, TESTS_FILE, write_run_report
 from libraries.results.adaptive import Judge
 from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
 from libraries.results.headline import headline
@@ -34,9 +37,6 @@ from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
-from libraries.trend.ingest import ingest
-from libraries.trend.report import RUN_REPORT, TESTS_FILE, write_run_report
-from libraries.trend.store import Store
 
 LOG = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent.parent

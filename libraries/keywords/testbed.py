@@ -85,7 +85,7 @@ class TestbedKeywords:
             except Exception as error:  # PabotLib: every lab disabled, or no pool at all
                 raise HostStackError(
                     f"no lab left in pool {tag!r}: " + ("; ".join(failures) or str(error))
-                    + " (run with pabot --resourcefile; see python -m libraries.trend.nightly "
+                    + " (run with pabot --resourcefile; see python -m libraries.nightly "
                     "--pool)") from None
             try:
                 self.set_up_testbed(topology)

@@ -1,16 +1,16 @@
-"""The trend layer: from many runs' records to a history, a dashboard, a comparison and a gate.
+"""The trend layer: judging series of results, one run against the history or against another.
 
-Owns loading and validating records files with pandas (``load``), the columnar history of
-every run (``store``: a Parquet dataset, one file per run, read with DuckDB; ``ingest``:
-records -> Parquet, ``python -m libraries.trend.ingest``), jumpavg change detection
-(``detect``, ``analysis``) and its resumable form (``incremental``) kept per series in the
-store's cache (``series``), the interval check a jumpavg step must pass (``confirm``), the gate
-and dashboard over a whole store (``gate``), the offline plotly dashboard (``dashboard``,
-``dashboard_assets``), two-run comparison with the A/B verdict (``compare``), one run's report
-(``report``, its latency curves: ``report_capacity``), the command line (``cli``:
-``python -m libraries.trend``), the nightly runner (``nightly``:
-``python -m libraries.trend.nightly``) and its pool of labs shared through pabot's value sets
-(``pool``). It reads records only: imports ``libraries.results``
-and ``libraries.testbed`` (errors, topologies and, for the pool's pre-flight, testbeds), never
-a tool or a node.
+Owns jumpavg change detection (``detect``) and its resumable form (``incremental``), whose
+state per series is cached beside the history (``series``: a generation folder of arrays under
+the store's ``_cache``, so a night searches only its new samples); the interval check a
+jumpavg step must pass before it is reported (``confirm``); judging a whole table of series
+and the summary rows of the result (``analysis``); the gate over the store (``gate``: the
+newest sample of every series classified, regressions named); and one run against another
+with the A/B verdict (``compare``). It reads the history (``libraries.history``) and the
+results layer's verdict and intervals (``libraries.results``); it writes no page (the
+dashboard and the command that prints the gate live in ``libraries.report``).
+
+``python -m libraries.trend`` (and ``libraries.trend.ingest``, ``.report``, ``.nightly``)
+are the commands' old spellings, kept as forwarding aliases: see ``libraries.report``,
+``libraries.history`` and ``libraries.nightly`` for their homes.
 """

@@ -1,7 +1,7 @@
-"""``python -m libraries.trend RESULTS... --html OUT``: see ``libraries.trend.cli``."""
+"""Alias: ``python -m libraries.trend`` is the old spelling of ``python -m libraries.report``."""
 
 import sys
 
-from libraries.trend.cli import main
+from libraries.report.cli import main
 
 sys.exit(main())

@@ -35,7 +35,7 @@ class SeriesTrend:
     """The trend of one (test, metric) series.
 
     Fields: ``test_id``, ``metric``, ``unit``, ``direction``; ``samples`` (the series' rows of
-    :func:`libraries.trend.load.load_records`, oldest first); ``groups`` (jumpavg groups, labels
+    :func:`libraries.history.load.load_records`, oldest first); ``groups`` (jumpavg groups, labels
     in value terms: ``regression`` = went down); ``anomalies`` (sample index -> ``regression`` /
     ``progression`` in the metric's terms, at the first sample of each changed group);
     ``classification`` of the newest sample; ``last_value``; ``trend_avg`` (average of the

@@ -9,7 +9,7 @@ when the history holds at least :data:`~libraries.results.verdict.MIN_HISTORY` r
 the change is at least the margin (``--margin``, default 5 %), **no change** when the interval
 lies within the margin, **inconclusive** otherwise (too few trials: 5 per run are the fewest
 that give an interval at alpha 0.05). A regression is in the metric's terms: down for
-``higher_is_better``, up for ``lower_is_better``; ``python -m libraries.trend --compare``
+``higher_is_better``, up for ``lower_is_better``; ``python -m libraries.report --compare``
 then exits 3. The false-alarm and detection rates of this verdict on this machine are measured
 by ``benchmarks/verdict_bench.py`` (``benchmarks/README.md``).
 """
@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from libraries.history.load import load_records
+from libraries.history.store import Store
 from libraries.results.inference import DEFAULT_ALPHA, check_alpha
 from libraries.results.records import RecordError
 from libraries.results.verdict import DEFAULT_MARGIN, MIN_HISTORY, AbResult, ab_verdict
@@ -35,8 +37,6 @@ from libraries.trend.analysis import (
     select_tests,
     text_table,
 )
-from libraries.trend.load import load_records
-from libraries.trend.store import Store
 
 
 @dataclass(frozen=True)

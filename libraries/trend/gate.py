@@ -19,10 +19,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from libraries.history.store import Store
 from libraries.results.records import RecordError
 from libraries.trend.analysis import History, SeriesTrend, judge, rank, select_tests
 from libraries.trend.series import SeriesCache, UpdateReport, update_cache
-from libraries.trend.store import Store
 
 TAIL = 60
 """Newest samples of each series read with every column (drawn one by one on the chart)."""

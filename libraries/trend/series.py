@@ -27,8 +27,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from libraries.history.store import Store, StoreError
 from libraries.trend.incremental import GroupState, Scale, Tables, build, extend
-from libraries.trend.store import Store, StoreError
 
 LOG = logging.getLogger(__name__)
 CACHE_VERSION = 2

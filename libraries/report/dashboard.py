@@ -15,7 +15,7 @@ Layout, built to stay usable with thousands of series and years of history:
 Each series shows its newest :data:`RAW_POINTS` samples one by one and older ones as at most
 :data:`BUCKETS` buckets (median and trial range of consecutive samples), with the groups drawn
 from their exact boundaries, and each section names the lab. Charts are described as compact
-JSON and drawn by one small script (:mod:`libraries.trend.dashboard_assets`); past
+JSON and drawn by one small script (:mod:`libraries.report.dashboard_assets`); past
 :data:`EAGER_LIMIT` charts each chart is drawn when it scrolls into view. Up to
 :data:`INLINE_BYTES` of series data the page is one self-contained file; beyond, the data goes
 to side files in ``<page>-data/`` loaded on demand, so the page's size depends on the number
@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 from plotly.offline import get_plotlyjs
 
+from libraries.report.dashboard_assets import SCRIPT, STYLE
 from libraries.trend.analysis import ORDER, SUMMARY_HEADER, SeriesTrend, summary_rows
-from libraries.trend.dashboard_assets import SCRIPT, STYLE
 
 EAGER_LIMIT = 40
 """Dashboards with more charts draw each chart lazily when it becomes visible."""

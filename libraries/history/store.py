@@ -22,7 +22,7 @@ filesystem)::
   query of recent history (``month=2026-11``, hive partitioning) skip older folders.
 
 A store is rebuilt from the per-run ``records.jsonl`` files, which stay the source of truth
-(``python -m libraries.trend.ingest --rebuild``). Every file carries the store format and its
+(``python -m libraries.history.ingest --rebuild``). Every file carries the store format and its
 sources in its Parquet key-value metadata.
 """
 
@@ -63,7 +63,7 @@ SCHEMA = pa.schema([
     ("ci_method", pa.string()), ("schema_version", pa.int16()), ("parameters", pa.string()),
 ])
 """One row per sample (one metric of one record): the columns of
-:func:`libraries.trend.load.load_records`. ``ci_*`` are null until records carry intervals."""
+:func:`libraries.history.load.load_records`. ``ci_*`` are null until records carry intervals."""
 
 
 class StoreError(RecordError):
@@ -197,11 +197,11 @@ class Store:
         return StoreError(
             "\n".join(damaged) + "\nthe store keeps every other run; delete the damaged file(s) "
             "and ingest their runs again from results/<run-id>/records.jsonl "
-            f"(python -m libraries.trend.ingest RESULTS_DIR --store {self.root})")
+            f"(python -m libraries.history.ingest RESULTS_DIR --store {self.root})")
 
     def frame(self, where: str = "", params: list[Any] | None = None,
               files: list[Path] | None = None) -> pd.DataFrame:
-        """Stored samples as the table of :func:`libraries.trend.load.load_records` (same
+        """Stored samples as the table of :func:`libraries.history.load.load_records` (same
         columns and types; ``where`` is an optional SQL condition over them; ``files``
         limits the read to those runs' files)."""
         columns = ", ".join(f'"{name}"' for name in SCHEMA.names)

@@ -1,11 +1,11 @@
 """Trend dashboard and nightly gate over the columnar history of result records.
 
-    python -m libraries.trend [RESULTS_DIR...] [--store DIR] --html OUT.html [--markdown OUT.md]
+    python -m libraries.report [RESULTS_DIR...] [--store DIR] --html OUT.html [--markdown OUT.md]
                               [--test PATTERN]
-    python -m libraries.trend [RESULTS_DIR...] [--store DIR] --compare RUN_A RUN_B
+    python -m libraries.report [RESULTS_DIR...] [--store DIR] --compare RUN_A RUN_B
 
 Runs under RESULTS_DIR (default ``results``) that the history (``<RESULTS_DIR>/history`` or
-``--store``) lacks are stored first (:mod:`libraries.trend.ingest`); everything is then read
+``--store``) lacks are stored first (:mod:`libraries.history.ingest`); everything is then read
 from the history with DuckDB. One series per (test id, metric), ordered by the records' start
 time. jumpavg groups each series (:mod:`libraries.trend.detect`, resumed from the store's cache:
 :mod:`libraries.trend.series`); the newest sample is a *regression* (or *progression*) when the
@@ -27,6 +27,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from libraries.history.ingest import ingest
+from libraries.history.store import Store, default_store
+from libraries.report.dashboard import write_dashboard
 from libraries.testbed.errors import HostStackError
 from libraries.trend.analysis import (
     EXIT_BAD_INPUT,
@@ -40,17 +43,14 @@ from libraries.trend.analysis import (
     text_table,
 )
 from libraries.trend.compare import run_compare
-from libraries.trend.dashboard import write_dashboard
 from libraries.trend.gate import analyse_store
-from libraries.trend.ingest import ingest
-from libraries.trend.store import Store, default_store
 
 LOG = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m libraries.trend", description=__doc__.split("\n\n")[0],
+        prog="python -m libraries.report", description=__doc__.split("\n\n")[0],
         epilog="exit status: 0 no regression, 3 regression, 2 bad input")
     parser.add_argument("results", nargs="*", type=Path, metavar="RESULTS_DIR",
                         help="directories searched for records.jsonl (default: results)")

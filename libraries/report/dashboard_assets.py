@@ -1,7 +1,7 @@
 """The trend dashboard's style sheet and script (kept apart from the page builder).
 
 The script draws one chart per series from a compact description (see
-:func:`libraries.trend.dashboard.series_json`): older samples as downsampled buckets, the newest
+:func:`libraries.report.dashboard.series_json`): older samples as downsampled buckets, the newest
 ones one by one (hover: run, versions, revision; click: that run's log), jumpavg's groups as a
 step line and markers where a regression or progression starts. Series data is either inline
 (``SERIES``) or, for a large history, in side files loaded when a chart scrolls into view

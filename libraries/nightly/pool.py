@@ -1,6 +1,6 @@
 """A pool of labs for a nightly run, shared by pabot's own resource sharing.
 
-``python -m libraries.trend.nightly --pool lab-a lab-b`` runs the suites with pabot over
+``python -m libraries.nightly --pool lab-a lab-b`` runs the suites with pabot over
 several testbeds at once. Before anything runs, each lab gets a pre-flight check
 (:func:`preflight`: the testbed is brought up and torn down, so SSH to every node and the
 pings across every link and route are checked; a ``provision: netns`` lab is built and
