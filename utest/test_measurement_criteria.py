@@ -266,6 +266,8 @@ def test_criteria_can_be_limited_to_a_stack():
     vpp.stack = "vpp"
     vpp.add("rps", [500.0], "requests/s")
     floors = [r for r in evaluate(criteria, vpp, "3node") if r.metric == "rps"]
+    assert [(r.required, r.passed) for r in floors] == [(900.0, False)]
+    floors = [r for r in evaluate(criteria, vpp, "2node") if r.metric == "rps"]
     assert [(r.required, r.passed) for r in floors] == [(300.0, True)]
     kernel = _measurement()
     kernel.add("rps", [500.0], "requests/s")

@@ -3,7 +3,13 @@
 Each entry names a case, a metric and a bound (``min`` or ``max``). ``topologies`` limits an
 absolute floor to the testbeds it was set for; an entry without it is portable (ratios,
 error counts). ``when`` limits it to tests whose parameters (and ``stack``) match, e.g.
-``{file_size: 64kb}`` or ``{stack: vpp}``.
+``{file_size: 64kb}`` or ``{stack: vpp}`` (``null`` matches a parameter that is not set).
+
+A floor says where its number comes from (``basis``): the low end of what a healthy build
+measured (``low``, with its ``source``), or that nobody has measured it (``unmeasured``, the
+reason). The file's ``margin`` (version 2) is how far below a measured low end every floor
+must sit (``min <= (1 - margin) * low``): a floor inside the noise of a healthy build would turn
+a nightly red for nothing, so such a file is refused when it is read.
 """
 
 from __future__ import annotations
@@ -28,6 +34,30 @@ class CriteriaError(HostStackError):
     """The criteria file is unreadable or invalid (names file and entry)."""
 
 
+class Basis(BaseModel):
+    """Where a bound's number comes from: the ``low`` (for a floor) or ``high`` (for a
+    ceiling) end of what a healthy build measured, with its ``source``; or ``unmeasured``:
+    why there is no such figure (the bound then stays as loose as it was)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: float | None = Field(default=None, gt=0)
+    high: float | None = Field(default=None, gt=0)
+    source: str = ""
+    unmeasured: str | None = None
+
+    @model_validator(mode="after")
+    def _measured_or_not(self) -> Basis:
+        measured = self.low is not None or self.high is not None
+        if measured == (self.unmeasured is not None):
+            raise ValueError("expected a measured 'low' or 'high' with its 'source', or "
+                             "'unmeasured' with the reason")
+        if measured and not self.source.strip():
+            raise ValueError("a measured basis needs its 'source' (where the figure comes "
+                             "from)")
+        return self
+
+
 class Criterion(BaseModel):
     """One bound on one metric of one case."""
 
@@ -38,13 +68,18 @@ class Criterion(BaseModel):
     min: float | None = None
     max: float | None = None
     topologies: list[str] | None = None
-    when: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    when: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    basis: Basis | None = None
     note: str = ""
 
     @model_validator(mode="after")
     def _one_bound(self) -> Criterion:
         if (self.min is None) == (self.max is None):
             raise ValueError("expected exactly one of 'min' or 'max'")
+        if self.basis is not None and self.min is not None and self.basis.high is not None:
+            raise ValueError("basis: a floor (min) rests on the measured 'low' end")
+        if self.basis is not None and self.max is not None and self.basis.low is not None:
+            raise ValueError("basis: a ceiling (max) rests on the measured 'high' end")
         return self
 
     def applies_to(self, measurement: Measurement, topology: str) -> bool:
@@ -53,7 +88,18 @@ class Criterion(BaseModel):
             return False
         if self.topologies is not None and topology not in self.topologies:
             return False
-        facts = {"stack": measurement.stack, **measurement.parameters}
+        return self.applies(measurement.case, measurement.stack, measurement.parameters,
+                            topology)
+
+    def applies(self, case: str, stack: str, parameters: dict[str, Any],
+                topology: str) -> bool:
+        """True when this criterion judges a test of ``case`` on ``stack`` with
+        ``parameters`` on ``topology`` (a record's fields will do as well as a measurement)."""
+        if self.case != case:
+            return False
+        if self.topologies is not None and topology not in self.topologies:
+            return False
+        facts = {"stack": stack, **parameters}
         return all(
             str(facts.get(key)).lower() == str(value).lower()
             for key, value in self.when.items()
@@ -61,12 +107,34 @@ class Criterion(BaseModel):
 
 
 class CriteriaFile(BaseModel):
-    """``version`` and the list of ``criteria``."""
+    """``version``, the ``margin`` every measured floor keeps below its basis (version 2) and
+    the list of ``criteria``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: int
+    version: Literal[1, 2]
+    margin: float | None = Field(default=None, ge=0, lt=1)
     criteria: list[Criterion]
+
+    @model_validator(mode="after")
+    def _floors_keep_the_margin(self) -> CriteriaFile:
+        if self.version == 2 and self.margin is None:
+            raise ValueError("version 2 states its 'margin' (e.g. 0.4: every floor at most 60 %"
+                             " of the low end it rests on)")
+        return self
+
+
+def _margin_problem(criterion: Criterion, margin: float) -> str | None:
+    """Why a floor sits too close to the low end of its basis (None: it does not)."""
+    basis = criterion.basis
+    if criterion.min is None or basis is None or basis.low is None:
+        return None
+    limit = (1.0 - margin) * basis.low
+    if criterion.min <= limit * (1 + 1e-9):
+        return None
+    return (f"floor {criterion.min:g} is above {limit:.4g}, {1 - margin:.0%} of the measured "
+            f"low end {basis.low:g} it rests on ({basis.source}): a healthy build would "
+            f"measure within the floor's margin")
 
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -161,6 +229,9 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> CriteriaFile:
     problems = [f"{path}: criteria.{index}.{problem}"
                 for index, criterion in enumerate(loaded.criteria)
                 for problem in _catalogue_problems(criterion)]
+    problems += [f"{path}: criteria.{index}.min: {problem}"
+                 for index, criterion in enumerate(loaded.criteria)
+                 if (problem := _margin_problem(criterion, loaded.margin or 0.0))]
     if problems:
         raise CriteriaError("\n".join(problems))
     return loaded
@@ -187,11 +258,13 @@ def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
              source: str = "criteria.yaml") -> list[CriterionResult]:
     """Every applicable criterion's result (empty: no criterion for this test/topology).
 
-    A criterion on a metric the measurement lacks is an error, not a silent pass.
+    A criterion on a metric the measurement lacks is an error, not a silent pass; one on a
+    metric the test recorded as unavailable (with its reason) is not judged.
     """
     results = []
     for index, criterion in enumerate(criteria.criteria):
-        if not criterion.applies_to(measurement, topology):
+        if not criterion.applies_to(measurement, topology) or \
+                criterion.metric in measurement.unavailable:
             continue
         where = f"{source}: criteria.{index}"
         if criterion.metric not in measurement.metrics:
