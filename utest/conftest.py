@@ -11,6 +11,10 @@ must not overlap:
   they may run side by side;
 * the modules of real tools on loopback (:data:`LOOPBACK_MODULES`) are one unit: they listen on
   fixed loopback ports (nginx 18431/18443, iperf3 18203, ...) and count their own processes;
+* the modules that attach uprobes to the system's libssl or toggle BPF sysctls, and the e2e
+  modules whose robot runs do (the sslsniff and ebpf_stream suites), are one unit
+  (:data:`UPROBE_MODULES`): a uprobe on a library fires in every process using it, and each
+  of them checks that no uprobe is left attached when it is done, which another's would fail;
 * every other test is a unit of its own.
 
 (pytest-xdist's own ``--dist loadgroup`` cannot do this under pytest 9: it renames node ids
@@ -33,13 +37,17 @@ E2E_MODULES = frozenset({
 })
 LOOPBACK_MODULES = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
-    "test_wrk2_real", "test_trend_browser", "test_cpu_telemetry", "test_environment",
+    "test_trend_browser", "test_cpu_telemetry", "test_environment",
     "test_iperf3", "test_nightly", "test_progress", "test_run_report", "test_vegeta",
     "test_wrk",
 })
+UPROBE_MODULES = frozenset({
+    "test_reallab_e2e", "test_short_trials_e2e", "test_sslsniff_real", "test_bpftime_real",
+    "test_ebpf_stream_real",
+})
 WHOLLY_INTEGRATION = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
-    "test_wrk2_real", "test_vpp_real", "test_trend_browser",
+    "test_vpp_real", "test_trend_browser",
 })
 """Modules whose every test starts real processes (marked here, not test by test)."""
 
@@ -52,6 +60,8 @@ def module_of(nodeid: str) -> str:
 def scope_of(nodeid: str) -> str:
     """The scheduling unit of a test (see the module docstring)."""
     module = module_of(nodeid)
+    if module in UPROBE_MODULES:
+        return "uprobes"
     if module in E2E_MODULES:
         return f"e2e:{module}"
     if module in LOOPBACK_MODULES:

@@ -1,5 +1,7 @@
-"""The capacity search against simulated paths: a sharp knee, noisy probes, a path that
-passes everything or nothing, a time budget; and bad settings refused."""
+"""Capacity under latency goals: goals and settings as asked (bad values named by their -v
+variable), a trial's loss as MLRsearch sees it, and MLRsearch (the real library) driving
+simulated paths: a knee found within the width, interleaved paths, trials shared between the
+searches of two limits, a budget, a failing trial, a path with no lower bound."""
 
 from __future__ import annotations
 
@@ -8,123 +10,190 @@ import random
 import pytest
 
 from libraries.results.capacity import (
-    Probe,
+    CapacityTrial,
+    LatencyGoal,
     SearchSettings,
-    judge_probe,
+    parse_goals,
     parse_range,
+    parse_settings,
     parse_slo,
-    search_capacity,
 )
+from libraries.results.mlrsearch import search_capacity
+from libraries.testbed.errors import HostStackError
 
 
-class Path_:
-    """A path whose p99 is 1 ms below ``capacity`` and explodes above it; each probe sees the
-    capacity moved by up to +-``noise`` (seeded)."""
+class SimulatedPath:
+    """A path with a knee at ``capacity`` requests/s: below it 0.2 % of requests are over
+    10 ms and 40 % over 1 ms; above it the queue grows and most requests are late. Each trial
+    sees the knee moved by up to +-``noise`` (seeded); ``seconds`` of overhead per trial."""
 
-    def __init__(self, capacity: float, noise: float = 0.0, seed: int = 0):
-        self.capacity = capacity
-        self.noise = noise
+    def __init__(self, capacity: float, noise: float = 0.0, seed: int = 0,
+                 overhead: float = 0.3):
+        self.capacity, self.noise, self.overhead = capacity, noise, overhead
         self.random = random.Random(seed)
-        self.rates: list[float] = []
+        self.asked: list[tuple[float, float]] = []
 
-    def __call__(self, rate: float) -> Probe:
-        self.rates.append(rate)
-        today = self.capacity * (1 + self.random.uniform(-self.noise, self.noise))
-        if rate <= today:
-            return Probe(rate, rate, 0.5, 1.0, 0, 5.0)
-        return Probe(rate, today, 5.0, 50.0, 0, 5.0)
-
-
-class Clock:
-    def __init__(self, path: Path_, per_probe: float):
-        self.path, self.per_probe = path, per_probe
-
-    def __call__(self) -> float:
-        return len(self.path.rates) * self.per_probe
+    def __call__(self, seconds: float, rate: float) -> CapacityTrial:
+        self.asked.append((seconds, rate))
+        knee = self.capacity * (1 + self.random.uniform(-self.noise, self.noise))
+        sent = round(rate * seconds)
+        late = 0.002 if rate <= knee else min(1.0, 0.5 + 5 * (rate / knee - 1))
+        return CapacityTrial(
+            rate=rate, duration=seconds, ran_s=seconds, intended=sent, sent=sent, failed=0,
+            over={10.0: round(sent * late), 1.0: round(sent * max(late, 0.4))},
+            achieved=min(rate, knee), latency={"p50": 0.5, "p90": 1.0, "p99": 2.0,
+                                               "p99_9": 4.0},
+            generator_cpu=0.3, tool="simulated", processes=1,
+            seconds=seconds + self.overhead)
 
 
-def test_a_sharp_knee_is_found_within_the_precision_and_confirmed():
-    path = Path_(10_000)
-    result = search_capacity(path, SearchSettings(slo_p99_ms=10, start=1_000),
-                             clock=Clock(path, 5))
-    assert result.stopped == "precision reached and confirmed"
-    assert 10_000 / 1.05 <= result.capacity <= 10_000 < result.failing
-    assert result.precision <= 0.05
-    assert result.probes[-2:] == [p for p in result.probes if p.rate == result.capacity][-2:]
-    assert all(p.passed for p in result.probes if p.rate == result.capacity)
-    assert len(result.probes) < 20
+def _settings(**changes) -> SearchSettings:
+    return SearchSettings(**{"goals": parse_goals("p99<=10ms"), "low": 100.0, "high": 1e6,
+                             **changes})
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_noisy_probes_still_land_near_the_capacity(seed):
-    path = Path_(10_000, noise=0.05, seed=seed)
-    result = search_capacity(path, SearchSettings(slo_p99_ms=10, start=3_000),
-                             clock=Clock(path, 5))
-    assert result.capacity is not None
-    assert 10_000 * 0.85 <= result.capacity <= 10_000 * 1.05
-    assert all(p.passed for p in result.probes if p.rate == result.capacity)
+def test_a_knee_is_found_within_the_width_by_mlrsearch():
+    path = SimulatedPath(10_000)
+    found = search_capacity(lambda p, s, r: path(s, r), {"proxy": 11_000.0}, _settings())
+    result = found["proxy"]
+    assert result.finished and result.stopped == {10.0: "done"}
+    (goal,) = result.goals
+    assert goal.lower <= 10_000 < goal.upper <= goal.lower * 1.03
+    assert result.capacity == pytest.approx(goal.lower * 0.998, rel=1e-4)  # 0.2 % lost there
+    assert path.asked[0] == (0.5, 11_000.0)  # MLRsearch's first trial: the highest load
+    assert len(result.trials) == len(path.asked)
 
 
-def test_a_path_passing_at_the_top_of_the_range_is_a_lower_bound():
-    path = Path_(1e9)
-    result = search_capacity(path, SearchSettings(slo_p99_ms=10, start=1_000, high=50_000),
-                             clock=Clock(path, 1))
-    assert result.stopped == "passes at the top of the search range"
-    assert result.capacity == 50_000 and result.failing is None
+@pytest.mark.parametrize("seed", range(4))
+def test_noisy_trials_land_near_the_knee(seed):
+    path = SimulatedPath(10_000, noise=0.03, seed=seed)
+    found = search_capacity(lambda p, s, r: path(s, r), {"proxy": 11_000.0}, _settings())
+    assert 0.9 * 10_000 <= found["proxy"].capacity <= 1.03 * 10_000
 
 
-def test_a_path_failing_at_the_bottom_has_no_capacity():
-    path = Path_(0.5)
-    result = search_capacity(path, SearchSettings(slo_p99_ms=10, start=1_000, low=10),
-                             clock=Clock(path, 1))
-    assert result.stopped == "fails at the bottom of the search range"
-    assert result.capacity is None and result.failing == 10
+def test_two_paths_take_turns_trial_by_trial():
+    paths = {"proxy": SimulatedPath(6_000), "direct": SimulatedPath(20_000)}
+    order: list[str] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        order.append(path)
+        return paths[path](seconds, rate)
+
+    found = search_capacity(measure, {"proxy": 6_600.0, "direct": 22_000.0}, _settings())
+    assert found["proxy"].capacity < 6_000 < found["proxy"].goals[0].upper
+    assert found["direct"].capacity < 20_000 < found["direct"].goals[0].upper
+    shorter = min(order.count("proxy"), order.count("direct"))
+    assert order[:2 * shorter] == ["proxy", "direct"] * shorter
 
 
-def test_the_time_budget_stops_the_search_with_the_precision_reached():
-    path = Path_(10_000)
-    result = search_capacity(path, SearchSettings(slo_p99_ms=10, start=1_000,
-                                                  max_seconds=30), clock=Clock(path, 5))
-    assert result.stopped == "time budget spent"
-    assert len(result.probes) == 6  # 30 s of 5 s probes
-    assert result.precision is not None and result.precision > 0.05
+def test_goals_with_two_limits_are_two_searches_that_share_their_trials():
+    path = SimulatedPath(10_000)
+    settings = _settings(goals=parse_goals("p99<=10ms,p50<=1ms,p99.9<=10ms"))
+    found = search_capacity(lambda p, s, r: path(s, r), {"proxy": 11_000.0}, settings)
+    result = found["proxy"]
+    assert set(result.stopped) == {10.0, 1.0}
+    assert [g.goal.name for g in result.goals] == ["p99<=10ms", "p50<=1ms", "p99.9<=10ms"]
+    p50 = result.goals[1]
+    assert p50.lower <= 10_000 < p50.upper  # 40 % over 1 ms below the knee: within p50
+    # the first trial (the top load) is asked by both searches and measured once
+    assert path.asked.count(path.asked[0]) == 1 and path.asked[0][1] == 11_000.0
+    assert len(result.trials) == len(path.asked) and result.shared >= 1
 
 
-def test_a_probe_fails_for_each_reason_and_says_which():
-    probe = judge_probe(Probe(1000, 950, 1.0, 20.0, 3, 5.0), slo_p99_ms=10)
-    assert not probe.passed
-    assert probe.why == ("3 errors; achieved 950 < 99% of 1000 requests/s; p99 20 ms > SLO "
-                         "10 ms")
-    assert judge_probe(Probe(1000, 995, 1.0, 9.0, 0, 5.0), 10).passed
+def test_a_spent_budget_stops_the_search_and_keeps_the_bounds_so_far():
+    path = SimulatedPath(10_000, overhead=5.0)
+    found = search_capacity(lambda p, s, r: path(s, r), {"proxy": 11_000.0},
+                            _settings(max_seconds=30))
+    result = found["proxy"]
+    assert not result.finished and result.stopped[10.0].startswith("budget spent (")
+    assert sum(t.seconds for t in result.trials) < 30 + 7
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"slo_p99_ms": 0}, "slo_p99_ms: expected a positive number"),
-    ({"slo_p99_ms": -5}, "slo_p99_ms: expected a positive number"),
-    ({"low": 5000, "high": 1000}, "the top (1000 requests/s) must be above the bottom (5000)"),
-    ({"precision": 0}, "precision: expected a fraction in (0, 1)"),
+def test_a_failing_trial_stops_every_search_and_is_raised():
+    calls = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        calls.append(path)
+        if len(calls) == 3:
+            raise HostStackError("nginx-proxy died")
+        return SimulatedPath(5_000)(seconds, rate)
+
+    with pytest.raises(HostStackError, match="nginx-proxy died"):
+        search_capacity(measure, {"proxy": 5_500.0, "direct": 5_500.0}, _settings())
+    assert len(calls) == 3
+
+
+def test_a_path_failing_at_the_bottom_of_the_range_has_no_capacity():
+    path = SimulatedPath(50)
+    found = search_capacity(lambda p, s, r: path(s, r), {"proxy": 1_000.0}, _settings())
+    assert found["proxy"].finished and found["proxy"].capacity is None
+
+
+def test_a_trial_is_lost_for_errors_for_the_unsent_and_for_lateness():
+    trial = CapacityTrial(rate=1000, duration=1.0, ran_s=2.0, intended=2000, sent=1990,
+                          failed=4, over={10.0: 6}, achieved=993.0, latency={},
+                          generator_cpu=None, tool="wrk2", processes=1, seconds=2.5)
+    assert trial.lost(10.0) == 4 + 6 + 10
+    assert trial.loss_ratio(10.0) == pytest.approx(20 / 2000)
+    result = trial.result(10.0)  # MLRsearch's view: what it asked (1 s) at the counts' rate
+    assert (result.intended_duration, result.intended_load) == (1.0, 1000)
+    assert (result.offered_count, result.loss_count, result.intended_count) == (995, 5, 1000)
+    assert result.loss_ratio == pytest.approx(0.01)
+    assert trial.as_record()["over"] == {"10": 6}
+
+
+@pytest.mark.parametrize(("text", "goals"), [
+    ("10ms", [(0.99, 10.0)]), ("p99<=10ms", [(0.99, 10.0)]),
+    ("p99 <= 10 ms, p50<=800us", [(0.99, 10.0), (0.5, 0.8)]),
+    ("p99.9<=0.5s", [(0.999, 500.0)]),
 ])
-def test_bad_search_settings_are_refused(kwargs, message):
-    with pytest.raises(ValueError) as error:
-        SearchSettings(**{"slo_p99_ms": 10, "start": 100, **kwargs})
-    assert message in str(error.value)
+def test_goals_are_read_as_written(text, goals):
+    assert [(g.quantile, g.limit_ms) for g in parse_goals(text)] == goals
+    assert LatencyGoal(0.999, 500.0).loss_ratio == pytest.approx(0.001)
+    assert LatencyGoal(0.99, 10.0).name == "p99<=10ms"
 
 
-@pytest.mark.parametrize(("text", "ms"), [("10ms", 10.0), ("2.5 ms", 2.5), ("0.5s", 500.0),
-                                          ("800us", 0.8)])
-def test_an_slo_is_a_positive_duration(text, ms):
-    assert parse_slo(text) == pytest.approx(ms)
+@pytest.mark.parametrize(("text", "message"), [
+    ("p100<=1ms", "percentile p100: expected above 0 and below 100"),
+    ("p99<=fast", "expected a positive duration"), ("", "expected a positive duration"),
+    ("p99<=10ms,p99<=10ms", "a goal is given twice"),
+])
+def test_bad_goals_are_refused_naming_the_variable(text, message):
+    with pytest.raises(ValueError, match=f"-v LATENCY_SLO:{text}: .*{message}"):
+        parse_goals(text)
 
 
-@pytest.mark.parametrize("bad", ["10", "fast", "0ms", "-5ms", "", "10 parsecs"])
-def test_an_slo_that_is_not_a_positive_duration_is_refused(bad):
-    with pytest.raises(ValueError, match=r"-v LATENCY_SLO:.*expected a positive duration"):
-        parse_slo(bad)
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"width": "1.5"}, "-v CAPACITY_WIDTH:1.5: .*width: expected a fraction in"),
+    ({"width": "0"}, "-v CAPACITY_WIDTH:0: "),
+    ({"exceed_ratio": "1"}, "-v CAPACITY_EXCEED_RATIO:1: .*expected a fraction in"),
+    ({"exceed_ratio": "half"}, "-v CAPACITY_EXCEED_RATIO:half: expected a number"),
+    ({"durations": "2..1"}, "-v CAPACITY_TRIAL_DURATION:2..1: .*the final"),
+    ({"durations": "1..2..3"}, "-v CAPACITY_TRIAL_DURATION:1..2..3: expected initial..final"),
+    ({"duration_sum": "0.5"}, "-v CAPACITY_DURATION_SUM:0.5: .*at least the final"),
+    ({"max_seconds": "-1"}, "-v CAPACITY_BUDGET:-1: .*max_seconds: expected a positive"),
+    ({"search_range": "5..1"}, "-v CAPACITY_RANGE:5..1: the top"),
+])
+def test_bad_settings_are_refused_naming_the_variable(changes, message):
+    with pytest.raises(ValueError, match=message):
+        parse_settings(**changes)
 
 
-def test_a_search_range_needs_its_top_above_its_bottom():
+def test_the_default_settings_and_their_record():
+    settings = parse_settings()
+    assert (settings.exceed_ratio, settings.initial_duration, settings.final_duration,
+            settings.duration_sum, settings.width, settings.max_seconds) == \
+        (0.5, 0.5, 1.0, 4.0, 0.02, 60.0)
+    record = settings.as_record()
+    assert record["goals"] == ["p99<=10ms"] and record["controller"].startswith("MLRsearch")
+    ((goal, search_goal),) = settings.search_goals(10.0)
+    assert goal.name == "p99<=10ms"
+    assert (search_goal.loss_ratio, search_goal.exceed_ratio, search_goal.relative_width,
+            search_goal.duration_sum) == (0.01, 0.5, 0.02, 4.0)
+
+
+def test_an_slo_and_a_range_parse_strictly():
+    assert parse_slo("2.5 ms") == 2.5 and parse_slo("800us") == pytest.approx(0.8)
     assert parse_range("100..500000") == (100.0, 500000.0)
-    with pytest.raises(ValueError, match=r"the top \(100 requests/s\) must be above the bottom"):
-        parse_range("5000..100")
-    with pytest.raises(ValueError, match="expected bottom..top in requests/s"):
-        parse_range("lots")
+    with pytest.raises(ValueError, match="must be above the bottom"):
+        parse_range("10..10")

@@ -1,35 +1,120 @@
-"""The capacity keyword's judgement of its own instrument: a search is marked as the load
-generator's when every failing probe above the capacity had a saturated generator."""
+"""The capacity keyword's judgement of its own instrument: a path is the load generator's when
+every trial that failed the goal had a saturated generator; no ratio stands on a generator's
+capacity; a capacity that fails its sanity check or comes from an unfinished search is never a
+figure, and the test fails saying why."""
 
 from __future__ import annotations
 
-from libraries.keywords.capacity import _note_generator_bound
-from libraries.results.capacity import Probe, SearchResult
+from libraries.keywords.capacity import _limited_by, _problem, _ratio, _sanity, saturated
+from libraries.results.capacity import (
+    CapacityTrial,
+    GoalCapacity,
+    LatencyGoal,
+    PathCapacity,
+)
 from libraries.results.measurement import Measurement
 
-
-def _result(shares: list[float | None]) -> SearchResult:
-    probes = [Probe(1000.0, 1000.0, 0.2, 1.0, 0, 3.0, passed=True,
-                    extra={"generator_cpu": 0.4})]
-    probes += [Probe(1100.0 + i, 900.0, 50.0, 90.0, 0, 3.0, passed=False, why="p99",
-                     extra={"generator_cpu": share}) for i, share in enumerate(shares)]
-    return SearchResult(1000.0, 1100.0, 0.1, probes, "precision reached and confirmed")
+GOAL = LatencyGoal(0.99, 10.0)
 
 
-def test_a_saturated_generator_in_every_failing_probe_marks_the_capacity_as_its_own():
-    measurement = Measurement("ssl_proxy", "kernel", {})
-    _note_generator_bound(measurement, {"direct": _result([0.95, 0.97]),
-                                        "proxy": _result([0.95, 0.5])})
-    assert measurement.evidence["capacity_limited_by"] == {"direct": "load generator",
-                                                           "proxy": "path"}
-    assert measurement.notes == ["direct capacity 1000 requests/s is the load generator's "
-                                 "(it used 95% or more of its cores in every failing probe): "
-                                 "a lower bound of the path's"]
+def _trial(rate: float, lost: int, cpu: float | None) -> CapacityTrial:
+    return CapacityTrial(rate=rate, duration=1.0, ran_s=1.0, intended=round(rate),
+                         sent=round(rate), failed=0, over={10.0: lost}, achieved=rate,
+                         latency={"p50": 0.4, "p90": 0.9, "p99": 3.0, "p99_9": 8.0},
+                         generator_cpu=cpu, tool="vegeta", processes=1, seconds=1.4)
 
 
-def test_an_unmeasured_generator_or_no_failing_probe_leaves_it_to_the_path():
-    measurement = Measurement("ssl_proxy", "kernel", {})
-    _note_generator_bound(measurement, {"direct": _result([None, 0.99]),
-                                        "proxy": _result([])})
-    assert measurement.evidence["capacity_limited_by"] == {"direct": "path", "proxy": "path"}
-    assert measurement.notes == []
+def _path(name: str, capacity: float | None, failing_cpu: list[float | None],
+          stopped: str = "done") -> PathCapacity:
+    trials = [_trial(1000.0, 0, 0.4)]
+    trials += [_trial(1100.0 + i, 500, cpu) for i, cpu in enumerate(failing_cpu)]
+    return PathCapacity(name, [GoalCapacity(GOAL, capacity, capacity, 1100.0)], trials,
+                        {10.0: stopped}, 12.0)
+
+
+def test_a_saturated_generator_in_every_failing_trial_marks_the_capacity_as_its_own():
+    limited = _limited_by({"direct": _path("direct", 1000.0, [0.95, 0.97]),
+                           "proxy": _path("proxy", 1000.0, [0.95, 0.5])}, 10.0, 0.01)
+    assert limited == {"direct": "load generator", "proxy": "path"}
+
+
+def test_an_unmeasured_generator_or_no_failing_trial_leaves_it_to_the_path():
+    limited = _limited_by({"direct": _path("direct", 1000.0, [None, 0.99]),
+                           "proxy": _path("proxy", 1000.0, [])}, 10.0, 0.01)
+    assert limited == {"direct": "path", "proxy": "path"}
+
+
+def _with_capacities(**values: float) -> Measurement:
+    measurement = Measurement("ssl_proxy", "kernel", {"file_size": "1kb"})
+    for name, value in values.items():
+        measurement.add(name, [value], "requests/s")
+    return measurement
+
+
+def test_the_ratio_stands_only_on_two_capacities_of_the_paths_themselves():
+    paths = _with_capacities(capacity=6000.0, direct_capacity=12000.0)
+    _ratio(paths, {"proxy": "path", "direct": "path"})
+    assert paths.value("capacity_ratio") == 0.5 and paths.unavailable == {}
+    bound = _with_capacities(capacity=6000.0, direct_capacity=12000.0)
+    _ratio(bound, {"proxy": "path", "direct": "load generator"})
+    assert "capacity_ratio" not in bound.metrics
+    assert bound.unavailable["capacity_ratio"].startswith("the direct path's capacity is the "
+                                                          "load generator's")
+    missing = _with_capacities(capacity=6000.0)
+    _ratio(missing, {"proxy": "path", "direct": "path"})
+    assert missing.unavailable == {"capacity_ratio": "no figure for direct_capacity"}
+
+
+def _measured(rps: float, direct: float, latency: dict | None) -> Measurement:
+    measurement = Measurement("ssl_proxy", "kernel", {"file_size": "1kb"})
+    measurement.add("rps", [rps], "requests/s")
+    measurement.add("direct_rps", [direct], "requests/s")
+    measurement.evidence["latency"] = latency
+    return measurement
+
+
+def test_a_capacity_above_the_closed_loop_maximum_is_refused():
+    checks = _sanity(_measured(10_000, 20_000, None),
+                     {"proxy": _path("proxy", 11_000.0, []),
+                      "direct": _path("direct", 19_000.0, [])},
+                     {"proxy": 10_000, "direct": 20_000}, GOAL)
+    assert not checks["proxy"]["holds"] and checks["direct"]["holds"]
+    assert _problem("proxy", _path("proxy", 11_000.0, []), checks["proxy"], "100..1e6") == \
+        "proxy path: capacity 11000 requests/s is above the closed-loop maximum 10000"
+
+
+def test_the_real_vpp_defect_a_capacity_below_a_latency_pass_that_met_the_goal_is_refused():
+    """Wave 3 on real VPP: 392 requests/s passed while the 50 % pass at 8.86k met p99."""
+    latency = {"rate": 8859.0, "sent": 26577, "failed": 0, "over_slo": 3, "slo_ms": 10.0}
+    path = _path("proxy", 392.0, [])
+    checks = _sanity(_measured(17_700, 17_000, latency), {"proxy": path},
+                     {"proxy": 17_700}, GOAL)
+    assert checks["proxy"]["half_rate_met_goal"] is True and not checks["proxy"]["holds"]
+    assert _problem("proxy", path, checks["proxy"], "100..1e6").startswith(
+        "proxy path: capacity 392 requests/s is below the latency pass at 8859 requests/s, "
+        "which met the goal (0.01% over the limit)")
+
+
+def test_a_capacity_above_a_latency_pass_that_missed_the_goal_is_refused():
+    latency = {"rate": 5000.0, "sent": 15000, "failed": 0, "over_slo": 600, "slo_ms": 10.0}
+    checks = _sanity(_measured(10_000, 20_000, latency),
+                     {"proxy": _path("proxy", 7_000.0, [])}, {"proxy": 10_000}, GOAL)
+    assert checks["proxy"]["half_rate_met_goal"] is False and not checks["proxy"]["holds"]
+
+
+def test_an_unfinished_search_or_no_lower_bound_gives_no_figure():
+    spent = _path("proxy", 5_000.0, [], stopped="budget spent (61 s of trials, budget 60)")
+    assert _problem("proxy", spent, {"holds": True}, "100..1e6") == (
+        "proxy path: the capacity search did not finish (10 ms: budget spent (61 s of trials, "
+        "budget 60))")
+    assert "no rate within 100..1e6 requests/s meets p99<=10ms" in _problem(
+        "proxy", _path("proxy", None, []), {"holds": True}, "100..1e6")
+
+
+def test_a_generator_behind_its_schedule_at_a_high_share_is_saturated_too():
+    behind = _trial(32_114.0, 8_000, 0.85)
+    behind = CapacityTrial(**{**behind.__dict__, "sent": 30_619, "intended": 32_114})
+    on_time = CapacityTrial(**{**behind.__dict__, "sent": 32_100})
+    idle_behind = CapacityTrial(**{**behind.__dict__, "generator_cpu": 0.5})
+    assert saturated(behind) and not saturated(on_time) and not saturated(idle_behind)
+    assert saturated(_trial(30_000.0, 100, 0.93)) and not saturated(_trial(30_000.0, 100, None))

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from utest.conftest import E2E_MODULES, LOOPBACK_MODULES, WHOLLY_INTEGRATION, scope_of
+from utest.conftest import (
+    E2E_MODULES,
+    LOOPBACK_MODULES,
+    UPROBE_MODULES,
+    WHOLLY_INTEGRATION,
+    scope_of,
+)
 
 UTEST = Path(__file__).resolve().parent
 
@@ -23,6 +29,14 @@ def test_every_other_module_starting_real_processes_is_in_the_loopback_unit():
     real = _modules_saying("pytest.mark.integration") | set(WHOLLY_INTEGRATION)
     assert real - set(E2E_MODULES) <= set(LOOPBACK_MODULES)
     assert set(LOOPBACK_MODULES) <= {p.stem for p in UTEST.glob("test_*.py")}
+
+
+def test_every_module_touching_libssl_uprobes_or_bpf_sysctls_shares_one_unit():
+    users = _modules_saying("bpftrace") | _modules_saying("bpf_stats_enabled") | \
+        _modules_saying("tests/sslsniff") | _modules_saying('"tests/ebpf_stream"')
+    real = (set(E2E_MODULES) | set(LOOPBACK_MODULES)) & users
+    assert real <= set(UPROBE_MODULES)
+    assert {scope_of(f"utest/{m}.py::t") for m in UPROBE_MODULES} == {"uprobes"}
 
 
 def test_units():

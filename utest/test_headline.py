@@ -94,5 +94,16 @@ def test_ssl_proxy_headline_with_the_capacity_under_the_slo():
     m.add("capacity", [12500.0], "requests/s")
     m.add("direct_capacity", [30100.0], "requests/s")
     m.add("capacity_ratio", [12500.0 / 30100.0], "ratio")
-    assert headline(m).endswith("; capacity 12.5k req/s at p99 <= 10 ms (proxy/direct 0.42; "
+    assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct 0.42; "
                                 "direct 30.1k)")
+
+
+def test_a_generator_bound_direct_path_has_no_ratio_in_the_headline():
+    m = _ssl_proxy(latency=True)
+    m.parameters.update(latency_slo_ms=10.0, latency_goals=["p99<=10ms", "p50<=1ms"])
+    m.add("capacity", [12500.0], "requests/s")
+    m.add("direct_capacity", [30100.0], "requests/s")
+    m.unavailable["capacity_ratio"] = "the direct path's capacity is the load generator's"
+    m.evidence["capacity_limited_by"] = {"proxy": "path", "direct": "load generator"}
+    assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct "
+                                "unavailable; direct 30.1k (generator-bound))")

@@ -53,6 +53,7 @@ TOOL_UNITS: dict[str, set[str]] = {
     "wrk": {"cpu"},
     "iperf3": {"cpu"},
     "vegeta": {"cpu"},
+    "oha": {"cpu"},
     "ebpf_stream": {"nginx"},
     "sslsniff": {"render", "bpftime"},
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libraries.keywords.ssl_proxy import _check_responses
+from libraries.keywords.https_paths import check_responses
 from libraries.testbed.errors import HostStackError
 from libraries.tools.wrk.output import WrkErrors, WrkResult
 
@@ -20,11 +20,11 @@ def summary(requests: int, total_bytes: float) -> WrkResult:
 def test_a_short_run_of_large_files_counts_the_responses_still_in_flight():
     """Seen on the 3node kernel proxy: a 1 s warm-up, 20 connections, 64 KiB files, 6
     requests done and 160782 bytes per request read (the other connections' partial files)."""
-    _check_responses(summary(6, 6 * 160782), 65536, "proxy", connections=20)
+    check_responses(summary(6, 6 * 160782), 65536, "proxy", connections=20)
 
 
 def test_responses_that_are_not_the_file_still_fail():
     with pytest.raises(HostStackError, match="bytes per response, expected the 1024-byte file"):
-        _check_responses(summary(50000, 50000 * 65800), 1024, "proxy", connections=20)
+        check_responses(summary(50000, 50000 * 65800), 1024, "proxy", connections=20)
     with pytest.raises(HostStackError, match="expected the 65536-byte file"):
-        _check_responses(summary(50000, 50000 * 300), 65536, "direct", connections=20)
+        check_responses(summary(50000, 50000 * 300), 65536, "direct", connections=20)

@@ -95,13 +95,17 @@ def v3_record(run_id: str, lab: str, test: str, value: float) -> dict:
     return record
 
 
-def test_records_v1_v2_and_v3_map_to_one_table(tmp_path: Path) -> None:
-    assert records_module.SCHEMA_VERSIONS == (1, 2, 3)
+def test_records_v1_to_v4_map_to_one_table(tmp_path: Path) -> None:
+    assert records_module.SCHEMA_VERSIONS == (1, 2, 3, 4)
     run_dir = tmp_path / "results" / "r1"
     v1 = make_record("r1", T0, "old", {"throughput": ("Gbit/s", "higher_is_better", [1., 2.])})
     v2 = lab_record("r1", "lab-a", "forward", 0, 10.0)
     v3 = v3_record("r1", "lab-a", "reverse", 12.0)
-    for record in (v1, v2, v3):
+    v4 = v3_record("r1", "lab-a", "capacity", 14.0)
+    v4.update(schema_version=4, verdict="fail", invalid=["proxy path: capacity 392 below the "
+                                                         "latency pass"],
+              unavailable={"capacity": "proxy path: capacity 392 below the latency pass"})
+    for record in (v1, v2, v3, v4):
         append_record(run_dir / "records.jsonl", record)
     store = Store(tmp_path / "history")
     assert ingest([tmp_path / "results"], store).errors == []
@@ -111,7 +115,8 @@ def test_records_v1_v2_and_v3_map_to_one_table(tmp_path: Path) -> None:
     assert frame.loc["lab-a/tcp_term/reverse", "ci_method"] == "order statistics"
     assert frame.loc["lab-a/tcp_term/reverse", "verdict"] == "inconclusive"
     assert frame.loc["lab-a/tcp_term/forward", ["ci_low", "ci_high"]].isna().all()
-    assert frame["schema_version"].sort_values().tolist() == [1, 2, 3]
+    assert frame["schema_version"].sort_values().tolist() == [1, 2, 3, 4]
+    assert frame.loc["lab-a/tcp_term/capacity", "verdict"] == "fail"
     assert frame.loc["lab-a/tcp_term/reverse", "test_key"] == "tcp_term/reverse"
     assert frame.loc["lab-a/tcp_term/reverse", "lab"] == "lab-a"
     assert list(frame.loc["lab-a/tcp_term/reverse", "trial_values"]) == pytest.approx(

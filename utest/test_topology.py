@@ -13,7 +13,8 @@ from libraries.testbed.topology import TOPOLOGY_DIR
 from libraries.testbed.topology_file import load_topology, parse_topology
 
 SHIPPED = sorted(p for p in TOPOLOGY_DIR.glob("*.yaml") if p.name != "criteria.yaml") + sorted(
-    TOPOLOGY_DIR.glob("examples/*.yaml"))
+    p for p in TOPOLOGY_DIR.glob("examples/*.yaml") if not p.name.startswith("ab-"))
+"""Every topology shipped (``examples/ab-*.yaml`` are A/B comparison files: test_comparison)."""
 GOOD = yaml.safe_load((TOPOLOGY_DIR / "3node.yaml").read_text())
 
 

@@ -25,6 +25,7 @@ from libraries.testbed.errors import ParseError, ToolMissing
 from libraries.tools.vegeta import (
     CPU_MARKER,
     PLOT_MARKER,
+    SLO_MARKER,
     VegetaOptions,
     build_vegeta_command,
     parse_vegeta_output,
@@ -79,11 +80,48 @@ def test_the_command_pins_quotes_and_cleans_up():
     options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=5000, duration=3,
                             cpus=[1], max_workers=200)
     command = build_vegeta_command("/opt/x y/vegeta", options, "/tmp/run")
-    assert command.startswith("out=$(mktemp /tmp/run/vegeta.XXXXXX) && "
-                              "{ printf '%s\\n' 'GET https://198.18.1.1:8089/1kb' | "
-                              "taskset -c 1 '/opt/x y/vegeta' attack -rate=5000/1s ")
+    assert command.startswith("d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; printf '%s\\n' "
+                              "'GET https://198.18.1.1:8089/1kb' > \"$d/targets\"; "
+                              "taskset -c 1 '/opt/x y/vegeta' attack -name=g0 -rate=5000/1s ")
     assert "-max-workers=200" in command and "-insecure" in command
-    assert command.endswith('rc=$?; rm -f "$out"; exit $rc')
+    assert "-max-body=0" in command and "encode" not in command  # no limits: no counting
+    assert command.endswith('rm -rf "$d"; exit $rc')
+
+
+def test_one_attack_per_load_cpu_shares_the_rate_and_the_counts_read_every_file():
+    options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=9001, duration=0.5,
+                            cpus=[1, 2, 3], max_workers=300, max_connections=10,
+                            slo_ms=(10.0, 1.0))
+    command = build_vegeta_command("vegeta", options, "/tmp/run")
+    for cpu in range(3):
+        assert (f"taskset -c {cpu + 1} vegeta attack -name=g{cpu} -rate=9001/3s "
+                f"-duration=0.5s") in command
+        assert f'-output="$d/{cpu}.bin" & p{cpu}=$!' in command
+    assert command.count("-max-workers=100 -max-connections=4") == 3
+    assert "wait $p0 || rc=$?; wait $p1 || rc=$?; wait $p2 || rc=$?" in command
+    assert f"-v lim='10000000 1000000' -v iv={3e9 / 9001:.3f}" in command
+    assert options.processes == 3 and options.intended == 4500
+
+
+def _with_counts(line: str) -> str:
+    return (FIXTURES / "ok.txt").read_text() + line + "\n"
+
+
+def test_the_per_request_counts_are_read_for_every_limit():
+    text = _with_counts(f"{SLO_MARKER} rows=4000 failed=2 late_max_ns=1250000 over=17,900")
+    result = parse_vegeta_output(text, slo_ms=(10.0, 1.0), processes=2)
+    assert (result.failed_rows, result.over, result.processes) == (2, (17, 900), 2)
+    assert result.over_limit(10.0) == 17 and result.over_limit(1.0) == 900
+    assert result.max_late_s == pytest.approx(0.00125)
+    with pytest.raises(KeyError, match="no count for 5 ms"):
+        result.over_limit(5.0)
+
+
+@pytest.mark.parametrize("line", ["", f"{SLO_MARKER} rows=4000 failed=0 late_max_ns=0 over=17",
+                                  f"{SLO_MARKER} rows=x failed=0 late_max_ns=0 over=1,2"])
+def test_missing_or_short_counts_are_a_parse_error(line):
+    with pytest.raises(ParseError, match="output was"):
+        parse_vegeta_output(_with_counts(line), slo_ms=(10.0, 1.0))
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -172,3 +210,25 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     assert p[0.5] < 0.05  # most requests never met the stall
     assert 0.08 < p[0.9] < 0.4  # ~10 % waited 0.1 s or more
     assert 0.4 < p[0.99] < 0.6  # ~1 % waited most of the 0.5 s
+
+
+@pytest.mark.integration
+@needs_vegeta
+def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processes(nginx):
+    """The same stall, counted as the capacity search counts: two attack processes (one per
+    CPU) at 1000 req/s each; the requests scheduled inside the 0.5 s stall (~1000 of 8000) wait
+    for its end, so about 12 % are later than 10 ms and ~2 % later than 400 ms, while
+    without a stall almost none is."""
+    node, port, workdir = nginx
+    url = f"https://127.0.0.1:{port}/1kb"
+    options = VegetaOptions(url=url, rate=2000, duration=4, cpus=[0, 1], slo_ms=(10.0, 400.0))
+    quiet = run_vegeta(node, VEGETA, options)
+    assert quiet.processes == 2 and quiet.failed == quiet.failed_rows == 0
+    assert quiet.requests == pytest.approx(8000, rel=0.01)
+    assert quiet.over_limit(10.0) < 80 and quiet.over_limit(400.0) == 0
+    stall = _stall(workdir, 1.5, 0.5)
+    stalled = run_vegeta(node, VEGETA, options)
+    stall.join()
+    assert stalled.failed == 0
+    assert 0.08 < stalled.over_limit(10.0) / stalled.requests < 0.2
+    assert 0.003 < stalled.over_limit(400.0) / stalled.requests < 0.05

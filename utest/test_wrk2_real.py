@@ -51,3 +51,25 @@ def test_usage_text_says_wrk2_and_refused_connection_is_an_error():
     assert detect_wrk_flavour((FIXTURES / "wrk2_real_help.txt").read_text()) == "wrk2"
     with pytest.raises(ParseError, match="unable to connect to 127.0.0.1:1"):
         parse_wrk_output((FIXTURES / "wrk2_real_refused.txt").read_text())
+
+
+def test_the_count_over_a_limit_comes_from_the_corrected_spectrum():
+    """Real wrk2 at 2000 req/s for 30 s: its histogram holds the 39,900 requests after its
+    calibration (~10 s in) of the 59,928 completed; 23 recorded ones lie above the last row
+    within 10 ms (9.775 ms at 39,877), so 23/39,900 of every completed request is over."""
+    result = parse_wrk_output((FIXTURES / "wrk2_real_latency.txt").read_text())
+    assert len(result.spectrum) == 79 and result.spectrum[-1] == (0.011975, 39900)
+    assert result.over(0.010) == round(23 / 39900 * 59928)
+    assert result.over(0.020) == 0
+    assert result.over(0.0004) == round((39900 - 1) / 39900 * 59928)
+
+
+def test_a_spectrum_cut_short_is_a_parse_error():
+    text = (FIXTURES / "wrk2_real_latency.txt").read_text()
+    cut = text.replace("#[Max     =       11.968, Total count    =        39900]",
+                       "#[Max     =       11.968, Total count    =        39999]")
+    with pytest.raises(ParseError, match="Total count"):
+        parse_wrk_output(cut)
+    assert parse_wrk_output((FIXTURES / "wrk2_real_maxrate.txt").read_text()).spectrum == ()
+    with pytest.raises(ValueError, match="no latency spectrum"):
+        parse_wrk_output((FIXTURES / "wrk2_real_maxrate.txt").read_text()).over(0.01)

@@ -1,7 +1,8 @@
-"""Keywords for capacity under a latency SLO (the SSL proxy case's CAPACITY tests): the
-highest offered rate each path sustains with no error, at least 99 % of it achieved, and p99
-within the SLO, found by a noise-tolerant search (:mod:`libraries.results.capacity`) of the
-direct and proxied paths the last ``Measure HTTPS Load Through Proxy`` measured."""
+"""Keywords for capacity under latency goals (the SSL proxy case's CAPACITY tests): each path's
+conditional throughput under every goal (``p99 <= 10 ms``: at most 1 % of the requests
+failed, unsent or later than 10 ms from their scheduled time), searched by FD.io CSIT's
+MLRsearch (:mod:`libraries.results.mlrsearch`), on the direct and proxied paths the last
+``Measure HTTPS Load Through Proxy`` measured."""
 
 from __future__ import annotations
 
@@ -16,53 +17,68 @@ from libraries.keywords.latency import search_paths
 from libraries.results.capacity import (
     DEFAULT_RANGE,
     DEFAULT_SLO,
-    SearchSettings,
-    parse_range,
-    parse_slo,
+    CapacityTrial,
+    LatencyGoal,
+    PathCapacity,
+    parse_settings,
 )
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
 
 SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
-START_SHARE = 0.5
-"""A search starts at this share of the path's closed-loop maximum (it should pass there)."""
+OVERLOAD = 1.1
+"""Each search's highest load: this much above the path's closed-loop maximum (MLRsearch's
+first trial; the capacity under a latency goal cannot be above that maximum)."""
 SATURATED = 0.9
-"""A failing probe whose generator used this share of its cores or more says nothing of the
+"""A failing trial whose generator used this share of its cores or more says nothing of the
 path: the capacity found is the generator's, a lower bound of the path's."""
+BEHIND = (0.98, 0.75)
+"""...and so does one whose generator sent less than 98 % of its schedule while using 75 % of
+its cores or more: it could not keep its own pace (vegeta's pacer falls behind before its CPU
+share reads 100 %, the share counting the wait for the last answers too)."""
+NAMES = {"proxy": "capacity", "direct": "direct_capacity"}
 
 
 @library(scope="SUITE", auto_keywords=False)
 class CapacityKeywords:
-    """Search the capacity under a latency SLO of the paths the SSL proxy case measured."""
+    """Search the capacity under latency goals of the paths the SSL proxy case measured."""
 
     @keyword("Search Capacity Under Latency SLO")
     def search_capacity_under_latency_slo(
         self, measurement: Measurement, slo: str = DEFAULT_SLO,
-        search_range: str = DEFAULT_RANGE, seconds: str | int = 5,
-        precision: str | float = 0.05, budget: str | float = 300,
+        search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
+        trial_duration: str = "0.5..1", duration_sum: str | float = 4,
+        width: str | float = 0.02, budget: str | float = 60,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the
-        result of ``Measure HTTPS Load Through Proxy``), interleaved probe by probe: probes of
-        ``seconds`` s at a constant rate, from half of each path's closed-loop maximum, within
-        ``search_range`` (``bottom..top`` requests/s), to the relative ``precision``, each
-        search within ``budget`` seconds; the final rate confirmed by two more probes.
+        result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
+        trials interleaved: latency goals ``slo`` (``p99<=10ms``, several comma-separated; a
+        bare ``10ms`` is p99), within ``search_range`` (``bottom..top`` requests/s), each
+        search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
+        ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
+        relative ``width``; ``budget``: seconds of trials per search.
 
-        Adds ``capacity`` (proxied), ``direct_capacity`` and ``capacity_ratio`` (requests/s at
-        ``slo``, e.g. ``10ms``), every probe as evidence, and checks the result against the
-        closed-loop maximum and the 50 % latency pass (evidence ``capacity_sanity``). Fails
-        with the reason for a bad SLO or range; skips where the load node has no constant-rate
-        generator.
+        Adds ``capacity`` (proxied) and ``direct_capacity``, the first goal's conditional
+        throughput (requests/s), and ``capacity_ratio``; MLRsearch's result per goal (with
+        the relevant bounds) and every trial (offered and achieved rate, loss per limit,
+        latency percentiles, the generator's CPU share) as evidence. A path whose failing
+        trials all had a saturated generator is marked generator-bound (a lower bound), and
+        then no ratio is recorded (unavailable, with the reason). A capacity above the
+        closed-loop maximum, or below the 50 % latency pass that met the goal, or from a
+        search that did not finish, is never recorded: the test fails saying why. Skips where
+        the load node has no constant-rate generator.
         """
+        if measurement.ab:  # an A/B test compares the closed-loop rate of its two sides
+            logger.info("A/B run: the capacity search is not made (the sides' rates are "
+                        "compared round by round instead)")
+            return measurement
         library = BuiltIn().get_library_instance(SSL_PROXY_LIBRARY)
         paths, generator = library.paths, library.generator
         if not paths:
             raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
         try:
-            slo_ms = parse_slo(slo, "slo")
-            low, high = parse_range(search_range, "search_range")
-            settings = SearchSettings(slo_ms, start=max(low, 1.0), low=low, high=high,
-                                      precision=float(precision), max_seconds=float(budget))
-            probe_seconds = int(seconds)
+            settings = parse_settings(slo, search_range, exceed_ratio, trial_duration,
+                                      duration_sum, width, budget)
         except ValueError as error:
             raise HostStackError(str(error)) from None
         if generator is None:
@@ -71,76 +87,142 @@ class CapacityKeywords:
         maxima = {"proxy": measurement.value("rps")}
         if "direct" in paths:
             maxima["direct"] = measurement.value("direct_rps")
-        starts = {v: min(max(low, START_SHARE * maxima[v]), high) for v in paths}
-        found = search_paths(generator, paths, starts, settings, probe_seconds)
-        measurement.parameters["latency_slo_ms"] = slo_ms
+        tops = {p: min(settings.high, OVERLOAD * maxima[p]) for p in paths}
+        found = search_paths(generator, paths, tops, settings)
+        goal = settings.goals[0]
+        measurement.parameters["latency_slo_ms"] = goal.limit_ms
+        measurement.parameters["latency_goals"] = [g.name for g in settings.goals]
+        measurement.evidence["capacity_search"] = {
+            **settings.as_record(), "max_loads": tops, "tool": generator.tool,
+            "version": generator.version, "cpus": list(generator.cpus or []),
+            "connections": generator.connections}
         measurement.evidence["capacity"] = {v: r.as_record() for v, r in found.items()}
         for variant, result in found.items():
-            log_folded(f"capacity search of the {variant} path ({result.stopped})",
-                       "\n".join(_probe_line(p) for p in result.probes))
-        names = {"proxy": "capacity", "direct": "direct_capacity"}
+            log_folded(f"capacity search of the {variant} path: "
+                       f"{', '.join(f'{k:g} ms {v}' for k, v in result.stopped.items())}",
+                       "\n".join(_trial_line(t, goal.limit_ms) for t in result.trials))
+        limited = _limited_by(found, goal.limit_ms, goal.loss_ratio)
+        measurement.evidence["capacity_limited_by"] = limited
+        checks = _sanity(measurement, found, maxima, goal)
+        measurement.evidence["capacity_sanity"] = checks
         for variant, result in found.items():
-            if result.capacity is None:
-                raise HostStackError(f"{variant} path: no rate within {search_range} requests/s"
-                                     f" meets the SLO p99 <= {slo} ({result.stopped})")
-            measurement.add(names[variant], [result.capacity], "requests/s")
-        if "direct" in found:
-            measurement.add("capacity_ratio", [found["proxy"].capacity /
-                                               found["direct"].capacity], "ratio")
-        measurement.evidence["capacity_sanity"] = _sanity(measurement, found, maxima)
-        _note_generator_bound(measurement, found)
+            problem = _problem(variant, result, checks[variant], str(search_range))
+            if problem:
+                measurement.unavailable[NAMES[variant]] = problem
+                measurement.invalid.append(problem)
+                continue
+            measurement.add(NAMES[variant], [result.capacity], "requests/s")
+            if limited[variant] == "load generator":
+                note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
+                        f"generator's ({generator.tool} was saturated in every failing trial:"
+                        f" {SATURATED:.0%} of its cores, or behind its schedule at "
+                        f"{BEHIND[1]:.0%}): a lower bound of the path's")
+                measurement.notes.append(note)
+                logger.warn(note)
+        _ratio(measurement, limited)
         return measurement
 
 
-def _note_generator_bound(measurement: Measurement, found: dict[str, Any]) -> None:
-    """Mark each path whose failing probes above the capacity all had a saturated generator
-    (evidence ``capacity_limited_by``; a note, and a warning in the log)."""
+def _ratio(measurement: Measurement, limited: dict[str, str]) -> None:
+    """``capacity_ratio`` where both capacities stand and neither is the generator's."""
+    if "direct" not in limited:
+        measurement.unavailable["capacity_ratio"] = "direct path not measured (mTLS variant)"
+        return
+    missing = [NAMES[v] for v in ("proxy", "direct") if NAMES[v] not in measurement.metrics]
+    bound = [v for v in ("proxy", "direct") if limited[v] == "load generator"]
+    if missing:
+        measurement.unavailable["capacity_ratio"] = f"no figure for {', '.join(missing)}"
+    elif bound:
+        measurement.unavailable["capacity_ratio"] = (
+            f"the {' and '.join(bound)} path's capacity is the load generator's (a lower "
+            "bound): a ratio would misstate the proxy's share")
+    else:
+        measurement.add("capacity_ratio", [measurement.value("capacity") /
+                                           measurement.value("direct_capacity")], "ratio")
+
+
+def _failing(result: PathCapacity, limit_ms: float, loss_ratio: float) -> list[CapacityTrial]:
+    return [t for t in result.trials if t.loss_ratio(limit_ms) > loss_ratio]
+
+
+def saturated(trial: CapacityTrial) -> bool:
+    """The generator, not the path, set this trial's pace (:data:`SATURATED`, :data:`BEHIND`)."""
+    share = trial.generator_cpu
+    if share is None:
+        return False
+    behind = trial.sent < BEHIND[0] * trial.intended
+    return share >= SATURATED or (behind and share >= BEHIND[1])
+
+
+def _limited_by(found: dict[str, PathCapacity], limit_ms: float,
+                loss_ratio: float) -> dict[str, str]:
+    """Per path, ``load generator`` when every trial that failed the first goal had a
+    :func:`saturated` generator, else ``path``."""
     limited = {}
     for variant, result in found.items():
-        above = [p for p in result.probes if not p.passed and p.rate > result.capacity]
-        shares = [p.extra.get("generator_cpu") for p in above]
-        bound = bool(above) and all(s is not None and s >= SATURATED for s in shares)
+        failing = _failing(result, limit_ms, loss_ratio)
+        bound = bool(failing) and all(saturated(t) for t in failing)
         limited[variant] = "load generator" if bound else "path"
-        if bound:
-            note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
-                    f"generator's (it used {min(shares):.0%} or more of its cores in every "
-                    "failing probe): a lower bound of the path's")
-            measurement.notes.append(note)
-            logger.warn(note)
-    measurement.evidence["capacity_limited_by"] = limited
+    return limited
 
 
-def _probe_line(probe: Any) -> str:
-    p99 = "-" if probe.p99_ms is None else f"{probe.p99_ms:.3g} ms"
-    return (f"{probe.rate:10.0f} req/s offered, {probe.achieved:10.0f} achieved, p99 {p99}, "
-            f"{probe.errors} errors: {'pass' if probe.passed else probe.why}")
+def _problem(variant: str, result: PathCapacity, check: dict[str, Any],
+             search_range: str) -> str | None:
+    """Why ``variant``'s capacity must not be recorded (None: it stands)."""
+    if not result.finished:
+        stopped = "; ".join(f"{k:g} ms: {v}" for k, v in result.stopped.items() if v != "done")
+        return f"{variant} path: the capacity search did not finish ({stopped})"
+    if result.capacity is None:
+        return (f"{variant} path: no rate within {search_range} requests/s meets "
+                f"{result.goals[0].goal.name} (MLRsearch found no lower bound)")
+    if not check["holds"]:
+        return f"{variant} path: capacity {result.capacity:.0f} requests/s {check['why']}"
+    return None
 
 
-def _sanity(measurement: Measurement, found: dict[str, Any],
-            maxima: dict[str, float]) -> dict[str, Any]:
-    """Capacity against independent estimates: at most the closed-loop maximum (5 % for that
-    maximum's own noise), and on the same side of the 50 % latency pass's rate as that pass's
-    own p99 against the SLO (above it when the pass met the SLO, below when it did not).
-    Logged as a warning when it fails."""
+def _trial_line(trial: CapacityTrial, limit_ms: float) -> str:
+    p99 = trial.latency.get("p99")
+    cpu = "-" if trial.generator_cpu is None else f"{trial.generator_cpu:.0%}"
+    return (f"{trial.rate:10.0f} req/s x {trial.duration:g} s: achieved {trial.achieved:10.0f},"
+            f" sent {trial.sent}/{trial.intended}, failed {trial.failed}, over {limit_ms:g} ms "
+            f"{trial.over[limit_ms]}, loss {trial.loss_ratio(limit_ms):.2%}, p99 "
+            f"{'-' if p99 is None else f'{p99:.3g} ms'}, generator CPU {cpu}")
+
+
+def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
+            maxima: dict[str, float], goal: LatencyGoal) -> dict[str, dict[str, Any]]:
+    """Each capacity against independent estimates: at most the closed-loop maximum (5 % for
+    that maximum's own noise), and for the proxied path at least the rate of the 50 % latency
+    pass when that pass met the first goal (counted as the search counts), below it when not."""
     latency = measurement.evidence.get("latency") or {}
-    half = latency.get("rate")
-    slo_ms = measurement.parameters["latency_slo_ms"]
-    p99 = measurement.value("latency_p99") if half else None
-    checks = {}
+    half, over, sent = latency.get("rate"), latency.get("over_slo"), latency.get("sent")
+    if latency.get("slo_ms") != goal.limit_ms:  # the pass counted another limit: no estimate
+        half = None
+    checks: dict[str, dict[str, Any]] = {}
     for variant, result in found.items():
-        below = result.capacity <= maxima[variant] * 1.05
-        checked = half is not None and variant == "proxy"
-        met = checked and p99 <= slo_ms
-        side = not checked or (result.capacity >= half if met else result.capacity < half * 1.05)
-        checks[variant] = {"capacity": result.capacity, "closed_loop_max": maxima[variant],
-                           "half_rate_pass": half if checked else None,
-                           "half_rate_p99_ms": p99 if checked else None,
-                           "holds": below and side}
-        if not below:
-            logger.warn(f"{variant} capacity {result.capacity:.0f} requests/s is above the "
-                        f"closed-loop maximum {maxima[variant]:.0f}")
-        if not side:
-            logger.warn(f"{variant} capacity {result.capacity:.0f} requests/s disagrees with "
-                        f"the latency pass at {half:.0f} requests/s (p99 {p99:.3g} ms against "
-                        f"the SLO {slo_ms:g} ms)")
+        capacity = result.capacity
+        check: dict[str, Any] = {"capacity": capacity, "closed_loop_max": maxima[variant],
+                                 "half_rate_pass": None, "half_rate_met_goal": None,
+                                 "holds": True, "why": ""}
+        checks[variant] = check
+        if capacity is None:
+            continue
+        if capacity > maxima[variant] * 1.05:
+            check.update(holds=False, why=f"is above the closed-loop maximum "
+                                          f"{maxima[variant]:.0f}")
+            continue
+        if variant != "proxy" or half is None or over is None or not sent:
+            continue
+        share = (over + latency.get("failed", 0)) / sent
+        met = share <= goal.loss_ratio
+        check.update(half_rate_pass=half, half_rate_met_goal=met)
+        if met and capacity < half * 0.95:
+            check.update(holds=False, why=f"is below the latency pass at {half:.0f} requests/s"
+                                          f", which met the goal ({share:.2%} over the limit)")
+        elif not met and capacity > half * 1.05:
+            check.update(holds=False, why=f"is above the latency pass at {half:.0f} requests/s"
+                                          f", which missed the goal ({share:.2%} over)")
+    for variant, check in checks.items():
+        if not check["holds"]:
+            logger.warn(f"{variant} capacity {check['capacity']:.0f} requests/s {check['why']}")
     return checks

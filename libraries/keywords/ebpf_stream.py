@@ -9,7 +9,8 @@ from contextlib import ExitStack
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_judge, current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords.ab import current_ab
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.adaptive import measure
@@ -87,10 +88,16 @@ class EbpfStreamKeywords:
         cpus = testbed.topology.cpus_of(target.name, "server") if pinned else None
         target.ensure_port_free(IPERF_PORT)
         process = start_iperf3_server(target, binary, IperfServerOptions(port=IPERF_PORT,
-                                                                         cpus=cpus))
+                                                                         cpus=cpus),
+                                      env=tool_env(testbed, target.name, "iperf3"))
         target.wait_for_listener(IPERF_PORT, process)
         self._server = (target.name, process)
         self._pinned = bool(pinned)
+        ab = current_ab()
+        if ab is not None:
+            ab.register("iperf3-server", {("tool", target.name, "iperf3"), ("env", "iperf3")},
+                        lambda: target.stop(process),
+                        lambda: self.start_stream_test_server_on_node(node, pinned))
 
     @keyword("Start Stream Proxy On Node")
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
@@ -105,9 +112,12 @@ class EbpfStreamKeywords:
         address = testbed.topology.address_of(upstream, seen_from=target.name)
         cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
         name = "nginx-stream-ebpf" if ebpf else "nginx-stream"
+        ab = current_ab()
+        http, servers = ab.nginx("stream") if ab else ((), ())
         instance = NginxInstance(prefix=instance_prefix(target, name), user="root",
                                  worker_cpus=(cpus[0],) if cpus else None,
-                                 error_log_level="notice" if ebpf else "crit")
+                                 error_log_level="notice" if ebpf else "crit",
+                                 extra_http=http, extra_server=servers)
         server = StreamServer(listen_port=EBPF_PORT if ebpf else NATIVE_PORT,
                               upstreams=(f"{address}:{IPERF_PORT}",),
                               ebpf=True if ebpf else None)
@@ -121,8 +131,14 @@ class EbpfStreamKeywords:
         config = params.render()
         log_folded(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
                    config)
-        self._proxies["ebpf" if ebpf else "native"] = start_nginx(
-            target, name, config, [server.listen_port], binary=binary)
+        tool = "nginx_ebpf" if ebpf else "nginx"
+        handle = start_nginx(target, name, config, [server.listen_port], binary=binary,
+                             env=tool_env(testbed, target.name, tool))
+        self._proxies["ebpf" if ebpf else "native"] = handle
+        if ab is not None:
+            ab.register(name, {("tool", target.name, tool), ("nginx", "stream"), ("env", tool)},
+                        lambda: target.stop(handle.process),
+                        lambda: self.start_stream_proxy_on_node(node, upstream, ebpf, pinned))
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
@@ -148,8 +164,7 @@ class EbpfStreamKeywords:
             raise HostStackError("start the stream test server first")
         testbed = current_testbed()
         tg = testbed.node(client)
-        server_name, server_process = self._server
-        binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
+        server_name = self._server[0]
         targets = {"direct": (testbed.topology.address_of(server_name, tg.name), IPERF_PORT)}
         for variant, handle in self._proxies.items():
             targets[variant] = (testbed.topology.address_of(handle.node, tg.name),
@@ -169,8 +184,12 @@ class EbpfStreamKeywords:
             host, port = targets[variant]
             options = IperfClientOptions(server=host, port=port, duration=run.seconds,
                                          reverse=bool(reverse), cpus=cpus)
+            # binary, proxies and server read per trial: an A/B run switches them
+            binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
+            ebpf = self._proxies.get("ebpf")
             mark = mark_engagement(dut, ebpf.error_log, bpftool) if variant == "ebpf" else None
-            result = run_iperf3_client(tg, binary, options, cpu_ledger=telemetry.ledger(tg.name))
+            result = run_iperf3_client(tg, binary, options, cpu_ledger=telemetry.ledger(tg.name),
+                                       env=tool_env(testbed, tg.name, "iperf3"))
             if mark is not None:
                 engaged = collect_engagement(dut, mark, bpftool)
                 engaged.require_engaged()
@@ -178,7 +197,8 @@ class EbpfStreamKeywords:
                     evidence.append(engaged)
             for handle in self._proxies.values():
                 nginx_is_alive(testbed.nodes[handle.node], handle)
-            if not testbed.nodes[server_name].is_running(server_process):
+            if self._server is None or not testbed.nodes[server_name].is_running(
+                    self._server[1]):
                 raise HostStackError("the iperf3 server died")
             return result
 
@@ -214,6 +234,14 @@ class EbpfStreamKeywords:
                 previous = stack.enter_context(bpf_stats_enabled(dut))
                 logger.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
                             "measurement, restored afterwards")
+            ab = current_ab()
+            if ab is not None:  # the path through the proxy under test is compared
+                subject = next(v for v in ("ebpf", "native", "direct") if v in targets)
+                return ab.measure("ebpf_stream", "kernel", {
+                    "reverse": bool(reverse), "pinned": self._pinned,
+                    "ebpf": "ebpf" in self._proxies, "variants": [subject]},
+                    {subject: trial}, plan, build, {subject: "higher_is_better"},
+                    ConsoleProgress())
             measurement, results = measure(variants, plan, build, judge,
                                            AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)

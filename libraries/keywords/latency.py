@@ -1,13 +1,14 @@
-"""Latency at a known offered rate and capacity under a latency SLO, for the HTTP(S) cases:
-which constant-rate generator a load node has, one constant-rate run of it as a
-:class:`~libraries.results.capacity.Probe`, the latency pass, and interleaved capacity
-searches of several paths (direct and proxied).
+"""Latency at a known offered rate and capacity under latency goals, for the HTTP(S) cases:
+which constant-rate generator a load node has, one constant-rate trial of it (a
+:class:`~libraries.results.capacity.CapacityTrial`), the latency pass, and the capacity
+searches of several paths (direct and proxied) with MLRsearch.
 
-The generator: vegeta where the topology declares it and it answers (``setup.sh`` installs it
-on every machine), else wrk2 (constant rate with ``-R``, where a lab built it); none: latency
-is recorded as unavailable with the reason. vegeta is a Go program: it makes its own system
-calls, so it cannot run under VPP's ``LD_PRELOAD``; a load node whose client must run in VPP's
-host stack (a one-node VPP testbed) uses wrk2 or goes without.
+The generator, first found of :data:`PREFERENCE` that the topology declares and that answers:
+vegeta (``setup.sh`` installs it on every machine), oha (where a lab declares it), then wrk2
+(constant rate with ``-R``, where a lab built it); none: latency is recorded as unavailable
+with the reason. oha and vegeta make their own system calls (Rust's and Go's runtimes), so
+they are not run under VPP's ``LD_PRELOAD``; a load node whose client must run in VPP's host
+stack (a one-node VPP testbed) uses wrk2 or goes without.
 """
 
 from __future__ import annotations
@@ -15,23 +16,28 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from libraries.results.capacity import CapacitySearch, Probe, SearchResult, SearchSettings
+from libraries.results.capacity import CapacityTrial, PathCapacity, SearchSettings
 from libraries.results.measurement import Measurement
+from libraries.results.mlrsearch import search_capacity
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.node import Node
+from libraries.tools.oha import OhaOptions, oha_version, run_oha
 from libraries.tools.vegeta import VegetaOptions, run_vegeta, vegeta_version
 from libraries.tools.wrk.run import WrkOptions, probe_wrk, run_wrk
 
 LOG = logging.getLogger(__name__)
 PERCENTILES = ((0.5, "latency_p50"), (0.9, "latency_p90"), (0.99, "latency_p99"),
                (0.999, "latency_p99_9"))
+WRK2_STAGGER_S = 0.005
+"""wrk2 opens a thread's connections 5 ms apart, and each connection's schedule starts when it
+opens: the schedule of a trial is that much shorter than its duration."""
 
 
 @dataclass(frozen=True)
 class Generator:
-    """A constant-rate generator on ``node``: ``tool`` (``vegeta`` or ``wrk2``), its
+    """A constant-rate generator on ``node``: ``tool`` (``oha``, ``vegeta`` or ``wrk2``), its
     ``binary``, ``version``, load ``cpus``, ``env`` for the tool (VPP's VCL for wrk2), the
     CPU ``ledger`` of the node's telemetry and the keep-alive ``connections`` it opens (the
     case's own: a probe measures the rate the case's clients can be served at, and more
@@ -48,28 +54,41 @@ class Generator:
     connections: int = 10
 
 
+PREFERENCE = ("vegeta", "oha", "wrk2")
+"""Generators in the order they are chosen. oha costs half vegeta's CPU per HTTPS request, but
+it counts its own start-up against the schedule (about one late request per trial: at 100
+requests/s, 1 % of them over 10 ms) and its tail is wider at equal rates; capacity searches
+with it failed their sanity check 3 times in 4 where vegeta's held 4 in 4 (benchmarks/README.md).
+So vegeta first; oha where a lab declares it instead."""
+
+
 def find_generator(node: Node, tools: dict[str, str], cpus: list[int] | None,
-                   env: dict[str, str] | None, ledger: str | None
-                   ) -> tuple[Generator | None, str]:
-    """The node's constant-rate generator and, when it has none, why (for the record)."""
+                   env: dict[str, str] | None, ledger: str | None,
+                   preference: tuple[str, ...] = PREFERENCE) -> tuple[Generator | None, str]:
+    """The node's constant-rate generator (the first of ``preference`` that is declared and
+    answers) and, when it has none, why (for the record)."""
     reasons = []
-    if "vegeta" in tools and env:
-        reasons.append("vegeta (Go) cannot run over VPP's LD_PRELOAD host stack")
-    elif "vegeta" in tools:
+    for tool in preference:
+        if tool not in tools:
+            reasons.append(f"no {tool} declared on {node.name} (tools.{tool})")
+            continue
+        if env and tool != "wrk2":
+            reasons.append(f"{tool} cannot run over VPP's LD_PRELOAD host stack (its runtime "
+                           "makes its own system calls)")
+            continue
         try:
-            version = vegeta_version(node, tools["vegeta"])
-            return Generator(node, "vegeta", tools["vegeta"], version, cpus, None, ledger), ""
+            if tool == "wrk2":
+                if probe_wrk(node, tools["wrk2"]) != "wrk2":
+                    reasons.append(f"{tools['wrk2']} is plain wrk, not wrk2")
+                    continue
+                version = "wrk2"
+            else:
+                version = (oha_version if tool == "oha" else vegeta_version)(node, tools[tool])
         except ToolMissing as error:
             reasons.append(str(error))
-    else:
-        reasons.append(f"no vegeta declared on {node.name} (tools.vegeta)")
-    if "wrk2" in tools:
-        try:
-            if probe_wrk(node, tools["wrk2"]) == "wrk2":
-                return Generator(node, "wrk2", tools["wrk2"], "wrk2", cpus, env, ledger), ""
-            reasons.append(f"{tools['wrk2']} is plain wrk, not wrk2")
-        except ToolMissing as error:
-            reasons.append(str(error))
+            continue
+        return Generator(node, tool, tools[tool], version, cpus,
+                         env if tool == "wrk2" else None, ledger), ""
     return None, "; ".join(reasons)
 
 
@@ -79,51 +98,83 @@ def _workers(rate: float, slo_ms: float) -> int:
     return int(min(5000, max(64, math.ceil(rate * slo_ms / 1000.0 * 10))))
 
 
-
-
-def probe(generator: Generator, url: str, rate: float, seconds: int, slo_ms: float) -> Probe:
-    """One constant-rate run at ``rate`` requests/s for ``seconds``: achieved rate, latency,
-    failed requests."""
+def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: float,
+                        limits_ms: tuple[float, ...]) -> CapacityTrial:
+    """One constant-rate run at ``rate`` requests/s for ``seconds`` (vegeta: any length, one
+    process per load CPU; wrk2: whole seconds, one thread per load CPU), with the requests
+    over each latency limit counted by the tool (see :class:`CapacityTrial`)."""
     started = time.monotonic()
+    cpus = list(generator.cpus or [])
     if generator.tool == "vegeta":
         result = run_vegeta(generator.node, generator.binary,
                             VegetaOptions(url=url, rate=rate, duration=seconds,
-                                          max_workers=_workers(rate, slo_ms),
+                                          max_workers=_workers(rate, max(limits_ms)),
                                           max_connections=generator.connections,
-                                          cpus=generator.cpus),
+                                          cpus=cpus or None, slo_ms=limits_ms),
                             cpu_ledger=generator.ledger)
-        return Probe(rate, result.achieved, result.percentiles[0.5] * 1e3,
-                     result.percentiles[0.99] * 1e3, result.failed, time.monotonic() - started,
-                     extra={"p90_ms": result.percentiles[0.9] * 1e3,
-                            "p99_9_ms": result.percentiles[0.999] * 1e3,
-                            "sent_per_s": result.send_rate,
-                            "status_codes": result.status_codes,
-                            "errors": list(result.errors)[:5],
-                            "generator_cpu": _cpu_share(result.attack_cpu_s, seconds,
-                                                        generator.cpus)})
+        p = {name.removeprefix("latency_"): result.percentiles[q] * 1e3
+             for q, name in PERCENTILES}
+        return CapacityTrial(
+            rate=rate, duration=seconds, ran_s=seconds, intended=round(round(rate) * seconds),
+            sent=result.requests, failed=result.failed,
+            over={limit: result.over_limit(limit) for limit in limits_ms},
+            achieved=result.achieved, latency=p,
+            generator_cpu=_cpu_share(result.attack_cpu_s,
+                                     max(seconds, result.duration_s + result.wait_s), cpus),
+            tool="vegeta", processes=result.processes, seconds=time.monotonic() - started,
+            extra={"sent_per_s": result.send_rate, "max_late_ms": (result.max_late_s or 0) *
+                   1e3, "status_codes": result.status_codes, "errors": list(result.errors)[:5],
+                   "cpus": cpus})
+    if generator.tool == "oha":
+        found = run_oha(generator.node, generator.binary,
+                        OhaOptions(url=url, rate=rate, duration=seconds,
+                                   connections=generator.connections, cpus=cpus or None,
+                                   slo_ms=limits_ms), cpu_ledger=generator.ledger)
+        intended = round(round(rate) * seconds)
+        return CapacityTrial(
+            rate=rate, duration=seconds, ran_s=seconds, intended=intended,
+            sent=found.answered, failed=found.failed,
+            over={limit: found.over_limit(limit) for limit in limits_ms},
+            achieved=(found.answered - found.failed) / seconds,
+            latency={name.removeprefix("latency_"): (None if found.percentiles[q] is None
+                                                     else found.percentiles[q] * 1e3)
+                     for q, name in PERCENTILES},
+            generator_cpu=_cpu_share(found.cpu_s, seconds, cpus), tool="oha",
+            processes=found.processes, seconds=time.monotonic() - started,
+            extra={"cpus": cpus, "note": "oha lists answered requests only: a request that "
+                   "was never answered counts as unsent"})
+    ran = max(1, math.ceil(seconds - 1e-9))
+    threads = max(1, min(len(cpus), generator.connections))
     run = run_wrk(generator.node, generator.binary,
-                  WrkOptions(url=url, threads=1, connections=generator.connections,
-                             duration=seconds,
-                             rate=max(1, int(rate)), latency=True, cpus=generator.cpus),
+                  WrkOptions(url=url, threads=threads, connections=generator.connections,
+                             duration=ran, rate=max(1, round(rate)), latency=True,
+                             cpus=cpus or None),
                   flavour="wrk2", env=generator.env, cpu_ledger=generator.ledger)
+    window = ran - WRK2_STAGGER_S * (math.ceil(generator.connections / threads) - 1) / 2
     percentile = run.percentiles.get
-    return Probe(rate, run.requests_per_second, (percentile(50.0) or math.nan) * 1e3,
-                 (percentile(99.0) or math.nan) * 1e3, run.total_errors,
-                 time.monotonic() - started,
-                 extra={"p90_ms": (percentile(90.0) or math.nan) * 1e3,
-                        "p99_9_ms": (percentile(99.9) or math.nan) * 1e3})
+    return CapacityTrial(
+        rate=rate, duration=seconds, ran_s=ran,
+        intended=round(max(1, round(rate)) * window), sent=run.total_requests,
+        failed=run.total_errors, over={limit: run.over(limit / 1e3) for limit in limits_ms},
+        achieved=(run.total_requests - run.total_errors) / window,
+        latency={name.removeprefix("latency_"):
+                 (percentile(q * 100) * 1e3 if percentile(q * 100) is not None else None)
+                 for q, name in PERCENTILES},
+        generator_cpu=None, tool="wrk2", processes=threads, seconds=time.monotonic() - started,
+        extra={"window_s": window, "cpus": cpus})
 
 
-def _cpu_share(cpu_s: float | None, seconds: int, cpus: list[int] | None) -> float | None:
-    """The generator's CPU time as a share of the cores it was pinned to (None unpinned or
-    unmeasured): near 1, the generator, not the path, set the pace."""
+def _cpu_share(cpu_s: float | None, seconds: float, cpus: list[int] | None) -> float | None:
+    """The generator's CPU time as a share of the cores it was pinned to over the ``seconds``
+    it ran (sending, then waiting for the last answers; None unpinned or unmeasured): near 1,
+    the generator, not the path, set the pace."""
     if cpu_s is None or not cpus:
         return None
     return cpu_s / (seconds * len(cpus))
 
 
 def latency_pass(measurement: Measurement, generator: Generator | None, why: str, url: str,
-                 share: float, seconds: int, slo_ms: float) -> Probe | None:
+                 share: float, seconds: int, slo_ms: float) -> CapacityTrial | None:
     """The constant-rate pass at ``share`` of the measured maximum (``rps``): latency
     percentiles as metrics (one value each: judged by value), the run as evidence; or
     ``latency`` unavailable with ``why``. Errors in the pass fail the test."""
@@ -132,40 +183,31 @@ def latency_pass(measurement: Measurement, generator: Generator | None, why: str
         measurement.notes.append(f"latency unavailable: {why}")
         return None
     rate = max(1.0, measurement.value("rps") * share)
-    result = probe(generator, url, rate, seconds, slo_ms)
-    if result.errors:
+    result = constant_rate_trial(generator, url, rate, seconds, (slo_ms,))
+    if result.failed:
         raise HostStackError(f"latency pass at {rate:.0f} requests/s ({generator.tool}): "
-                             f"{result.errors} requests failed: "
+                             f"{result.failed} requests failed: "
                              f"{result.extra.get('errors') or result.extra}")
-    measurement.evidence["latency"] = {"tool": generator.tool, "version": generator.version,
-                                       "rate": rate, "share_of_max": share,
-                                       "duration_s": seconds, "achieved_rps": result.achieved}
-    values = {"latency_p50": result.p50_ms, "latency_p90": result.extra["p90_ms"],
-              "latency_p99": result.p99_ms, "latency_p99_9": result.extra["p99_9_ms"]}
-    for name, value in values.items():
+    measurement.evidence["latency"] = {
+        "tool": generator.tool, "version": generator.version, "rate": result.rate,
+        "share_of_max": share, "duration_s": seconds, "achieved_rps": result.achieved,
+        "sent": result.sent, "failed": result.failed, "over_slo": result.over[slo_ms],
+        "slo_ms": slo_ms, "processes": result.processes}
+    for q, name in PERCENTILES:
+        value = result.latency[name.removeprefix("latency_")]
         if value is None or not math.isfinite(value):
-            raise HostStackError(f"latency pass ({generator.tool}) gave no {name}")
+            raise HostStackError(f"latency pass ({generator.tool}) gave no {name} "
+                                 f"(p{q * 100:g})")
         measurement.add(name, [value], "ms", "lower_is_better")
     return result
 
 
-def search_paths(generator: Generator, urls: dict[str, str], starts: dict[str, float],
-                 settings: SearchSettings, seconds: int) -> dict[str, SearchResult]:
-    """Capacity searches of every path in ``urls`` from its ``starts`` rate, interleaved probe
-    by probe (each path's next probe in turn, so a slow drift of a shared machine touches them
-    alike); ``settings.max_seconds`` is each search's budget."""
-    searches = {variant: CapacitySearch(replace(settings, start=starts[variant]))
-                for variant in urls}
-    while True:
-        stepped = False
-        for variant, search in searches.items():
-            rate = search.next_rate()
-            if rate is None:
-                continue
-            stepped = True
-            judged = search.add(probe(generator, urls[variant], rate, seconds,
-                                      settings.slo_p99_ms))
-            LOG.info("%s: probe at %.0f requests/s: %s", variant, rate,
-                     "pass" if judged.passed else judged.why)
-        if not stepped:
-            return {variant: search.result() for variant, search in searches.items()}
+def search_paths(generator: Generator, urls: dict[str, str], max_loads: dict[str, float],
+                 settings: SearchSettings) -> dict[str, PathCapacity]:
+    """MLRsearch over every path in ``urls`` (:func:`libraries.results.mlrsearch.
+    search_capacity`: one search per path and latency limit, trials interleaved), each trial a
+    :func:`constant_rate_trial` of ``generator``."""
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        return constant_rate_trial(generator, urls[path], rate, seconds, settings.limits)
+
+    return search_capacity(measure, max_loads, settings)

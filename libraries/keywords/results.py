@@ -20,8 +20,10 @@ from robot.running.context import EXECUTION_CONTEXTS
 from libraries.history.ingest import ingest
 from libraries.history.store import Store
 from libraries.keywords import TESTBED_LIBRARY
+from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE, write_run_report
 from libraries.results.adaptive import Judge
+from libraries.results.capacity import settings_from_variables
 from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
@@ -39,6 +41,8 @@ from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
+AB_VERDICTS = {"regression": "fail", "inconclusive": "inconclusive"}
+"""An A/B test's record verdict from its comparison (no change and progression pass)."""
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
@@ -262,6 +266,13 @@ class ResultsKeywords:
         logger.info(f"{settings.plan.trials} trials of {settings.plan.duration} s after "
                     f"{settings.plan.warmup} s warm-up; up to {settings.budget.max_trials} "
                     f"while a criterion is inconclusive; confidence {1 - settings.alpha:.0%}")
+        if self._variable("LATENCY_SLO", None) is not None:  # capacity tests: their settings
+            try:
+                capacity = settings_from_variables(self._variable)
+            except ValueError as error:
+                raise HostStackError(str(error)) from None
+            logger.info(f"capacity: {', '.join(g.name for g in capacity.goals)}, MLRsearch "
+                        f"{capacity.as_record()}")
         self._criteria = None
         path, criteria = self._criteria_file()
         logger.info(f"{path}: {len(criteria.criteria)} criteria, all on metrics and "
@@ -275,10 +286,12 @@ class ResultsKeywords:
         The record is also logged as JSON, and a one-line summary per metric at INFO.
         """
         topology, versions = self._testbed_context()
-        criteria = self.judge().evaluate(measurement)
+        criteria = [] if measurement.ab else self.judge().evaluate(measurement)
         outcomes = {c.outcome for c in criteria}
-        verdict = ("no_criteria" if not criteria else "fail" if "fail" in outcomes
-                   else "inconclusive" if "inconclusive" in outcomes else "pass")
+        verdict = ("fail" if measurement.invalid or "fail" in outcomes else "no_criteria"
+                   if not criteria else "inconclusive" if "inconclusive" in outcomes else "pass")
+        if measurement.ab:  # an A/B test is judged by its comparison, not by floors
+            verdict = AB_VERDICTS.get(measurement.ab["verdict"], "pass")
         started = self._test_started or _now()
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
@@ -306,6 +319,9 @@ class ResultsKeywords:
             "rounds": measurement.rounds or _fixed_rounds(measurement),
             "environment": measurement.environment or {
                 "unavailable": f"case {measurement.case} read no node environment"},
+            **({"unavailable": measurement.unavailable} if measurement.unavailable else {}),
+            **({"invalid": measurement.invalid} if measurement.invalid else {}),
+            **({"ab": measurement.ab} if measurement.ab else {}),
         }
         path = self._records_file()
         record["run_id"] = self._run_id
@@ -330,13 +346,21 @@ class ResultsKeywords:
 
     @keyword("Check Criteria")
     def check_criteria(self, measurement: Measurement) -> None:
-        """Fail with measured vs required for every criterion the result misses.
+        """Fail with measured vs required for every criterion the result misses (an A/B
+        test: on a regression of the candidate, see ``Check A/B Verdict``).
 
         A test with no criterion for this topology passes with a warning saying its result
         was recorded but not judged.
         """
+        if measurement.ab:
+            check_ab_verdict(measurement)
+            return
         topology, _ = self._testbed_context()
         results = self.judge().evaluate(measurement)
+        for metric, why in measurement.unavailable.items():
+            logger.info(f"NOT JUDGED {metric}: unavailable ({why})")
+        if measurement.invalid:
+            raise HostStackError("invalid result: " + "; ".join(measurement.invalid))
         if not results:
             logger.warn(f"no pass criterion for case {measurement.case} on topology "
                         f"{topology}: the result is recorded, not judged")

@@ -7,14 +7,23 @@ import logging
 from dataclasses import dataclass, replace
 
 from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_judge, current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords.ab import current_ab
+from libraries.keywords.https_paths import (
+    check_forwarded,
+    check_responses,
+    nginx_uses,
+    one_cpu,
+    worker_connections,
+)
 from libraries.keywords.latency import Generator, find_generator, latency_pass
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
 from libraries.results.adaptive import measure
-from libraries.results.capacity import DEFAULT_SLO, parse_slo
+from libraries.results.capacity import DEFAULT_SLO, parse_goals
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import AllObservers, Measurement, Trial
@@ -37,7 +46,7 @@ from libraries.tools.nginx.service import (
     start_nginx,
     stub_status_requests,
 )
-from libraries.tools.wrk.output import WrkResult
+from libraries.tools.wrk.output import Flavour, WrkResult
 from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
@@ -140,10 +149,13 @@ class SslProxyKeywords:
         # stub_status counts requests for the forwarding proof; over VPP it would listen on
         # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
         status_port = None if env else STATUS_PORT
+        ab = current_ab()
+        http, server = ab.nginx("server") if ab else ((), ())
         params = HttpsServerParams(
             instance=NginxInstance(prefix=prefix, user="root",
-                                   worker_connections=_worker_connections(env),
-                                   worker_cpus=_one_cpu(testbed, target.name, "server")),
+                                   worker_connections=worker_connections(env),
+                                   worker_cpus=one_cpu(testbed, target.name, "server"),
+                                   extra_http=http, extra_server=server),
             cert_path=f"{certs}/server.crt", key_path=f"{certs}/server.key",
             root_dir=f"{target.workdir}/www", listen_port=SERVER_PORT, status_port=status_port,
             client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
@@ -152,10 +164,16 @@ class SslProxyKeywords:
         log_folded(f"nginx HTTPS server on {target.name}", config)
         ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
         handle = start_nginx(target, "nginx-server", config, [] if env else ports,
-                             binary=self._binary(testbed, target.name, "nginx"), env=env)
+                             binary=self._binary(testbed, target.name, "nginx"),
+                             env=tool_env(testbed, target.name, "nginx", env))
         if env:
             wait_until_listed(target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
         self._server = _Server(handle, require_client_cert, status=not env)
+        if ab is not None:
+            ab.register("nginx-server", nginx_uses(target.name, "server", env),
+                        lambda: target.stop(handle.process),
+                        lambda: self.start_https_server_on_node(node, require_client_cert,
+                                                                stack))
 
     @keyword("Start HTTPS Reverse Proxy On Node")
     def start_https_reverse_proxy_on_node(self, node: str, upstream: str = "server",
@@ -178,21 +196,31 @@ class SslProxyKeywords:
                 trusted_ca_path=f"{certs}/ca.crt", verify=True, ssl_name=SERVER_NAME,
             )
         address = app_address(testbed, "server", upstream_node, target.name, stack)
+        ab = current_ab()
+        http, server = ab.nginx("proxy") if ab else ((), ())
         params = SslProxyParams(
             instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
-                                   worker_connections=_worker_connections(env),
-                                   worker_cpus=_one_cpu(testbed, target.name, "proxy")),
+                                   worker_connections=worker_connections(env),
+                                   worker_cpus=one_cpu(testbed, target.name, "proxy"),
+                                   extra_http=http, extra_server=server),
             cert_path=f"{certs}/proxy.crt", key_path=f"{certs}/proxy.key",
             listen_port=PROXY_PORT, upstreams=(f"{address}:{SERVER_PORT}",),
             upstream_tls=upstream_tls,
         )
         config = params.render()
         log_folded(f"nginx HTTPS reverse proxy on {target.name}", config)
-        self._proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
-                                  binary=self._binary(testbed, target.name, "nginx"), env=env)
+        proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
+                            binary=self._binary(testbed, target.name, "nginx"),
+                            env=tool_env(testbed, target.name, "nginx", env))
+        self._proxy = proxy
         if env:
             wait_until_listed(target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
-                              self._proxy.process)
+                              proxy.process)
+        if ab is not None:
+            ab.register("nginx-proxy", nginx_uses(target.name, "proxy", env),
+                        lambda: target.stop(proxy.process),
+                        lambda: self.start_https_reverse_proxy_on_node(node, upstream, stack,
+                                                                       mtls))
 
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
@@ -218,11 +246,21 @@ class SslProxyKeywords:
         tg = testbed.node(client)
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
-        binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
+        chosen: dict[tuple[str | None, str | None], tuple[str, Flavour]] = {}
+
+        def load_tool() -> tuple[str, Flavour]:
+            """The load node's wrk (per trial: an A/B run may switch it), probed once."""
+            tools = testbed.topology.nodes[tg.name].tools
+            key = (tools.get("wrk2"), tools.get("wrk"))
+            if key not in chosen:
+                chosen[key] = choose_load_tool(tg, tools)
+            return chosen[key]
+
+        flavour = load_tool()[1]
         plan = TrialPlan.parse(trials, duration, warmup)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
-        env = app_environment(tg.name, "client", stack, program="wrk")
+        vpp_env = app_environment(tg.name, "client", stack, program="wrk")
         urls = {
             "proxy": f"https://{app_address(testbed, 'proxy', proxy.name, tg.name, stack)}:"
                      f"{PROXY_PORT}{path}",
@@ -231,25 +269,27 @@ class SslProxyKeywords:
         }
         if self._server.mtls:
             del urls["direct"]  # the server demands the proxy's client certificate
-        forwarded: list[int] = []
+        forwarded: dict[int, int] = {}  # id of a proxied trial's result -> server's count
         status = self._server.status
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def trial(run: Trial) -> WrkResult:
             variant, measured = run.variant, run.measured  # warm-ups only warm up
+            binary, kind = load_tool()
             options = WrkOptions(url=urls[variant], threads=1, connections=int(connections),
                                  duration=run.seconds,
-                                 rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
+                                 rate=100000000 if kind == "wrk2" else None, cpus=cpus)
             count = status and measured and variant == "proxy"
             before = stub_status_requests(server, STATUS_PORT) if count else 0
-            result = run_wrk(tg, binary, options, flavour=flavour, env=env,
+            result = run_wrk(tg, binary, options, flavour=kind,
+                             env=tool_env(testbed, tg.name, kind, vpp_env),
                              cpu_ledger=telemetry.ledger(tg.name))
             if count:
-                forwarded.append(stub_status_requests(server, STATUS_PORT) - before - 1)
+                forwarded[id(result)] = stub_status_requests(server, STATUS_PORT) - before - 1
             if measured:
                 nginx_is_alive(proxy, self._proxy)
                 nginx_is_alive(server, self._server.handle)
-            _check_responses(result, size, variant, int(connections))
+            check_responses(result, size, variant, int(connections))
             return result
 
         judge = current_judge()
@@ -275,12 +315,20 @@ class SslProxyKeywords:
             add_process_costs(measurement, telemetry.trials, costs)
             return measurement
 
+        ab = current_ab()
+        if ab is not None:  # the proxied path is the system under test: its rate is compared
+            self._paths = dict(urls)
+            return ab.measure("ssl_proxy", stack, {"file_size": size_name(size),
+                                                   "connections": int(connections),
+                                                   "mtls": self._server.mtls},
+                              {"proxy": trial}, plan, build, {"rps": "higher_is_better"},
+                              ConsoleProgress())
         measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
                                        AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)
         self._paths = dict(urls)
-        self._latency_pass(measurement, tg, env, cpus, telemetry.ledger(tg.name), urls["proxy"],
-                           plan)
+        self._latency_pass(measurement, tg, vpp_env, cpus, telemetry.ledger(tg.name),
+                           urls["proxy"], plan)
         for variant, runs in outputs.items():
             for number, run in enumerate(runs, start=1):
                 log_folded(f"{variant} trial {number}: wrk output", run.raw)
@@ -288,9 +336,10 @@ class SslProxyKeywords:
 
     @staticmethod
     def _metrics(measurement: Measurement, results: dict[str, list[WrkResult]],
-                 forwarded: list[int], status: bool) -> None:
+                 counted: dict[int, int], status: bool) -> None:
         """Rates, errors, the per-round ratio and the forwarding evidence of the trials."""
         proxied = results["proxy"]
+        forwarded = [counted[id(r)] for r in proxied if id(r) in counted]
         measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
         measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
                         "lower_is_better")
@@ -300,7 +349,7 @@ class SslProxyKeywords:
             round(r.total_bytes / r.total_requests) for r in proxied
         ]
         if status:
-            _check_forwarded(forwarded, [r.total_requests for r in proxied])
+            check_forwarded(forwarded, [r.total_requests for r in proxied])
         else:
             measurement.evidence["server_counted_requests"] = None
             measurement.notes.append("server-side request count unavailable over VPP: the "
@@ -327,43 +376,9 @@ class SslProxyKeywords:
         self._generator = generator
         wrk2 = generator is not None and generator.tool == "wrk2"
         seconds = max(plan.duration, 30 if wrk2 else 3)  # wrk2 recalibrates for ~10 s
-        latency_pass(measurement, generator, why, url, LATENCY_SHARE, seconds,
-                     parse_slo(DEFAULT_SLO))
-
-
-def _worker_connections(env: dict[str, str] | None) -> int:
-    """nginx over VPP's LDP needs room for VCL's high fd numbers (LAB-NOTES: 10240)."""
-    return 10240 if env else 1024
-
-
-def _one_cpu(testbed: Testbed, node: str, purpose: str) -> tuple[int, ...] | None:
-    cpus = testbed.topology.cpus_of(node, purpose)
-    return (cpus[0],) if cpus else None
-
-
-def _check_responses(result: WrkResult, size: int, variant: str, connections: int) -> None:
-    if result.total_requests == 0:
-        raise HostStackError(f"{variant}: wrk completed no request: {result.raw[-500:]!r}")
-    if result.non_2xx_3xx:
-        raise HostStackError(
-            f"{variant}: {result.non_2xx_3xx} of {result.total_requests} responses were not "
-            f"2xx/3xx: the path is broken (e.g. 400 for a rejected client certificate, 502 "
-            f"for an unreachable upstream)")
-    per_response = result.total_bytes / result.total_requests
-    # wrk prints the bytes read with 2 decimals ("1.23GB"): allow 1% for that rounding. Its
-    # byte count also holds the responses each connection was still reading when it stopped
-    # (at most one per connection): a short run of few large responses (a 1 s warm-up of
-    # 64 KiB files seen at 6 requests) is inflated by them.
-    in_flight = connections * (size + 1024) / result.total_requests
-    if not 0.99 * size <= per_response <= 1.01 * size + 1024 + in_flight:
-        raise HostStackError(
-            f"{variant}: {per_response:.0f} bytes per response, expected the {size}-byte file "
-            f"plus headers: responses are not the file")
-
-
-def _check_forwarded(counted: list[int], sent: list[int]) -> None:
-    for index, (server_count, wrk_count) in enumerate(zip(counted, sent, strict=True)):
-        if server_count < 0.95 * wrk_count:
-            raise HostStackError(
-                f"proxy trial {index + 1}: the server counted {server_count} requests but wrk "
-                f"completed {wrk_count} through the proxy: the proxy did not forward them all")
+        goals = BuiltIn().get_variable_value("${LATENCY_SLO}", DEFAULT_SLO)
+        try:
+            limit = parse_goals(goals)[0].limit_ms
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
+        latency_pass(measurement, generator, why, url, LATENCY_SHARE, seconds, limit)

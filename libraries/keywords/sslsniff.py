@@ -15,7 +15,8 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_judge, current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords.ab import current_ab
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.adaptive import measure
@@ -80,6 +81,10 @@ class SslsniffKeywords:
             raise SkipExecution(str(error)) from None
         for note in self._tracer.notes:
             logger.info(f"not bcc: {note}")
+        ab = current_ab()
+        if ab is not None:  # a side with another bpftrace: detected again on each switch
+            ab.register("kernel-tracer", {("tool", target.name, "bpftrace")}, lambda: None,
+                        lambda: self.require_kernel_ssl_tracer_on_node(node))
         return self._tracer.kind
 
     @keyword("Measure HTTPS Load With Kernel Tracer")
@@ -100,11 +105,12 @@ class SslsniffKeywords:
         if self._tracer is None:
             raise HostStackError("call 'Require Kernel SSL Tracer On Node' first")
         tracer = self._tracer
-        server = self._server()
-        dut = current_testbed().nodes[server.node]
+        dut = current_testbed().nodes[self._server().node]
         evidence: list[dict] = []
 
         def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
+            server, tracer = self._server(), self._tracer  # an A/B run may switch them
+            assert tracer is not None
             pids = sorted(group_pids(dut, server.process.pid))
             params = SslsniffParams(pids=tuple(pids), per_event=bool(per_event))
             running = start_sslsniff(dut, params, tracer, sudo=True)
@@ -127,6 +133,8 @@ class SslsniffKeywords:
         measurement = self._measure(client, path, connections, trials, duration, warmup,
                                     traced, variant=f"kernel-{tracer.kind}")
         measurement.parameters["per_event"] = bool(per_event)
+        if measurement.ab:
+            return measurement  # each side's figures are in its own evidence
         measurement.evidence["tracer_trials"] = evidence
         measurement.evidence["tracer"] = {"kind": tracer.kind, "binary": tracer.binary,
                                           "version": tracer.version,
@@ -150,6 +158,10 @@ class SslsniffKeywords:
             self._seed = detect_seed_sslsniff(target, binary)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
+        ab = current_ab()
+        if ab is not None:
+            ab.register("seed-sslsniff", {("tool", target.name, "bpftime_sslsniff")},
+                        lambda: None, lambda: self.require_seed_sslsniff_on_node(node))
         return self._seed.version
 
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
@@ -164,11 +176,12 @@ class SslsniffKeywords:
         if self._seed is None:
             raise HostStackError("call 'Require Seed Sslsniff On Node' first")
         seed = self._seed
-        server = self._server()
-        dut = current_testbed().nodes[server.node]
+        dut = current_testbed().nodes[self._server().node]
         evidence: list[dict] = []
 
         def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
+            server, seed = self._server(), self._seed  # an A/B run may switch them
+            assert seed is not None
             pids = sorted(group_pids(dut, server.process.pid))
             program = SeedSslsniff(binary=seed.binary,
                                    pid=nginx_worker(pids, server.process.pid))
@@ -212,6 +225,9 @@ class SslsniffKeywords:
         testbed = current_testbed()
         dut = testbed.nodes[server.node]
         spec = testbed.topology.nodes[dut.name]
+        if current_ab() is not None:
+            raise SkipExecution("A/B runs do not compare the bpftime variant: its traced "
+                                "nginx is a copy of the server's config made once per test")
         if "bpftime" not in spec.tools or "bpftime_sslsniff" not in spec.tools:
             raise SkipExecution(f"bpftime not declared on {dut.name} in topology "
                                 f"{testbed.topology.name} (tools.bpftime, "
@@ -265,22 +281,24 @@ class SslsniffKeywords:
         server = self._server()
         dut = testbed.nodes[server.node]
         tg = testbed.node(client)
-        binary, flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
+        flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)[1]
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         plan = TrialPlan.parse(trials, duration, warmup)
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def wrk(port: int, seconds: int) -> WrkResult:
+            binary, kind = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
             options = WrkOptions(url=f"https://{address}:{port}{path}", threads=1,
                                  connections=int(connections), duration=seconds,
-                                 rate=100000000 if flavour == "wrk2" else None, cpus=cpus)
-            result = run_wrk(tg, binary, options, flavour=flavour,
+                                 rate=100000000 if kind == "wrk2" else None, cpus=cpus)
+            result = run_wrk(tg, binary, options, flavour=kind,
+                             env=tool_env(testbed, tg.name, kind),
                              cpu_ledger=telemetry.ledger(tg.name))
             if result.total_requests == 0 or result.total_errors:
                 raise HostStackError(f"wrk against port {port}: {result.total_requests} "
                                      f"requests, {result.total_errors} errors")
-            nginx_is_alive(dut, server)
+            nginx_is_alive(dut, self._server())
             return result
 
         def baseline(trial: Trial) -> WrkResult:
@@ -312,6 +330,12 @@ class SslsniffKeywords:
             _tracer_costs(measurement, telemetry, dut.name, server.process.name, traced)
             return measurement
 
+        ab = current_ab()
+        if ab is not None:  # the traced server's rate is compared (its baseline beside it)
+            return ab.measure("sslsniff", "kernel", {"tracer": variant, "file": path,
+                                                     "connections": int(connections)},
+                              {"baseline": baseline, "traced": with_tracer}, plan, build,
+                              {"traced_rps": "higher_is_better"}, ConsoleProgress())
         measurement, results = measure({"baseline": baseline, "traced": with_tracer}, plan,
                                        build, judge, AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)
@@ -361,7 +385,10 @@ def _trial_evidence(seen: SslsniffResult, result: WrkResult) -> dict:
 def _with_tracer_evidence(measurement: Measurement, evidence: list[dict],
                           tracer: dict) -> Measurement:
     """Attach the tracer's identity and per-trial proofs; ``events_per_request`` counts the
-    events the probes fired (seen + reported lost) per request served."""
+    events the probes fired (seen + reported lost) per request served. (An A/B test keeps
+    each side's figures in its own evidence.)"""
+    if measurement.ab:
+        return measurement
     measurement.evidence["tracer_trials"] = evidence
     measurement.evidence["tracer"] = tracer
     measurement.add("events_per_request",

@@ -9,7 +9,8 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_judge, current_testbed, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords.ab import current_ab
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
@@ -47,17 +48,24 @@ class TcpTermKeywords:
         and wait until it listens."""
         testbed = current_testbed()
         target = testbed.node(node)
-        env = app_environment(target.name, "server", stack, program="iperf3")
+        vpp_env = app_environment(target.name, "server", stack, program="iperf3")
+        env = tool_env(testbed, target.name, "iperf3", vpp_env)
         binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
         target.ensure_port_free(IPERF_PORT)
-        options = IperfServerOptions(port=IPERF_PORT, ipv4_only=env is not None,
+        options = IperfServerOptions(port=IPERF_PORT, ipv4_only=vpp_env is not None,
                                      cpus=testbed.topology.cpus_of(target.name, "server"))
         process = start_iperf3_server(target, binary, options, name="iperf3-server", env=env)
-        if env:
+        if vpp_env:
             wait_until_listed(target.name, IPERF_PORT, "iperf3 server", process)
         else:
             target.wait_for_listener(IPERF_PORT, process)
         self._server = (target.name, process)
+        ab = current_ab()
+        if ab is not None:
+            uses = {("tool", target.name, "iperf3"), ("env", "iperf3")}
+            uses |= {("vpp", target.name), ("vcl", "server")} if vpp_env else set()
+            ab.register("iperf3-server", uses, lambda: target.stop(process),
+                        lambda: self.start_iperf3_server_on_node(node, stack))
 
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
@@ -79,24 +87,26 @@ class TcpTermKeywords:
             raise HostStackError("start the iperf3 server first")
         testbed = current_testbed()
         tg = testbed.node(client)
-        server_name, server_process = self._server
-        server = testbed.node(server_name)
-        binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
-        address = app_address(testbed, "server", server_name, tg.name, stack)
-        env = app_environment(tg.name, "client", stack, program="iperf3")
+        server = testbed.node(self._server[0])
+        address = app_address(testbed, "server", server.name, tg.name, stack)
+        vpp_env = app_environment(tg.name, "client", stack, program="iperf3")
         plan = TrialPlan.parse(trials, duration, warmup)
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def trial(run: Trial) -> IperfResult:
+            # binary, environment and server read per trial: an A/B run switches them
+            binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
+            env = tool_env(testbed, tg.name, "iperf3", vpp_env)
+            server_process = self._server[1] if self._server else None
             options = IperfClientOptions(server=address, port=IPERF_PORT, duration=run.seconds,
                                          reverse=bool(reverse), parallel=int(streams),
                                          cpus=testbed.topology.cpus_of(tg.name, "load"))
             result = run_iperf3_client(tg, binary, options, stack_reports_tcp_info=tcp_info,
                                        env=env, cpu_ledger=telemetry.ledger(tg.name))
-            if not server.is_running(server_process):
-                raise HostStackError(f"{server.where}: the iperf3 server died: "
-                                     f"{server.read_log(server_process)[-1000:]!r}")
+            if server_process is None or not server.is_running(server_process):
+                log = server.read_log(server_process)[-1000:] if server_process else ""
+                raise HostStackError(f"{server.where}: the iperf3 server died: {log!r}")
             return result
 
         judge = current_judge()
@@ -120,13 +130,18 @@ class TcpTermKeywords:
             telemetry.attach(measurement)
             add_rate_costs(measurement, telemetry.trials,
                            [RateCost("iperf3", "throughput", "gbps", dut=server.name)])
-            costs = [ProcessCost("iperf3", server.name, server_process.name,
-                                 "iperf3_server_cpu")]
+            costs = [ProcessCost("iperf3", server.name, "iperf3-server", "iperf3_server_cpu")]
             if stack == "vpp":
                 costs.append(ProcessCost("iperf3", server.name, "vpp", "vpp_cpu"))
             add_process_costs(measurement, telemetry.trials, costs)
             return measurement
 
+        ab = current_ab()
+        if ab is not None:
+            return ab.measure("tcp_term", stack, {"reverse": bool(reverse),
+                                                  "streams": int(streams)},
+                              {"iperf3": trial}, plan, build,
+                              {"throughput": "higher_is_better"}, ConsoleProgress())
         measurement, results = measure({"iperf3": trial}, plan, build, judge,
                                        AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)

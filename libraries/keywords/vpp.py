@@ -23,6 +23,7 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
+from libraries.keywords.ab import current_ab
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.provision import Testbed
@@ -177,8 +178,9 @@ class VppKeywords:
         instance = self._instances[name]
         placement = self._apps.get(app, AppPlacement(name, None, None))
         secret = SECRET if placement.namespace_id else None
+        ab = current_ab()
         text = vcl_config(program, placement.namespace_id, secret,
-                          instance.install.app_socket_dir)
+                          instance.install.app_socket_dir, ab.vcl(app) if ab else ())
         path = f"{instance.node.workdir}/vcl-{app}.conf"
         instance.node.put(text, path)
         logger.info(f"VCL config of {app} on {name} ({path}):\n{text}")
@@ -219,9 +221,11 @@ class VppKeywords:
         ports = self._planned_ports(name, mtu)
         check_ports(testbed.nodes[name], ports)
         main = testbed.topology.cpus_of(name, "vpp_main")
+        ab = current_ab()
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
-                           ports=startup_contribution(ports), mtu=int(mtu) if mtu else None)
+                           ports=startup_contribution(ports), mtu=int(mtu) if mtu else None,
+                           extra_sections=ab.startup(name) if ab else ())
         reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
             layout, has_hugepages(testbed.nodes[name]))
         if reason:
@@ -238,13 +242,18 @@ class VppKeywords:
         client): the loopback layout when the topology has one node, else the Ethernet
         layout (the node's link interfaces handed to VPP, MTU ``mtu`` or the link's)."""
         one_node = len(current_testbed().topology.nodes) == 1
+        name = current_testbed().topology.resolve_node(node)
         if not one_node:
-            _require_address_change(current_testbed().topology.resolve_node(node))
+            _require_address_change(name)
         self.start_vpp_on_node(node, mtu=mtu)
         if one_node:
             self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
         else:
             self.give_node_interfaces_to_vpp(node, mtu=mtu)
+        ab = current_ab()
+        if ab is not None:  # a side with another VPP install or startup sections restarts it
+            ab.register(f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
+                        lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",

@@ -86,12 +86,20 @@ def _ssl_proxy(m: Measurement) -> list[str]:
     if latency:
         parts.append(latency)
     if "capacity" in m.metrics:
+        goals = m.parameters.get("latency_goals") or []
         slo = m.parameters.get("latency_slo_ms")
-        text = f"capacity {figure(m.value('capacity'))} req/s at p99 <= {slo:g} ms" if slo \
-            else f"capacity {figure(m.value('capacity'))} req/s"
+        goal = goals[0] if goals else (f"p99<={slo:g}ms" if slo else "")
+        text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal else "")
+        inside = []
         if "capacity_ratio" in m.metrics:
-            text += (f" (proxy/direct {m.value('capacity_ratio'):.2f}; direct "
-                     f"{figure(m.value('direct_capacity'))})")
+            inside.append(f"proxy/direct {m.value('capacity_ratio'):.2f}")
+        elif "capacity_ratio" in m.unavailable:
+            inside.append("proxy/direct unavailable")
+        if "direct_capacity" in m.metrics:
+            limited = (m.evidence.get("capacity_limited_by") or {}).get("direct")
+            bound = " (generator-bound)" if limited == "load generator" else ""
+            inside.append(f"direct {figure(m.value('direct_capacity'))}{bound}")
+        text += f" ({'; '.join(inside)})" if inside else ""
         parts.append(text)
     return parts
 
@@ -128,7 +136,10 @@ _CASES = {"ssl_proxy": _ssl_proxy, "tcp_term": _tcp_term, "ebpf_stream": _ebpf_s
 
 
 def headline(measurement: Measurement) -> str:
-    """The one-line summary of ``measurement`` (its case's figures, else every metric)."""
+    """The one-line summary of ``measurement`` (its case's figures, else every metric; an A/B
+    test: its comparison, ``A/B nginx-1.26 4.1 % slower than debian-nginx on rps ...``)."""
+    if measurement.ab and measurement.notes:
+        return measurement.notes[-1]
     builder = _CASES.get(measurement.case)
     parts: list[str] = []
     if builder is not None:

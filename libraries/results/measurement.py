@@ -59,7 +59,10 @@ class Measurement:
 
     ``evidence`` holds the proofs that the path measured is the one intended (request counts
     seen by the server, error counts, engagement counters), ``notes`` human-readable remarks
-    (e.g. why latency is unavailable), ``raw`` the tool outputs attached to the log.
+    (e.g. why latency is unavailable), ``unavailable`` the metrics the test could not give a
+    figure for, with the reason (never judged), ``invalid`` the reasons the result must not
+    stand (the test fails for them whatever the criteria say), ``ab`` the comparison of an
+    A/B test (:mod:`libraries.keywords.ab`: its metrics are per-round ratios).
     """
 
     case: str
@@ -73,6 +76,9 @@ class Measurement:
     alpha: float = DEFAULT_ALPHA
     rounds: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    invalid: list[str] = field(default_factory=list)
+    ab: dict[str, Any] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:

@@ -1,8 +1,8 @@
 """Per-test JSON records: schema validation on write and on load, JSON-lines storage.
 
 A record is one measuring test's result (schemas:
-``libraries/results/schemas/record-v<N>.schema.json``; new records are version 3, versions 1
-and 2 stay readable). Records of a run are appended to ``<results>/<run-id>/records.jsonl``;
+``libraries/results/schemas/record-v<N>.schema.json``; new records are version 4, versions 1
+to 3 stay readable). Records of a run are appended to ``<results>/<run-id>/records.jsonl``;
 ``run.json`` beside it holds the run's metadata.
 """
 
@@ -25,8 +25,8 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest line a records file may have: a real record is ~14 KB; a longer "line" is not a
 record (reading ``/dev/full`` or a binary file line by line would never end)."""
-SCHEMA_VERSIONS = (1, 2, 3)
-CURRENT_VERSION = 3
+SCHEMA_VERSIONS = (1, 2, 3, 4)
+CURRENT_VERSION = 4
 
 
 class RecordError(HostStackError):

@@ -44,6 +44,7 @@ PROBES: dict[str, VersionProbe] = {
     "bpftime_sslsniff": VersionProbe("--version", r"^sslsniff (\S+)$"),
     "taskset": VersionProbe("--version", r"util-linux (\S+)"),
     # vegeta built with `go install` prints an empty version: its module's is in the binary
+    "oha": VersionProbe("--version", r"^oha (\S+)"),
     "vegeta": VersionProbe("", r"vegeta/v\d+\s(v[0-9.]+)",
                            command="grep -a -o -m 1 'mod.github.com/tsenart/vegeta/v[0-9]*."
                                    "v[0-9.]*' {path}"),

@@ -15,7 +15,8 @@ from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology import TOPOLOGY_DIR, PathError, Topology
 
 
-def _format_errors(source: str, error: ValidationError) -> str:
+def format_errors(source: str, error: ValidationError) -> str:
+    """``<source>: <key path>: <what was expected>, got <value>``, one line per error."""
     lines = []
     for item in error.errors():
         parts = [str(part) for part in item["loc"]]
@@ -46,7 +47,7 @@ def parse_topology(data: Any, source: str) -> Topology:
     try:
         return Topology.model_validate(data)
     except ValidationError as error:
-        raise TopologyError(_format_errors(source, error)) from None
+        raise TopologyError(format_errors(source, error)) from None
 
 
 def topology_path(name_or_path: str) -> Path:

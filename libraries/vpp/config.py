@@ -91,7 +91,7 @@ class VclParams:
     rx_fifo_size, tx_fifo_size (bytes), namespace_id / namespace_secret (app namespace),
     app_scope_global / app_scope_local, use_mq_eventfd (needed by event-driven apps:
     nginx, wrk), app_socket_api (None: ``/var/run/vpp/app_ns_sockets/<namespace_id or
-    default>``).
+    default>``), extra (more option lines, e.g. an A/B side's ``rx-fifo-size 400000``).
     """
 
     heapsize: str | None = "64M"
@@ -105,6 +105,7 @@ class VclParams:
     app_scope_global: bool = True
     app_scope_local: bool = False
     app_socket_api: str | None = None
+    extra: tuple[str, ...] = ()
 
     template = "vcl/vcl.conf.j2"
 
@@ -115,6 +116,9 @@ class VclParams:
         _optional_name(self, "namespace_id")
         _optional_int(self, "namespace_secret", 0)
         _optional_path(self, "app_socket_api")
+        _check(self, "extra", all(isinstance(line, str) and re.fullmatch(
+            r"[a-z0-9-]+( [^{}\n]+)?", line) for line in _tuple(self, "extra")),
+            "VCL option lines like 'rx-fifo-size 400000'")
         _check(
             self, "namespace_secret",
             self.namespace_secret is None or self.namespace_id is not None,
@@ -180,6 +184,8 @@ class VppStartupParams:
     dpdk_devices); with neither, dpdk_plugin.so is disabled.
     no_hugepages=True fills every page size left unset with '4k' and buffers_per_numa with
     16384 (LAB-NOTES: runs without hugepages).
+    extra_sections: (name, body) pairs appended at the end (an A/B side's sections; VPP reads
+    a section given twice as one input, so a later key overrides an earlier one).
     """
 
     nodaemon: bool = True
@@ -207,6 +213,7 @@ class VppStartupParams:
     dpdk_devices: tuple[DpdkDevice, ...] = ()
     dpdk_vdevs: tuple[str, ...] = ()
     no_hugepages: bool = False
+    extra_sections: tuple[tuple[str, str], ...] = ()
 
     template = "vpp/startup.conf.j2"
 
@@ -239,6 +246,12 @@ class VppStartupParams:
         devices = _tuple(self, "dpdk_devices")
         _check(self, "dpdk_devices", all(isinstance(d, DpdkDevice) for d in devices),
                "a list of DpdkDevice")
+        sections = _tuple(self, "extra_sections")
+        _check(self, "extra_sections", all(
+            isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+            and re.fullmatch(r"[a-z0-9-]+", pair[0]) and isinstance(pair[1], str)
+            and "{" not in pair[1] and "}" not in pair[1] for pair in sections),
+            "(name, body) pairs: a section name and its lines, without braces")
         vdevs = _tuple(self, "dpdk_vdevs")
         _check(self, "dpdk_vdevs", all(isinstance(v, str) and _VDEV.match(v) for v in vdevs),
                "DPDK af_packet virtual devices like 'net_af_packet0,iface=eth1'")

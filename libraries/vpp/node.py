@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
@@ -40,13 +40,15 @@ JUMBO_DATA_SIZE = 10000  # seed 001's suggestion for MTU 9000: buffers { default
 @dataclass(frozen=True)
 class VppLayout:
     """What a VPP start asks for beyond the install: main core, worker cores (none: seed
-    001's ``workers 0``), the ports' startup.conf part, and a jumbo MTU (seed 001's
-    ``tcp { mtu }`` + ``buffers { default data-size 10000 }``) when above 1500."""
+    001's ``workers 0``), the ports' startup.conf part, a jumbo MTU (seed 001's
+    ``tcp { mtu }`` + ``buffers { default data-size 10000 }``) when above 1500, and sections
+    appended at the end (an A/B side's)."""
 
     main_core: int | None = None
     workers: tuple[int, ...] = ()
     ports: StartupContribution = field(default_factory=StartupContribution)
     mtu: int | None = None
+    extra_sections: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -92,6 +94,7 @@ def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
         default_data_size=JUMBO_DATA_SIZE if jumbo else None,
         dpdk_devices=layout.ports.dpdk_devices, dpdk_vdevs=layout.ports.dpdk_vdevs,
         plugins_path=install.plugins, no_hugepages=not hugepages,
+        extra_sections=layout.extra_sections,
     )
 
 
@@ -263,7 +266,8 @@ def stop_vpp(instance: VppInstance) -> str:
 
 
 def vcl_config(program: str, namespace_id: str | None, secret: int | None,
-               socket_dir: str) -> str:
+               socket_dir: str, extra: tuple[str, ...] = ()) -> str:
     """VCL config for one app: the seeds' block for ``program`` (iperf3, nginx, wrk; see
-    ``vcl_for_program``) in its app namespace (or VPP's default one)."""
-    return vcl_for_program(program, namespace_id, secret, socket_dir).render()
+    ``vcl_for_program``) in its app namespace (or VPP's default one), plus ``extra`` lines."""
+    params = vcl_for_program(program, namespace_id, secret, socket_dir)
+    return (replace(params, extra=tuple(extra)) if extra else params).render()

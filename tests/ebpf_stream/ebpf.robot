@@ -3,7 +3,7 @@ Documentation       nginx stream proxy with the eBPF sockmap module vs native vs
 ...                 trial proves the module spliced the connections.
 Resource            ../../resources/stream.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure Stream Proxy Throughput
 Test Tags           EBPF

@@ -2,7 +2,7 @@
 Documentation       Native nginx stream proxy vs the direct (routed) path.
 Resource            ../../resources/stream.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure Stream Proxy Throughput
 Test Tags           NATIVE

@@ -3,7 +3,7 @@ Documentation       SSL reverse proxy on the Linux kernel stack. The 10-connecti
 ...                 000's; the 20-connection rows match ``vpp.robot``'s (wrk over VPP needs 20).
 Resource            ../../resources/proxy.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure SSL Proxy Throughput
 Test Tags           KERNEL

@@ -5,7 +5,7 @@ Documentation       SSL reverse proxy on VPP's host stack (wrk, proxy and server
 ...                 so the VPP rows start at 20 connections; ``kernel.robot`` has the same rows.
 Resource            ../../resources/proxy.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Test Processes And Collect Logs
 Test Template       Measure SSL Proxy Throughput
 Test Tags           VPP

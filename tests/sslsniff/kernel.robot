@@ -5,7 +5,7 @@ Documentation       sslsniff overhead with kernel uprobes: the packaged path (bc
 ...                 (topology ``tools.bpftime_sslsniff``).
 Resource            ../../resources/sslsniff.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Test Processes And Collect Logs
 Test Tags           KERNEL
 

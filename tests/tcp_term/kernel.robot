@@ -2,7 +2,7 @@
 Documentation       TCP termination on the Linux kernel stack.
 Resource            ../../resources/tcp.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Processes And Restore Links
 Test Template       Measure TCP Termination Throughput
 Test Tags           KERNEL

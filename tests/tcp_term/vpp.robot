@@ -5,7 +5,7 @@ Documentation       TCP termination on VPP's host stack (iperf3 under LD_PRELOAD
 ...                 VPP's interfaces MTU 9000; like the kernel's, it skips on 1node (no link).
 Resource            ../../resources/tcp.resource
 Suite Setup         Set Up Measuring Suite
-Suite Teardown      Tear Down Suite Testbed
+Suite Teardown      Tear Down Measuring Suite
 Test Teardown       Stop Processes And Restore Links
 Test Template       Measure TCP Termination Throughput
 Test Tags           VPP

@@ -13,6 +13,7 @@ Run it in the foreground (``daemon off;`` is always rendered) as
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from libraries.tools.nginx.fields import (
@@ -51,7 +52,10 @@ class NginxInstance:
     worker_processes, worker_cpus (CPU number per worker or None: no affinity),
     worker_connections, error_log_level ("crit" as in seed 000; "notice" shows eBPF
     engagement; "info" shows client-certificate failures), error_log_path (None:
-    ``<prefix>/error.log``), user (e.g. "root"; None: nginx's default), master_process.
+    ``<prefix>/error.log``), user (e.g. "root"; None: nginx's default), master_process,
+    extra_http and extra_server (directives, each ending in ``;``, added to the ``http``
+    block, ``stream`` for a stream proxy, and to each measured ``server``: an A/B side's
+    knobs).
     """
 
     prefix: str
@@ -62,6 +66,8 @@ class NginxInstance:
     error_log_path: str | None = None
     user: str | None = None
     master_process: bool = True
+    extra_http: tuple[str, ...] = ()
+    extra_server: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_abs_path(self, "prefix")
@@ -69,6 +75,12 @@ class NginxInstance:
         check_int_at_least(self, "worker_connections", 1)
         check_abs_path(self, "error_log_path", optional=True)
         check_word(self, "user", optional=True)
+        for name in ("extra_http", "extra_server"):
+            for directive in as_tuple(self, name):
+                if not isinstance(directive, str) or not re.fullmatch(r"[^{}\n;]+;",
+                                                                      directive.strip()):
+                    raise field_error(self, name, "directives like 'name value;' without "
+                                      "blocks", directive)
         if self.error_log_level not in ERROR_LOG_LEVELS:
             raise field_error(self, "error_log_level", f"one of {ERROR_LOG_LEVELS}",
                               self.error_log_level)

@@ -64,11 +64,24 @@ class WrkResult:
     url: str | None
     flavour: Flavour | None
     raw: str = field(default="", repr=False, compare=False)
+    spectrum: tuple[tuple[float, int], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def total_errors(self) -> int:
         """Socket errors plus non-2xx/3xx responses."""
         return self.errors.total + self.non_2xx_3xx
+
+    def over(self, limit_s: float) -> int:
+        """Completed requests whose latency exceeded ``limit_s``, from wrk2's corrected
+        histogram (its "Detailed Percentile spectrum": value, and the count of recorded
+        requests up to it): the recorded count above the last value within the limit, scaled to
+        every completed request when the histogram holds only part of the run (wrk2 resets it
+        after its calibration, ~10 s in). ``ValueError`` when the output has no spectrum."""
+        if not self.spectrum:
+            raise ValueError("no latency spectrum: run wrk2 with --latency")
+        recorded = self.spectrum[-1][1]
+        within = max((count for value, count in self.spectrum if value <= limit_s), default=0)
+        return round((recorded - within) / recorded * self.total_requests) if recorded else 0
 
 
 _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -154,6 +167,30 @@ def _percentiles(parser: _Parser, lines: list[str]) -> dict[float, float]:
     return result
 
 
+def _spectrum(parser: _Parser, lines: list[str]) -> tuple[tuple[float, int], ...]:
+    """wrk2's "Detailed Percentile spectrum": (value in seconds, recorded count up to it) per
+    row, checked against its ``Total count`` line."""
+    try:
+        start = lines.index("Detailed Percentile spectrum:")
+    except ValueError:
+        return ()
+    rows: list[tuple[float, int]] = []
+    for line in lines[start + 1:]:
+        tokens = line.split()
+        if not tokens or tokens[0] == "Value":
+            continue
+        if line.startswith("#["):
+            break
+        if len(tokens) != 4:
+            raise parser.fail(f"a spectrum row of value, percentile, count, 1/(1-p): {line!r}")
+        rows.append((parser.number(tokens[0], "spectrum value") / 1000.0,
+                     int(parser.number(tokens[2], "spectrum count"))))
+    total = re.search(r"Total count\s+=\s+(\d+)\]", "\n".join(lines[start:]))
+    if not rows or total is None or int(total.group(1)) != rows[-1][1]:
+        raise parser.fail("a percentile spectrum ending in its 'Total count' line")
+    return tuple(rows)
+
+
 def _flavour(lines: list[str], percentiles_wrk_form: bool) -> Flavour | None:
     for line in lines:
         if (
@@ -227,5 +264,6 @@ def parse_wrk_output(text: str, source: str = "wrk output") -> WrkResult:
         url=running.group(1) if running else None,
         flavour=_flavour(lines, wrk_form),
         raw=text,
+        spectrum=_spectrum(parser, lines),
     )
 

@@ -1,0 +1,54 @@
+"""What the SSL proxy case checks of its paths and how it places its nginx instances: every
+response the file (wrk's counts), every proxied request forwarded (the server's count), the
+worker connections and CPU of an instance, and what an instance uses that an A/B side may
+change. Plain functions of :mod:`libraries.keywords.ssl_proxy`."""
+
+from __future__ import annotations
+
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.provision import Testbed
+from libraries.tools.wrk.output import WrkResult
+
+
+def nginx_uses(node: str, role: str, vpp_env: dict[str, str] | None) -> set[tuple[str, ...]]:
+    """What an nginx of ``role`` on ``node`` uses that an A/B side may change."""
+    uses = {("tool", node, "nginx"), ("nginx", role), ("env", "nginx")}
+    return uses | ({("vpp", node), ("vcl", role)} if vpp_env else set())
+
+
+def worker_connections(env: dict[str, str] | None) -> int:
+    """nginx over VPP's LDP needs room for VCL's high fd numbers (LAB-NOTES: 10240)."""
+    return 10240 if env else 1024
+
+
+def one_cpu(testbed: Testbed, node: str, purpose: str) -> tuple[int, ...] | None:
+    cpus = testbed.topology.cpus_of(node, purpose)
+    return (cpus[0],) if cpus else None
+
+
+def check_responses(result: WrkResult, size: int, variant: str, connections: int) -> None:
+    if result.total_requests == 0:
+        raise HostStackError(f"{variant}: wrk completed no request: {result.raw[-500:]!r}")
+    if result.non_2xx_3xx:
+        raise HostStackError(
+            f"{variant}: {result.non_2xx_3xx} of {result.total_requests} responses were not "
+            f"2xx/3xx: the path is broken (e.g. 400 for a rejected client certificate, 502 "
+            f"for an unreachable upstream)")
+    per_response = result.total_bytes / result.total_requests
+    # wrk prints the bytes read with 2 decimals ("1.23GB"): allow 1% for that rounding. Its
+    # byte count also holds the responses each connection was still reading when it stopped
+    # (at most one per connection): a short run of few large responses (a 1 s warm-up of
+    # 64 KiB files seen at 6 requests) is inflated by them.
+    in_flight = connections * (size + 1024) / result.total_requests
+    if not 0.99 * size <= per_response <= 1.01 * size + 1024 + in_flight:
+        raise HostStackError(
+            f"{variant}: {per_response:.0f} bytes per response, expected the {size}-byte file "
+            f"plus headers: responses are not the file")
+
+
+def check_forwarded(counted: list[int], sent: list[int]) -> None:
+    for index, (server_count, wrk_count) in enumerate(zip(counted, sent, strict=True)):
+        if server_count < 0.95 * wrk_count:
+            raise HostStackError(
+                f"proxy trial {index + 1}: the server counted {server_count} requests but wrk "
+                f"completed {wrk_count} through the proxy: the proxy did not forward them all")

@@ -1,0 +1,79 @@
+"""An A/B test's record block and message, from the comparison file, the versions of each
+side's binaries and what :func:`libraries.results.ab.measure_ab` measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libraries.results.ab import AbOutcome, AbSettings
+from libraries.testbed.comparison import ComparisonFile
+
+Versions = dict[str, dict[str, dict[str, str]]]
+
+
+def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
+             outcome: AbOutcome) -> dict[str, Any]:
+    """The record's ``ab`` block: the file (path, sha256, text), both sides (name, what they
+    change, their binaries' versions), per metric the per-round ratios, interval and verdict,
+    the worst verdict, the rounds and looks, and the cost of switching sides."""
+    switches = outcome.switches
+    sides = {"a": loaded.comparison.a, "b": loaded.comparison.b}
+    return {
+        "comparison": {"path": loaded.path, "sha256": loaded.sha256, "text": loaded.text,
+                       "name": loaded.title, "aa": loaded.comparison.aa},
+        "sides": {key: {"name": side.name, "changes": side.changes(),
+                        "versions": versions.get(key, {})} for key, side in sides.items()},
+        "metrics": {m: c.as_record() for m, c in outcome.comparisons.items()},
+        "verdict": worst([c.verdict for c in outcome.comparisons.values()]),
+        "rounds": {"run": outcome.rounds, "looks": outcome.looks,
+                   "planned_looks": list(settings.looks), "alpha": settings.alpha,
+                   "alpha_per_look": settings.alpha_per_look, "margin": settings.margin,
+                   "max_rounds": settings.max_rounds, "budget_s": settings.budget_s,
+                   "stopped": outcome.stopped, "order": "A B | B A | ...",
+                   "seconds": outcome.seconds},
+        "switch": {"count": len(switches), "median_s": _median(switches),
+                   "total_s": sum(switches), "each_s": switches},
+    }
+
+
+def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
+               outcome: AbOutcome) -> str:
+    """``A/B nginx-1.26 4.1 % slower than debian-nginx on rps [-5.9, -2.2] after 24 rounds
+    (nginx-1.26: nginx 1.26.3; debian-nginx: nginx 1.22.1)``."""
+    a, b = loaded.comparison.a.name, loaded.comparison.b.name
+    parts = []
+    for metric, c in outcome.comparisons.items():
+        change = (c.interval.change - 1) * 100
+        if c.verdict in ("regression", "progression"):
+            up = change > 0
+            word = ("faster" if up else "slower") if c.direction != "lower_is_better" else \
+                ("higher" if up else "lower")
+            shown = c.describe()
+            parts.append(f"{b} {abs(change):.1f} % {word} than {a} on {metric}"
+                         f"{shown[shown.index(' ['):] if ' [' in shown else ''}")
+        else:
+            parts.append(f"{metric}: {c.verdict} ({c.describe()}, margin {settings.margin:.0%})")
+    names = {"a": a, "b": b}
+    shown_versions = "; ".join(
+        f"{names[key]}: " + ", ".join(f"{tool} {v}" for node in found.values()
+                                      for tool, v in node.items())
+        for key, found in versions.items() if found)
+    return (f"A/B {'; '.join(parts)} after {outcome.rounds} rounds"
+            + (f" ({shown_versions})" if shown_versions else ""))
+
+
+def worst(verdicts: list[str]) -> str:
+    """The verdict that decides a test: a regression first, then inconclusive, progression,
+    no change."""
+    for verdict in ("regression", "inconclusive", "progression", "no change"):
+        if verdict in verdicts:
+            return verdict
+    return "inconclusive"
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -1,0 +1,216 @@
+"""The capacity search's controller: FD.io CSIT's MLRsearch (``MLRsearch`` 1.2.1, PyPI), one
+search per path and latency limit, their trials interleaved.
+
+The project supplies the measurer (one constant-rate trial: ``measure(path, seconds, rate)``)
+and the goals (:mod:`.capacity`). Each search's controller (``MultipleLossRatioSearch.search``)
+runs in a thread of its own and only *asks* for trials; every trial runs in the caller's
+thread, one at a time, the searches served in turn (round robin over those still running, each
+served once it has asked), so the proxied and the direct path take turns trial by trial and a
+slow drift of a shared machine touches them alike, and every command the trials run is logged
+where Robot can log it. Searches of the same path with
+different latency limits share trials: the k-th trial a search asks for at a given load and
+duration is the k-th one measured there for the path, whichever search asked first (each
+trial carries the counts for every limit).
+
+A search ends by MLRsearch's own rule (every goal's bounds within the relative width); by
+its budget (its own trials' time over ``max_seconds``: the bounds found so far are kept and
+it says so); or by an error of a trial, which stops every search and is raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
+
+from libraries.results.capacity import CapacityTrial, GoalCapacity, PathCapacity, SearchSettings
+
+LOG = logging.getLogger(__name__)
+Measure = Callable[[str, float, float], CapacityTrial]
+
+
+class BudgetSpent(Exception):
+    """A search's own trials took its whole budget."""
+
+
+class _Stopped(Exception):
+    """Another search's trial failed: every search stops."""
+
+
+@dataclass
+class _Request:
+    search: _Search
+    duration: float
+    load: float
+    answer: queue.Queue[CapacityTrial | BaseException] = field(
+        default_factory=lambda: queue.Queue(maxsize=1))
+
+
+@dataclass(frozen=True)
+class _Finished:
+    search: _Search
+
+
+class _Search(AbstractMeasurer):
+    """One MLRsearch over one path for the goals of one latency limit."""
+
+    def __init__(self, path: str, limit_ms: float, settings: SearchSettings, max_load: float,
+                 requests: queue.Queue[_Request | _Finished]):
+        self.path, self.limit_ms, self.settings = path, limit_ms, settings
+        self.requests = requests
+        self.pairs = settings.search_goals(limit_ms)
+        self.config = Config()
+        self.config.goals = [goal for _, goal in self.pairs]
+        self.config.min_load = settings.low
+        self.config.max_load = min(max(max_load, settings.low * 1.01), settings.high)
+        self.config.search_duration_max = 86400.0  # the budget is this project's (own time)
+        self.config.warmup_duration = None  # the case warmed its paths up already
+        self.controller = MultipleLossRatioSearch(self.config)
+        self.spent = 0.0
+        self.used: dict[tuple[float, float], int] = defaultdict(int)
+        self.goals: list[GoalCapacity] = []
+        self.stopped = "running"
+        self.error: BaseException | None = None
+
+    def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
+        """Ask the caller's thread for the trial and wait for it (MLRsearch's measurer)."""
+        if self.spent >= self.settings.max_seconds:
+            raise BudgetSpent(f"{self.spent:.0f} s of trials, budget {self.settings.max_seconds:g}")
+        request = _Request(self, float(intended_duration), float(intended_load))
+        self.requests.put(request)
+        answer = request.answer.get()
+        if isinstance(answer, BaseException):
+            raise answer
+        self.spent += answer.seconds
+        return answer.result(self.limit_ms)
+
+    def run(self) -> None:
+        """The controller's thread: search, then keep the goal results (or why it stopped)."""
+        try:
+            found = self.controller.search(self, debug=LOG.debug)
+            self.stopped = "done"
+            self.goals = [self._goal(goal, found[search_goal])
+                          for goal, search_goal in self.pairs]
+        except BudgetSpent as why:
+            self.stopped = f"budget spent ({why})"
+            self.goals = self._so_far()
+        except _Stopped:
+            self.stopped = "stopped: a trial of another search failed"
+        except Exception as error:  # kept, raised in the caller's thread
+            self.stopped = f"error: {error}"
+            self.error = error
+        finally:
+            self.requests.put(_Finished(self))
+
+    @staticmethod
+    def _goal(goal: object, result: object) -> GoalCapacity:
+        throughput = getattr(result, "conditional_throughput", None)
+        lower = getattr(result, "relevant_lower_bound", None)
+        upper = getattr(result, "relevant_upper_bound", None)
+        return GoalCapacity(goal, None if throughput is None else float(throughput),  # type: ignore[arg-type]
+                            None if lower is None else float(lower),
+                            None if upper is None else float(upper))
+
+    def _so_far(self) -> list[GoalCapacity]:
+        """The relevant bounds of each goal's final target from the trials measured so far
+        (MLRsearch's own database), for a search its budget ended."""
+        database = getattr(self.controller, "database", None)
+        targets = getattr(getattr(self.controller, "scaling", None), "goal_to_final_target", {})
+        found = []
+        for goal, search_goal in self.pairs:
+            if database is None or search_goal not in targets:
+                found.append(GoalCapacity(goal, None, None, None))
+                continue
+            bounds = database.get_relevant_bounds(target=targets[search_goal])
+            lower, upper = bounds.clo, bounds.chi
+            throughput = None
+            if lower is not None:
+                stat = next(iter(lower.target_to_stat.values()))
+                throughput = float(lower) * (1.0 - stat.pessimistic_loss_ratio)
+            found.append(GoalCapacity(goal, throughput, None if lower is None else float(lower),
+                                      None if upper is None else float(upper)))
+        return found
+
+
+def search_capacity(measure: Measure, max_loads: dict[str, float],
+                    settings: SearchSettings) -> dict[str, PathCapacity]:
+    """Search every path of ``max_loads`` (path -> the highest load to try, e.g. a little over
+    its closed-loop maximum) for every goal of ``settings``, interleaved as the module says;
+    ``measure(path, seconds, rate)`` runs one trial. Returns per path what was found."""
+    requests: queue.Queue[_Request | _Finished] = queue.Queue()
+    searches = [_Search(path, limit, settings, max_loads[path], requests)
+                for path in max_loads for limit in settings.limits]
+    pool = _Pool(measure)
+    for search in searches:
+        threading.Thread(target=search.run, daemon=True,
+                         name=f"mlrsearch-{search.path}-{search.limit_ms:g}ms").start()
+    running, pending = list(searches), {}
+    turn = 0
+    while running:
+        while any(s not in pending for s in running):  # every running search has asked
+            item = requests.get()
+            if isinstance(item, _Finished):
+                running.remove(item.search)
+            else:
+                pending[item.search] = item
+        if not running:
+            break
+        turn %= len(running)
+        request = pending.pop(running[turn])
+        turn += 1
+        request.answer.put(pool.serve(request))
+    if pool.failure is not None:
+        raise pool.failure
+    for search in searches:
+        if search.error is not None:
+            raise search.error
+    return {path: PathCapacity(
+        path, sorted((g for s in searches if s.path == path for g in s.goals),
+                     key=lambda g: settings.goals.index(g.goal)),
+        pool.trials[path], {s.limit_ms: s.stopped for s in searches if s.path == path},
+        pool.seconds[path], pool.shared[path])
+        for path in max_loads}
+
+
+class _Pool:
+    """The trials measured per path, served to the searches that ask for them."""
+
+    def __init__(self, measure: Measure):
+        self.measure = measure
+        self.trials: dict[str, list[CapacityTrial]] = defaultdict(list)
+        self.at: dict[tuple[str, float, float], list[CapacityTrial]] = defaultdict(list)
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.shared: dict[str, int] = defaultdict(int)
+        self.failure: BaseException | None = None
+
+    def serve(self, request: _Request) -> CapacityTrial | BaseException:
+        """The search's next trial at the asked load and duration: one measured for the path
+        already (by a search of another limit) that this search has not had, else a new one."""
+        if self.failure is not None:
+            return _Stopped()
+        search = request.search
+        key = (search.path, request.duration, request.load)
+        index = search.used[key[1:]]
+        search.used[key[1:]] += 1
+        if index < len(self.at[key]):
+            self.shared[search.path] += 1
+            return self.at[key][index]
+        started = time.monotonic()
+        try:
+            trial = self.measure(search.path, request.duration, request.load)
+        except Exception as error:  # raised once every search stopped
+            self.failure = error
+            return _Stopped()
+        self.seconds[search.path] += time.monotonic() - started
+        self.at[key].append(trial)
+        self.trials[search.path].append(trial)
+        LOG.info("%s: %.0f requests/s for %g s: %s", search.path, request.load,
+                 request.duration, ", ".join(f"loss {trial.loss_ratio(limit):.2%} at {limit:g} "
+                                             f"ms" for limit in search.settings.limits))
+        return trial

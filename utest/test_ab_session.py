@@ -1,0 +1,144 @@
+"""The A/B session (libraries.keywords.ab) without Robot: switching restarts only the components
+whose inputs differ between the sides (VPP and what runs on it when VPP's do), sets each side's
+sysctls and puts the originals back; the record block and the message a user reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from libraries.keywords.ab import AbSession, settings_from_variables
+from libraries.results.ab import AbOutcome, AbSettings, MetricComparison, RatioInterval
+from libraries.testbed.comparison import load_comparison
+from libraries.testbed.topology_file import load_topology
+
+THREE = load_topology("3node")
+
+
+@dataclass
+class FakeNode:
+    name: str
+    commands: list[str] = field(default_factory=list)
+
+    def run(self, command: str, timeout: float, sudo: bool = False, **_: object):
+        self.commands.append(command)
+        return SimpleNamespace(exit_code=0, stdout="", stderr="")
+
+
+def _session(tmp_path: Path, text: str) -> tuple[AbSession, dict[str, FakeNode], list[str]]:
+    path = tmp_path / "ab.yaml"
+    path.write_text(text)
+    loaded = load_comparison(path, THREE)
+    nodes = {name: FakeNode(name) for name in THREE.nodes}
+    testbed = SimpleNamespace(topology=THREE, nodes=nodes)
+    originals = {"dut": {"net.ipv4.tcp_rmem": "4096 131072 6291456"}}
+    session = AbSession(loaded, testbed, AbSettings(), originals,  # type: ignore[arg-type]
+                        {"a": {"dut": {"nginx": "1.22.1"}}, "b": {"dut": {"nginx": "1.26.3"}}})
+    events: list[str] = []
+    for name, uses in (("vpp-dut", {("vpp", "dut")}),
+                       ("nginx-server", {("tool", "server", "nginx"), ("nginx", "server"),
+                                         ("env", "nginx")}),
+                       ("nginx-proxy", {("tool", "dut", "nginx"), ("nginx", "proxy"),
+                                        ("env", "nginx"), ("vpp", "dut"), ("vcl", "proxy")})):
+        session.register(name, uses, lambda n=name: events.append(f"stop {n}"),
+                         lambda n=name: events.append(f"start {n} as {session.side}"))
+    return session, nodes, events
+
+
+def test_a_proxy_knob_restarts_only_the_proxy(tmp_path: Path):
+    session, _nodes, events = _session(tmp_path, "a: {name: no-log}\nb: {name: log, nginx: {proxy: "
+                                      "{server: ['access_log /dev/null;']}}}\n")
+    assert session.switch("b") >= 0
+    assert events == ["stop nginx-proxy", "start nginx-proxy as b"]
+    assert session.nginx("proxy") == ((), ("access_log /dev/null;",))
+    assert session.nginx("server") == ((), ())
+
+
+def test_a_vpp_startup_section_restarts_vpp_and_what_runs_on_it_in_order(tmp_path: Path):
+    session, _, events = _session(tmp_path, "a: {name: cubic}\nb: {name: newreno, startup: "
+                                  "{dut: {tcp: cc-algo newreno}}}\n")
+    session.switch("b")
+    assert events == ["stop nginx-proxy", "stop vpp-dut", "start vpp-dut as b",
+                      "start nginx-proxy as b"]
+    assert session.startup("dut") == (("tcp", "cc-algo newreno"),)
+
+
+def test_a_binary_changes_the_topology_the_side_sees_and_switching_back_restores_it(
+        tmp_path: Path):
+    session, _, events = _session(tmp_path, "a: {name: debian}\nb: {name: candidate, tools: "
+                                  "{server: {nginx: /opt/n/sbin/nginx}}}\n")
+    session.switch("b")
+    assert session.testbed.topology.nodes["server"].tools["nginx"] == "/opt/n/sbin/nginx"
+    session.switch("a")
+    assert session.testbed.topology.nodes["server"].tools["nginx"] == "nginx"
+    assert events == ["stop nginx-server", "start nginx-server as b", "stop nginx-server",
+                      "start nginx-server as a"]
+    session.switch("a")  # already active: nothing restarts
+    assert len(events) == 4
+
+
+def test_sysctls_are_set_per_side_and_the_originals_restored(tmp_path: Path):
+    session, nodes, events = _session(tmp_path, "a: {name: default}\nb: {name: capped, "
+                                      "sysctl: {dut: {net.ipv4.tcp_rmem: 4096 131072 262144}}}\n")
+    session.switch("b")
+    assert events == []  # a sysctl restarts nothing
+    assert nodes["dut"].commands[-1] == ("set -e; sysctl -q -w 'net.ipv4.tcp_rmem=4096 131072 "
+                                         "262144' >/dev/null")
+    session.switch("a")
+    assert "tcp_rmem=4096 131072 6291456" in nodes["dut"].commands[-1]
+    session.switch("b")
+    assert session.restore() == []
+    assert "tcp_rmem=4096 131072 6291456" in nodes["dut"].commands[-1]
+    assert session.components == [] and session.testbed.topology is THREE
+
+
+def _outcome(change: float, verdict: str) -> AbOutcome:
+    interval = RatioInterval(change, change - 0.01, change + 0.01, 0.99, 24)
+    comparison = MetricComparison("rps", "higher_is_better", (change,) * 24, interval,
+                                  verdict)  # type: ignore[arg-type]
+    return AbOutcome({}, {}, {"rps": comparison}, 24, "conclusive at the look after 24 rounds",
+                     [8, 16, 24], [0.4, 0.5, 0.6])
+
+
+def test_the_message_says_who_is_slower_by_how_much_after_how_many_rounds(tmp_path: Path):
+    session, _, _ = _session(tmp_path, "a: {name: debian-nginx}\nb: {name: nginx-1.26, "
+                             "tools: {dut: {nginx: /opt/n/sbin/nginx}}}\n")
+    assert session.message(_outcome(0.959, "regression")) == (
+        "A/B nginx-1.26 4.1 % slower than debian-nginx on rps [-5.1, -3.1] after 24 rounds "
+        "(debian-nginx: nginx 1.22.1; nginx-1.26: nginx 1.26.3)")
+    assert session.message(_outcome(1.002, "no change")).startswith(
+        "A/B rps: no change (+0.2 % [-0.8, +1.2], margin 2%) after 24 rounds")
+
+
+def test_the_record_block_keeps_the_file_both_sides_the_rounds_and_the_switch_cost(
+        tmp_path: Path):
+    session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
+                             "['ssl_buffer_size 4k;']}}}\n")
+    block = session.block(_outcome(0.97, "regression"))
+    assert block["comparison"]["text"] == session.loaded.text
+    assert block["comparison"]["sha256"] == session.loaded.sha256
+    assert block["sides"]["b"]["changes"] == {"nginx": {"proxy": {"http": ("ssl_buffer_size "
+                                                                          "4k;",)}}}
+    assert block["verdict"] == "regression" and block["rounds"]["looks"] == [8, 16, 24]
+    assert block["switch"] == {"count": 3, "median_s": 0.5, "total_s": pytest.approx(1.5),
+                               "each_s": [0.4, 0.5, 0.6]}
+
+
+@pytest.mark.parametrize(("variables", "message"), [
+    ({"AB_MARGIN": "two"}, "-v AB_MARGIN:two: expected a number"),
+    ({"AB_LOOK": "7.5"}, "-v AB_LOOK:7.5: expected whole a number"),
+    ({"AB_MAX_ROUNDS": "4"}, "-v AB_MAX_ROUNDS:4: expected whole rounds >= AB_LOOK"),
+    ({"AB_BUDGET": "nan"}, "-v AB_BUDGET:nan: expected a finite number"),
+])
+def test_bad_ab_variables_are_refused_naming_them(variables, message):
+    with pytest.raises(ValueError, match=message):
+        settings_from_variables(variables.get)
+
+
+def test_the_default_settings_and_a_margin_in_percent():
+    settings = settings_from_variables({"AB_MARGIN": "3%"}.get)
+    assert (settings.margin, settings.look, settings.max_rounds, settings.budget_s) == \
+        (0.03, 8, 40, 600.0)
