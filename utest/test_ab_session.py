@@ -4,6 +4,7 @@ sysctls and puts the originals back; the record block and the message a user rea
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.keywords.ab import AbSession, settings_from_variables
+from libraries.report.ab_section import ab_section, ratio_chart
 from libraries.results.ab import AbOutcome, AbSettings, MetricComparison, RatioInterval
 from libraries.testbed.comparison import load_comparison
 from libraries.testbed.topology_file import load_topology
@@ -142,3 +144,25 @@ def test_the_default_settings_and_a_margin_in_percent():
     settings = settings_from_variables({"AB_MARGIN": "3%"}.get)
     assert (settings.margin, settings.look, settings.max_rounds, settings.budget_s) == \
         (0.03, 8, 40, 600.0)
+
+
+def test_the_run_report_shows_both_sides_the_change_and_the_rounds_chart(tmp_path: Path):
+    session, _, _ = _session(tmp_path, "a: {name: debian-nginx}\nb: {name: nginx-1.26, "
+                             "tools: {dut: {nginx: /opt/n/sbin/nginx}}}\n")
+    outcome = _outcome(0.959, "regression")
+    sides = {key: {"metrics": {"rps": {"value": value, "unit": "requests/s", "interval": {
+        "low": value * 0.99, "high": value * 1.01, "level": 0.99}}}}
+        for key, value in (("a", 30000.0), ("b", 28770.0))}
+    record = {"name": "1kb-10c-kernel-ssl-proxy", "test_id": "3node/ssl_proxy/x",
+              "ab": session.block(outcome), "evidence": {"sides": sides}}
+    charts: list[str] = []
+    page = ab_section([record], {}, charts, lambda test: "")
+    assert "<h2>A/B</h2>" in page and "regression" in page
+    assert "<b>debian-nginx</b> 30k requests/s [29.7k, 30.3k]" in page
+    assert "dut: nginx 1.26.3" in page and "-4.1 % [-5.1, -3.1]" in page
+    assert "3 x 0.50 s" in page and "24 rounds, looks [8, 16, 24]" in page
+    (chart,) = charts
+    layout = json.loads(chart)
+    assert layout["data"][0]["y"] == [0.959] * 24
+    assert any(s["type"] == "rect" for s in layout["layout"]["shapes"])  # the interval band
+    assert ratio_chart({"name": "x"}) is None

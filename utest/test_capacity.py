@@ -183,13 +183,13 @@ def test_the_default_settings_and_their_record():
     settings = parse_settings()
     assert (settings.exceed_ratio, settings.initial_duration, settings.final_duration,
             settings.duration_sum, settings.width, settings.max_seconds) == \
-        (0.5, 0.5, 1.0, 4.0, 0.02, 60.0)
+        (0.5, 0.5, 1.0, 8.0, 0.02, 60.0)
     record = settings.as_record()
     assert record["goals"] == ["p99<=10ms"] and record["controller"].startswith("MLRsearch")
     ((goal, search_goal),) = settings.search_goals(10.0)
     assert goal.name == "p99<=10ms"
     assert (search_goal.loss_ratio, search_goal.exceed_ratio, search_goal.relative_width,
-            search_goal.duration_sum) == (0.01, 0.5, 0.02, 4.0)
+            search_goal.duration_sum) == (0.01, 0.5, 0.02, 8.0)
 
 
 def test_an_slo_and_a_range_parse_strictly():

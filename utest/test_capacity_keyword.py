@@ -102,11 +102,19 @@ def test_a_capacity_above_a_latency_pass_that_missed_the_goal_is_refused():
     assert checks["proxy"]["half_rate_met_goal"] is False and not checks["proxy"]["holds"]
 
 
-def test_an_unfinished_search_or_no_lower_bound_gives_no_figure():
+def test_a_search_its_budget_ended_stands_only_with_a_lower_bound():
     spent = _path("proxy", 5_000.0, [], stopped="budget spent (61 s of trials, budget 60)")
+    assert _problem("proxy", spent, {"holds": True}, "100..1e6") is None
+    spent.goals[0] = GoalCapacity(GOAL, None, None, 5_100.0)
     assert _problem("proxy", spent, {"holds": True}, "100..1e6") == (
         "proxy path: the capacity search did not finish (10 ms: budget spent (61 s of trials, "
         "budget 60))")
+    broken = _path("proxy", 5_000.0, [], stopped="error: PAPI gone")
+    assert _problem("proxy", broken, {"holds": True}, "100..1e6").endswith("(10 ms: error: "
+                                                                          "PAPI gone)")
+
+
+def test_no_lower_bound_gives_no_figure():
     assert "no rate within 100..1e6 requests/s meets p99<=10ms" in _problem(
         "proxy", _path("proxy", None, []), {"holds": True}, "100..1e6")
 
@@ -118,3 +126,9 @@ def test_a_generator_behind_its_schedule_at_a_high_share_is_saturated_too():
     idle_behind = CapacityTrial(**{**behind.__dict__, "generator_cpu": 0.5})
     assert saturated(behind) and not saturated(on_time) and not saturated(idle_behind)
     assert saturated(_trial(30_000.0, 100, 0.93)) and not saturated(_trial(30_000.0, 100, None))
+
+
+def test_a_bad_trial_below_the_capacity_does_not_clear_the_generator():
+    path = _path("direct", 1_000.0, [0.99, 0.99])
+    path.trials.append(_trial(900.0, 200, 0.85))  # a hiccup below the capacity, tolerated
+    assert _limited_by({"direct": path}, 10.0, 0.01) == {"direct": "load generator"}

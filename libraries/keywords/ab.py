@@ -347,6 +347,12 @@ class AbKeywords:
         check_ab_verdict(measurement)
 
 
+class AbRegression(HostStackError):
+    """The candidate is slower than the baseline: the test fails with the comparison alone."""
+
+    ROBOT_SUPPRESS_NAME = True
+
+
 def check_ab_verdict(measurement: Measurement) -> None:
     """See ``Check A/B Verdict``: tags the test ``AB_<VERDICT>``."""
     block = measurement.ab or {}
@@ -354,6 +360,6 @@ def check_ab_verdict(measurement: Measurement) -> None:
     message = measurement.notes[-1] if measurement.notes else "A/B"
     BuiltIn().set_tags(f"AB_{verdict.upper().replace(' ', '_')}")
     if verdict == "regression":
-        raise HostStackError(message)
+        raise AbRegression(message)
     if verdict == "inconclusive":
         logger.warn(f"A/B inconclusive: {message}")

@@ -47,7 +47,7 @@ class CapacityKeywords:
     def search_capacity_under_latency_slo(
         self, measurement: Measurement, slo: str = DEFAULT_SLO,
         search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
-        trial_duration: str = "0.5..1", duration_sum: str | float = 4,
+        trial_duration: str = "0.5..1", duration_sum: str | float = 8,
         width: str | float = 0.02, budget: str | float = 60,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the
@@ -73,7 +73,7 @@ class CapacityKeywords:
                         "compared round by round instead)")
             return measurement
         library = BuiltIn().get_library_instance(SSL_PROXY_LIBRARY)
-        paths, generator = library.paths, library.generator
+        paths, generator = library.paths, library.searcher
         if not paths:
             raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
         try:
@@ -112,6 +112,13 @@ class CapacityKeywords:
                 measurement.invalid.append(problem)
                 continue
             measurement.add(NAMES[variant], [result.capacity], "requests/s")
+            if not result.finished:
+                goal = result.goals[0]
+                note = (f"{variant} capacity {result.capacity:.0f} requests/s: the search's "
+                        f"budget ended it before its width (relevant bounds {goal.lower:.0f}"
+                        f"..{goal.upper or float('nan'):.0f}): a conservative figure")
+                measurement.notes.append(note)
+                logger.warn(note)
             if limited[variant] == "load generator":
                 note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
                         f"generator's ({generator.tool} was saturated in every failing trial:"
@@ -142,7 +149,12 @@ def _ratio(measurement: Measurement, limited: dict[str, str]) -> None:
 
 
 def _failing(result: PathCapacity, limit_ms: float, loss_ratio: float) -> list[CapacityTrial]:
-    return [t for t in result.trials if t.loss_ratio(limit_ms) > loss_ratio]
+    """The trials above the capacity that lost more than the goal allows: the ones that put the
+    bound where it is (a bad trial below the capacity is one MLRsearch's exceed ratio
+    tolerated, and says nothing of what limits the path)."""
+    capacity = result.capacity
+    return [t for t in result.trials if t.loss_ratio(limit_ms) > loss_ratio
+            and (capacity is None or t.rate > capacity)]
 
 
 def saturated(trial: CapacityTrial) -> bool:
@@ -156,8 +168,8 @@ def saturated(trial: CapacityTrial) -> bool:
 
 def _limited_by(found: dict[str, PathCapacity], limit_ms: float,
                 loss_ratio: float) -> dict[str, str]:
-    """Per path, ``load generator`` when every trial that failed the first goal had a
-    :func:`saturated` generator, else ``path``."""
+    """Per path, ``load generator`` when every trial above the capacity that failed the first
+    goal had a :func:`saturated` generator, else ``path``."""
     limited = {}
     for variant, result in found.items():
         failing = _failing(result, limit_ms, loss_ratio)
@@ -168,9 +180,14 @@ def _limited_by(found: dict[str, PathCapacity], limit_ms: float,
 
 def _problem(variant: str, result: PathCapacity, check: dict[str, Any],
              search_range: str) -> str | None:
-    """Why ``variant``'s capacity must not be recorded (None: it stands)."""
-    if not result.finished:
-        stopped = "; ".join(f"{k:g} ms: {v}" for k, v in result.stopped.items() if v != "done")
+    """Why ``variant``'s capacity must not be recorded (None: it stands). A search its budget
+    stopped stands when MLRsearch had already found the first goal's relevant lower bound (a
+    conservative figure, its bounds wider than asked: the caller notes it); an error, or no
+    lower bound, does not."""
+    stopped = "; ".join(f"{k:g} ms: {v}" for k, v in result.stopped.items() if v != "done")
+    budget_only = all(v == "done" or v.startswith("budget spent")
+                      for v in result.stopped.values())
+    if not result.finished and (not budget_only or result.goals[0].lower is None):
         return f"{variant} path: the capacity search did not finish ({stopped})"
     if result.capacity is None:
         return (f"{variant} path: no rate within {search_range} requests/s meets "

@@ -3,10 +3,11 @@ which constant-rate generator a load node has, one constant-rate trial of it (a
 :class:`~libraries.results.capacity.CapacityTrial`), the latency pass, and the capacity
 searches of several paths (direct and proxied) with MLRsearch.
 
-The generator, first found of :data:`PREFERENCE` that the topology declares and that answers:
-vegeta (``setup.sh`` installs it on every machine), oha (where a lab declares it), then wrk2
-(constant rate with ``-R``, where a lab built it); none: latency is recorded as unavailable
-with the reason. oha and vegeta make their own system calls (Rust's and Go's runtimes), so
+The generator, first found that the topology declares and that answers: for the latency pass
+(:data:`PREFERENCE`) vegeta (``setup.sh`` installs it on every machine), oha, then wrk2
+(constant rate with ``-R``, where a lab built it); for the capacity search
+(:data:`CAPACITY_PREFERENCE`) wrk2 first. None: latency is recorded as unavailable with the
+reason. oha and vegeta make their own system calls (Rust's and Go's runtimes), so
 they are not run under VPP's ``LD_PRELOAD``; a load node whose client must run in VPP's host
 stack (a one-node VPP testbed) uses wrk2 or goes without.
 """
@@ -54,12 +55,19 @@ class Generator:
     connections: int = 10
 
 
+CAPACITY_PREFERENCE = ("wrk2", "vegeta", "oha")
+"""The capacity search's order: wrk2 first where a lab built it. With the case's few keep-alive
+connections, each connection's round trip carries the generator's own time per request, and
+wrk2's (C, epoll) is about a third of vegeta's: on the 3node testbed it found the proxied
+path's capacity at 27.3k requests/s where vegeta found 22.6k, and the direct path's at 58.6k
+where vegeta stopped at its own ~30k (benchmarks/README.md)."""
 PREFERENCE = ("vegeta", "oha", "wrk2")
-"""Generators in the order they are chosen. oha costs half vegeta's CPU per HTTPS request, but
-it counts its own start-up against the schedule (about one late request per trial: at 100
-requests/s, 1 % of them over 10 ms) and its tail is wider at equal rates; capacity searches
-with it failed their sanity check 3 times in 4 where vegeta's held 4 in 4 (benchmarks/README.md).
-So vegeta first; oha where a lab declares it instead."""
+"""The latency pass's order: vegeta first, for its percentiles (wrk2's count its own
+millisecond timer: p50 1.21 ms where vegeta saw 0.15 ms at the same rate of the same path,
+LAB-NOTES). oha costs half vegeta's CPU per HTTPS request but counts its own start-up against
+the schedule (about one late request per trial: at 100 requests/s, 1 % of them over 10 ms) and
+has a wider tail at equal rates: its capacity searches failed their sanity check 3 times in 4
+where vegeta's held 4 in 4 (benchmarks/README.md); it is used where a lab declares only it."""
 
 
 def find_generator(node: Node, tools: dict[str, str], cpus: list[int] | None,
@@ -119,8 +127,7 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
             sent=result.requests, failed=result.failed,
             over={limit: result.over_limit(limit) for limit in limits_ms},
             achieved=result.achieved, latency=p,
-            generator_cpu=_cpu_share(result.attack_cpu_s,
-                                     max(seconds, result.duration_s + result.wait_s), cpus),
+            generator_cpu=_cpu_share(result.attack_cpu_s, result.duration_s or seconds, cpus),
             tool="vegeta", processes=result.processes, seconds=time.monotonic() - started,
             extra={"sent_per_s": result.send_rate, "max_late_ms": (result.max_late_s or 0) *
                    1e3, "status_codes": result.status_codes, "errors": list(result.errors)[:5],
@@ -166,11 +173,13 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
 
 def _cpu_share(cpu_s: float | None, seconds: float, cpus: list[int] | None) -> float | None:
     """The generator's CPU time as a share of the cores it was pinned to over the ``seconds``
-    it ran (sending, then waiting for the last answers; None unpinned or unmeasured): near 1,
-    the generator, not the path, set the pace."""
-    if cpu_s is None or not cpus:
+    it sent for (vegeta's attack duration: the wait for the last answers, mostly idle, is left
+    out of the denominator, so a trial whose answers came late does not read as an idle
+    generator; at most 1; None unpinned or unmeasured): near 1, the generator, not the path,
+    set the pace."""
+    if cpu_s is None or not cpus or seconds <= 0:
         return None
-    return cpu_s / (seconds * len(cpus))
+    return min(1.0, cpu_s / (seconds * len(cpus)))
 
 
 def latency_pass(measurement: Measurement, generator: Generator | None, why: str, url: str,

@@ -115,7 +115,7 @@ class ResultsKeywords:
     def end_test(self, data: Any, result: Any) -> None:
         """Listener hook: the test's message carries its figures (after a failure message),
         and one line per test (status, message, log anchor) goes to ``tests.jsonl``."""
-        if self._headline:
+        if self._headline and self._headline not in (result.message or ""):
             result.message = (f"{result.message} | measured: {self._headline}"
                               if result.message else self._headline)
         if self._records_path is None or _dry_run():

@@ -18,7 +18,12 @@ from libraries.keywords.https_paths import (
     one_cpu,
     worker_connections,
 )
-from libraries.keywords.latency import Generator, find_generator, latency_pass
+from libraries.keywords.latency import (
+    CAPACITY_PREFERENCE,
+    Generator,
+    find_generator,
+    latency_pass,
+)
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
@@ -77,6 +82,7 @@ class SslProxyKeywords:
         self._proxy: NginxHandle | None = None
         self._paths: dict[str, str] = {}
         self._generator: Generator | None = None
+        self._searcher: Generator | None = None
 
     @property
     def paths(self) -> dict[str, str]:
@@ -87,6 +93,11 @@ class SslProxyKeywords:
     def generator(self) -> Generator | None:
         """The constant-rate generator the last latency pass used (None: none available)."""
         return self._generator
+
+    @property
+    def searcher(self) -> Generator | None:
+        """The constant-rate generator for capacity searches (:data:`CAPACITY_PREFERENCE`)."""
+        return self._searcher
 
     @property
     def server(self) -> NginxHandle | None:
@@ -369,11 +380,13 @@ class SslProxyKeywords:
                       cpus: list[int] | None, ledger: str, url: str, plan: TrialPlan) -> None:
         """The constant-rate pass at half the measured maximum (:mod:`.latency`)."""
         tools = current_testbed().topology.nodes[tg.name].tools
+        connections = int(measurement.parameters["connections"])
         generator, why = find_generator(tg, tools, cpus, env, ledger)
         if generator is not None:
-            generator = replace(generator,
-                                connections=int(measurement.parameters["connections"]))
+            generator = replace(generator, connections=connections)
         self._generator = generator
+        searcher = find_generator(tg, tools, cpus, env, ledger, CAPACITY_PREFERENCE)[0]
+        self._searcher = replace(searcher, connections=connections) if searcher else None
         wrk2 = generator is not None and generator.tool == "wrk2"
         seconds = max(plan.duration, 30 if wrk2 else 3)  # wrk2 recalibrates for ~10 s
         goals = BuiltIn().get_variable_value("${LATENCY_SLO}", DEFAULT_SLO)

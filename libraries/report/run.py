@@ -32,6 +32,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from libraries.history.load import TESTS_FILE
+from libraries.report.ab_section import ab_section
 from libraries.report.latency_curves import capacity_chart
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
@@ -276,11 +277,14 @@ def render_run_report(run_dir: Path) -> str:
     records, tests, run = _load_run(run_dir, problems)
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
-        by_case[record["case"]].append(record)
+        if not record.get("ab"):
+            by_case[record["case"]].append(record)
     latest_tests = {t["test_id"]: t for t in tests}
     charts: list[str] = []
     sections = [_case_section(case, by_case[case], latest_tests, charts)
                 for case in sorted(by_case)]
+    sections.insert(0, ab_section([r for r in records if r.get("ab")], latest_tests, charts,
+                                  _log_link))
     statuses = [t["status"] for t in latest_tests.values()]
     counts = ", ".join(f"{statuses.count(s)} {s.lower()}" for s in ("PASS", "FAIL", "SKIP")
                        if s in statuses) or f"{len(records)} record(s)"
@@ -288,7 +292,8 @@ def render_run_report(run_dir: Path) -> str:
     log = next((t["log"] for t in tests if t.get("log")), None)
     log_link = f' &middot; <a href="{html.escape(log)}">log.html</a>' if log else ""
     nav = " &middot; ".join(f'<a href="#case-{html.escape(c)}">{html.escape(c)}</a>'
-                            for c in sorted(by_case))
+                            for c in (["ab"] if any(r.get("ab") for r in records) else [])
+                            + sorted(by_case))
     meta = ", ".join(f"{k} {html.escape(str(run[k]))}" for k in
                      ("topology", "project_revision", "host", "start_time") if run.get(k))
     charts_json = ("[" + ",".join(charts) + "]").replace("</", "<\\/")  # safe in <script>

@@ -203,6 +203,21 @@ class AbOutcome:
 Build = Callable[[dict[str, list[Any]], float], Measurement]
 
 
+@dataclass(frozen=True)
+class _SideObserver:
+    """Tells ``observer`` of side ``side``'s trials as ``<side> <variant>`` (``b proxy``)."""
+
+    observer: TrialObserver
+    side: str
+
+    def trial_started(self, variant: str, round_number: int, total: int) -> None:
+        self.observer.trial_started(f"{self.side} {variant}", round_number, total)
+
+    def trial_finished(self, variant: str, round_number: int, total: int,
+                       result: Any) -> None:
+        self.observer.trial_finished(f"{self.side} {variant}", round_number, total, result)
+
+
 def compare(sides: Mapping[str, Measurement], metrics: Mapping[str, Direction],
             settings: AbSettings) -> dict[str, MetricComparison]:
     """Per metric the per-round ratios b / a of the two sides' trials and their verdict."""
@@ -248,9 +263,10 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
         order = ("b", "a") if current == "b" else ("a", "b")
         for side in order:
             use(side)
+            told = _SideObserver(observer, side) if observer is not None else None
             trial_seconds[side] += run_rounds(variants, plan.duration,
                                               range(rounds + 1, rounds + 2),
-                                              settings.max_rounds, results[side], observer)
+                                              settings.max_rounds, results[side], told)
         rounds += 1
         if rounds in settings.looks:
             looks.append(rounds)

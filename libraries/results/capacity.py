@@ -120,7 +120,7 @@ class SearchSettings:
     exceed_ratio: float = 0.5
     initial_duration: float = 0.5
     final_duration: float = 1.0
-    duration_sum: float = 4.0
+    duration_sum: float = 8.0
     width: float = 0.02
     max_seconds: float = 60.0
 
@@ -189,7 +189,7 @@ def _fraction(name: str, value: object) -> float:
 
 
 DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
-                               "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 4,
+                               "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
                                "width": 0.02, "max_seconds": 60}
 
 
@@ -200,7 +200,7 @@ def settings_from_variables(lookup: Callable[[str, object], object]) -> SearchSe
 
 def parse_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
                    exceed_ratio: object = 0.5, durations: object = "0.5..1",
-                   duration_sum: object = 4, width: object = 0.02,
+                   duration_sum: object = 8, width: object = 0.02,
                    max_seconds: object = 60) -> SearchSettings:
     """The settings from Robot variables (see :data:`VARIABLES`); ``durations`` is
     ``initial..final`` seconds or one duration for both. ``ValueError`` names the variable."""

@@ -1,0 +1,205 @@
+"""A/B runs checked as an instrument: false alarms of A/A tests, detection of small real
+slowdowns applied to side b only, and the smallest change detected at 90 % power against the
+minutes a test takes.
+
+    python -m benchmarks.ab_bench collect --case ssl_proxy --side aa --runs 40 --out aa-ssl.jsonl
+    python -m benchmarks.ab_bench collect --case ssl_proxy --side burn:0.06 --runs 30 --out b.jsonl
+    python -m benchmarks.ab_bench collect --case ssl_proxy --side burn:0.06 --runs 3 --truth \\
+        --out truth.jsonl                # long runs (80 rounds, one look): the true size
+    python -m benchmarks.ab_bench analyze aa-ssl.jsonl b.jsonl truth.jsonl [--mde aa-ssl.jsonl]
+
+Each run is one A/B test under ``robot -v AB:<file>`` with the suite's defaults (looks every 8
+rounds up to 40, margin 2 %, budget 600 s), the comparison file written here:
+
+* ``aa``: side b is the same binary reached by another path (a symlink to the topology's nginx
+  or iperf3 on the DUT): every switch restarts it, as a real comparison would, and nothing
+  else differs;
+* ``burn:<share>``: side b's binary is a wrapper that starts, beside the real one and in its
+  process group (so it stops with it), a CPU burner pinned to the DUT process's core and busy
+  ``share`` of every 10 ms: a small slowdown of side b only, applied from outside, whose true
+  size is measured by ``--truth`` runs (80 rounds, judged once).
+
+``analyze`` prints per file the verdicts (false alarms: regression or progression in an A/A
+file; detections: regression in a slowed one), the changes measured, rounds and minutes per
+test, and with ``--mde`` the minimum detectable slowdown at 90 % power for each number of
+rounds, from the A/A files' per-round ratios (resampled, shifted, judged by the suite's own
+looks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from libraries.results.ab import AbSettings, judge, ratio_interval
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = {
+    "ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy", "nginx",
+                  "/usr/sbin/nginx", "rps"),
+    "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
+                 "/usr/bin/iperf3", "throughput"),
+}
+BURNER = """#!/bin/sh
+# side b of the A/B benchmark: the real {tool}, and beside it in its process group a burner
+# busy {share} of every 10 ms on CPU {cpu} (a slowdown from outside); version probes pass.
+case " $* " in *" -v "*|*" --version "*|*" -V "*) exec {binary} "$@";; esac
+taskset -c {cpu} {python} -c 'import time
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < {busy}: pass
+    time.sleep({idle})' &
+exec {binary} "$@"
+"""
+
+
+def comparison(case: str, side: str, folder: Path) -> Path:
+    """Write the comparison file of ``side`` (``aa`` or ``burn:<share>``) for ``case``."""
+    _, _, tool, binary, _ = CASES[case]
+    if side == "aa":
+        candidate = folder / f"{tool}-same"
+        if not candidate.exists():
+            candidate.symlink_to(binary)
+        text = (f"name: A/A via another path to {binary}\naa: true\na: {{name: {tool}}}\n"
+                f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
+    else:
+        share = float(side.split(":", 1)[1])
+        candidate = folder / f"{tool}-burn-{share:g}"
+        candidate.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0,
+                                           binary=binary, python=sys.executable,
+                                           busy=0.01 * share, idle=0.01 * (1 - share)))
+        candidate.chmod(0o755)
+        text = (f"name: {tool} with {share:.0%} of its core taken\na: {{name: {tool}}}\n"
+                f"b:\n  name: {tool}-burn-{share:g}\n  tools: {{dut: {{{tool}: "
+                f"{candidate}}}}}\n")
+    path = folder / f"{case}-{side.replace(':', '-')}.yaml"
+    path.write_text(text)
+    return path
+
+
+def collect(case: str, side: str, runs: int, out: Path, truth: bool) -> None:
+    """Append ``runs`` A/B records of ``case`` with ``side`` to ``out``."""
+    suite, test, *_ = CASES[case]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="ab-bench-", dir="/tmp"))
+    path = comparison(case, side, folder)
+    extra = ["-v", "AB_LOOK:80", "-v", "AB_MAX_ROUNDS:80", "-v", "AB_BUDGET:3000"] \
+        if truth else []
+    for index in range(runs):
+        run_dir = folder / f"run{index:03d}"
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "robot", "-d", str(run_dir), "-v",
+                        f"RUN_ID:ab{index}", "-v", f"AB:{path}", "-v",
+                        f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", *extra,
+                        "--console", "none", "--log", "NONE", "--report", "NONE",
+                        "-t", test, suite], cwd=REPO, timeout=3600, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        records = run_dir / "records.jsonl"
+        if not records.is_file():
+            print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
+            continue
+        record = json.loads(records.read_text().splitlines()[-1])
+        record["bench"] = {"case": case, "side": side, "truth": truth,
+                           "wall_s": time.monotonic() - started}
+        with out.open("a") as stream:
+            stream.write(json.dumps(record) + "\n")
+        block = record["ab"]
+        (metric,) = block["metrics"].values()
+        print(f"run {index + 1}/{runs}: {block['verdict']} {metric['change_pct']:+.2f} % after "
+              f"{block['rounds']['run']} rounds in {time.monotonic() - started:.0f} s",
+              flush=True)
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summary(path: Path) -> str:
+    """One markdown row of the A/B records in ``path``."""
+    records = _records(path)
+    verdicts = [r["ab"]["verdict"] for r in records]
+    changes = [next(iter(r["ab"]["metrics"].values()))["change_pct"] for r in records]
+    rounds = [r["ab"]["rounds"]["run"] for r in records]
+    minutes = [r["bench"]["wall_s"] / 60 for r in records]
+    bench = records[0]["bench"]
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in
+                       ("regression", "progression", "no change", "inconclusive")
+                       if v in verdicts)
+    return (f"| {bench['case']} | {bench['side']}{' (truth)' if bench['truth'] else ''} | "
+            f"{len(records)} | {counts} | {statistics.median(changes):+.2f} % "
+            f"({min(changes):+.1f} to {max(changes):+.1f}) | {statistics.median(rounds):.0f} "
+            f"({min(rounds)}-{max(rounds)}) | {statistics.median(minutes):.1f} "
+            f"({max(minutes):.1f}) |")
+
+
+def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5) -> str:
+    """The slowdown detected in 90 % of tests per number of rounds: per-round log ratios of
+    the A/A files (centred), resampled, shifted down by a slowdown and judged at the looks the
+    suite makes up to that many rounds."""
+    records = [r for p in paths for r in _records(p)]
+    logs = np.concatenate([np.log(next(iter(r["ab"]["metrics"].values()))["ratios"])
+                           for r in records])
+    logs = logs - np.median(logs)
+    per_round = statistics.median(r["bench"]["wall_s"] / max(1, r["ab"]["rounds"]["run"])
+                                  for r in records)
+    rng = np.random.default_rng(seed)
+    lines = ["| rounds | minutes per test | slowdown detected in 90 % |", "|---|---|---|"]
+    for rounds in (8, 16, 24, 32, 40):
+        looks = [look for look in settings.looks if look <= rounds]
+        found = None
+        for slowdown in np.arange(0.005, 0.2, 0.0025):
+            hits = 0
+            for _ in range(draws):
+                sample = rng.choice(logs, rounds) + np.log(1 - slowdown)
+                for look in looks:
+                    verdict = judge(ratio_interval(np.exp(sample[:look]),
+                                                   settings.alpha_per_look),
+                                    "higher_is_better", settings.margin)
+                    if verdict != "inconclusive":
+                        break
+                hits += verdict == "regression"
+            if hits >= 0.9 * draws:
+                found = slowdown
+                break
+        shown = f"{found:.1%}" if found is not None else "> 20 %"
+        lines.append(f"| {rounds} | {rounds * per_round / 60:.1f} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Collect or analyse (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab_bench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("collect")
+    run.add_argument("--case", choices=sorted(CASES), required=True)
+    run.add_argument("--side", required=True, help="aa or burn:<share of a core>")
+    run.add_argument("--runs", type=int, default=10)
+    run.add_argument("--truth", action="store_true", help="80 rounds judged once")
+    run.add_argument("--out", type=Path, required=True)
+    look = commands.add_parser("analyze")
+    look.add_argument("files", nargs="+", type=Path)
+    look.add_argument("--mde", nargs="*", type=Path, default=[])
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        collect(args.case, args.side, args.runs, args.out, args.truth)
+        return 0
+    sys.stdout.write("| case | side b | tests | verdicts | change (median, range) | rounds | "
+                     "minutes per test (max) |\n|---|---|---|---|---|---|---|\n")
+    for path in args.files:
+        sys.stdout.write(summary(path) + "\n")
+    if args.mde:
+        sys.stdout.write("\n" + mde(args.mde, AbSettings()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The run report's A/B section: per A/B test both sides (names, the versions of what they
+change, each side's median with its interval), the change candidate / baseline with its
+interval and verdict, the rounds, looks and switch cost, and a chart of the per-round ratios
+with the change, its interval and the margin drawn over them."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.graph_objects as go
+
+from libraries.results.headline import figure as figure_text
+
+VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
+                 "inconclusive": "no_criteria"}
+
+
+def ratio_chart(record: dict[str, Any]) -> go.Figure | None:
+    """Per-round ratios b / a of each compared metric of an A/B record (None otherwise)."""
+    block = record.get("ab")
+    if not block:
+        return None
+    margin = block["rounds"].get("margin", 0.0)
+    traces: list[Any] = []
+    shapes: list[dict[str, Any]] = []
+    for metric, comparison in block["metrics"].items():
+        ratios = comparison["ratios"]
+        traces.append(go.Scatter(x=list(range(1, len(ratios) + 1)), y=ratios,
+                                 mode="markers+lines", name=f"{metric} b / a",
+                                 line={"width": 1, "color": "#4f81bd"}, marker={"size": 7}))
+        if comparison.get("low") is not None and comparison.get("high") is not None:
+            shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
+                           "y0": comparison["low"], "y1": comparison["high"],
+                           "fillcolor": "rgba(192, 80, 77, 0.15)", "line": {"width": 0}})
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
+                       "y0": comparison["change"], "y1": comparison["change"],
+                       "line": {"color": "#c0504d", "width": 2}})
+    for level, dash in ((1.0, "solid"), (1.0 - margin, "dash"), (1.0 + margin, "dash")):
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
+                       "y0": level, "y1": level, "line": {"color": "#555", "dash": dash,
+                                                          "width": 1}})
+    figure = go.Figure(traces)
+    figure.update_layout(
+        shapes=shapes, margin={"l": 70, "r": 20, "t": 40, "b": 50},
+        xaxis_title="round (A B | B A | ...)", yaxis_title="candidate / baseline",
+        title={"text": f"{record['name']}: {block['sides']['b']['name']} / "
+                       f"{block['sides']['a']['name']} per round (line: the change, band: its "
+                       f"interval, dashed: +-{margin:.0%})", "font": {"size": 14}},
+        legend={"orientation": "h", "y": 1.12, "x": 0.5})
+    return figure
+
+
+def _side(record: dict[str, Any], key: str, metric: str) -> str:
+    side = record["ab"]["sides"][key]
+    versions = "; ".join(f"{node}: " + ", ".join(f"{t} {v}" for t, v in tools.items())
+                         for node, tools in side.get("versions", {}).items())
+    figures = (record.get("evidence", {}).get("sides", {}).get(key, {})
+               .get("metrics", {}).get(metric))
+    shown = ""
+    if figures:
+        interval = figures.get("interval") or {}
+        shown = f"{figure_text(figures['value'])} {figures['unit']}"
+        if interval.get("level") is not None:
+            shown += f" [{figure_text(interval['low'])}, {figure_text(interval['high'])}]"
+    return (f"<b>{html.escape(side['name'])}</b> {html.escape(shown)}"
+            + (f"<br><small>{html.escape(versions)}</small>" if versions else ""))
+
+
+def _row(record: dict[str, Any], test: dict[str, Any] | None, link: str) -> str:
+    block = record["ab"]
+    rounds, switch = block["rounds"], block["switch"]
+    cells = []
+    for metric, c in block["metrics"].items():
+        change = f"{c['change_pct']:+.1f} %"
+        if c.get("low") is not None:
+            change += f" [{(c['low'] - 1) * 100:+.1f}, {(c['high'] - 1) * 100:+.1f}]"
+        cells.append(
+            f"<tr><td>{html.escape(record['name'])}</td><td>{html.escape(metric)}</td>"
+            f"<td>{_side(record, 'a', metric)}</td><td>{_side(record, 'b', metric)}</td>"
+            f"<td>{html.escape(change)}</td>"
+            f'<td class="{VERDICT_CLASS.get(c["verdict"], "")}">{html.escape(c["verdict"])}'
+            f"</td><td>{rounds['run']} rounds, looks {rounds['looks']}<br>"
+            f"{html.escape(rounds['stopped'])}</td>"
+            f"<td>{switch['count']} x {switch.get('median_s') or 0:.2f} s</td>"
+            f"<td>{html.escape((test or {}).get('message') or '')}</td><td>{link}</td></tr>")
+    return "".join(cells)
+
+
+def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
+               charts: list[str], link: Any) -> str:
+    """The section of the A/B records (empty when there are none); ``link(test)`` gives the
+    log link of a test, ``charts`` collects the charts' JSON as the page draws them."""
+    if not records:
+        return ""
+    blocks = []
+    for record in records:
+        figure = ratio_chart(record)
+        if figure is not None:
+            charts.append(figure.to_json())
+            blocks.append(f'<div class="chart" id="chart-ab-{len(charts)}"></div>')
+    files = sorted({(r["ab"]["comparison"]["name"], r["ab"]["comparison"]["path"],
+                     r["ab"]["comparison"]["sha256"][:12]) for r in records})
+    about = "; ".join(f"{html.escape(n)} ({html.escape(p)}, sha256 {s})" for n, p, s in files)
+    rows = "".join(_row(r, tests.get(r["test_id"]), link(tests.get(r["test_id"])))
+                   for r in records)
+    return ('<section class="case" id="case-ab"><h2>A/B</h2>'
+            f'<p class="note">Comparison: {about}. Each round measures both sides back to '
+            "back (A B | B A | ...); the change is the Hodges-Lehmann median of the per-round "
+            "ratios candidate / baseline, with its signed-rank interval at the looks' level."
+            "</p>" + "".join(blocks)
+            + "<table><tr><th>test</th><th>metric</th><th>baseline (a)</th><th>candidate (b)"
+              "</th><th>change [interval]</th><th>verdict</th><th>rounds</th><th>switches</th>"
+              "<th>message</th><th></th></tr>" + rows + "</table></section>")

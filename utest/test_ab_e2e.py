@@ -1,0 +1,105 @@
+"""A/B runs for real on the 3node testbed (short: 6 rounds of 1 s): a sysctl that cripples the
+DUT's receive buffers is a regression that fails the test with the message a user reads, the
+original value is put back after the test, and each side's record and the run report say so;
+an nginx knob restarts only the proxy; bad comparison files stop the suite before anything is
+measured, naming the file and key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from robot.api import ExecutionResult
+
+REPO = Path(__file__).resolve().parent.parent
+SHORT = ["-v", "AB_LOOK:6", "-v", "AB_MAX_ROUNDS:6", "-v", "DURATION:1", "-v", "WARMUP:1"]
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces"),
+]
+
+
+def _robot(tmp_path: Path, comparison: str, test: str, suite: str) -> tuple[int, Path]:
+    path = tmp_path / "ab.yaml"
+    path.write_text(comparison)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "robot", "-d", str(out), "-v", "RUN_ID:ab",
+                          "-v", "TOPOLOGY:3node", "-v", f"AB:{path}", *SHORT, "-t", test,
+                          "--console", "dotted", suite], cwd=REPO, capture_output=True,
+                         text=True, timeout=900, check=False)
+    return run.returncode, out
+
+
+def _messages(out: Path) -> dict[str, tuple[str, str]]:
+    result = ExecutionResult(str(out / "output.xml"))
+    found: dict[str, tuple[str, str]] = {}
+
+    def visit(suite) -> None:
+        for test in suite.tests:
+            found[test.name] = (test.status, test.message)
+        for child in suite.suites:
+            visit(child)
+    visit(result.suite)
+    return found
+
+
+def test_a_crippled_receive_buffer_is_a_regression_and_the_sysctl_comes_back(tmp_path: Path):
+    code, out = _robot(tmp_path, "name: tiny rmem\na: {name: default}\nb:\n  name: tiny\n"
+                       "  sysctl: {dut: {net.ipv4.tcp_rmem: 4096 4096 4096}}\n",
+                       "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot")
+    assert code == 1
+    status, message = _messages(out)["1s-kernel-tcp-term"]
+    assert status == "FAIL" and message.startswith("A/B tiny ")
+    assert " % slower than default on throughput [" in message
+    assert message.endswith(" after 6 rounds")
+    (record,) = map(json.loads, (out / "records.jsonl").read_text().splitlines())
+    assert record["schema_version"] == 4 and record["verdict"] == "fail"
+    block = record["ab"]
+    assert block["verdict"] == "regression" and block["rounds"]["run"] == 6
+    assert block["switch"]["count"] == 8 and block["comparison"]["text"].startswith("name:")
+    assert len(record["metrics"]["ab_throughput_ratio"]["trials"]) == 6
+    assert set(record["evidence"]["sides"]) == {"a", "b"}
+    log = (out / "output.xml").read_text()
+    original = log.split("sysctl -n net.ipv4.tcp_rmem")[0]  # read in the suite setup
+    assert "net.ipv4.tcp_rmem=4096 4096 4096" in log
+    restored = log.rsplit("sysctl -q -w", 1)[1].split("'")[1]
+    assert restored.startswith("net.ipv4.tcp_rmem=") and restored != \
+        "net.ipv4.tcp_rmem=4096 4096 4096", original[-200:]
+    page = (out / "run-report.html").read_text()
+    assert "<h2>A/B</h2>" in page and "default per round" in page
+
+
+def test_an_nginx_knob_restarts_only_the_proxy_and_an_aa_check_is_no_finding(tmp_path: Path):
+    code, out = _robot(tmp_path, "aa: true\na: {name: log-off}\nb:\n  name: log-off-again\n"
+                       "  nginx: {proxy: {server: ['access_log off;']}}\n",
+                       "1kb-10c-kernel-ssl-proxy", "tests/ssl_proxy/kernel.robot")
+    status, message = _messages(out)["1kb-10c-kernel-ssl-proxy"]
+    assert code == 0 and status == "PASS", message
+    (record,) = map(json.loads, (out / "records.jsonl").read_text().splitlines())
+    assert record["ab"]["verdict"] in ("no change", "inconclusive")
+    assert record["ab"]["switch"]["median_s"] < 2.0
+    log = (out / "output.xml").read_text()
+    assert "(nginx-proxy restarted)" in log and "nginx-server restarted" not in log
+
+
+@pytest.mark.parametrize(("comparison", "expected"), [
+    ("a: {name: x}\nb: {name: y, tools: {dut: {nginx: /bin/false}}}\n",
+     "b.tools.dut.nginx: /bin/false does not answer its version command"),
+    ("a: {name: x}\nb: {name: y, sysctl: {dut: {net.ipv4.no_such_knob: 1}}}\n",
+     "sysctl.net.ipv4.no_such_knob on dut: no such sysctl"),
+    ("a: {name: x}\nb: {name: y, tools: {client: {nginx: /x}}}\n",
+     "b.tools.client: no node 'client' in topology 3node"),
+])
+def test_bad_comparisons_stop_the_suite_before_anything_is_measured(tmp_path: Path,
+                                                                    comparison: str,
+                                                                    expected: str):
+    code, out = _robot(tmp_path, comparison, "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot")
+    assert code == 1
+    status, message = _messages(out)["1s-kernel-tcp-term"]
+    assert status == "FAIL" and "Parent suite setup failed" in message and expected in message
+    assert not (out / "records.jsonl").exists()
