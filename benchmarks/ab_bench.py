@@ -8,7 +8,7 @@ minutes a test takes.
         --out truth.jsonl                # long runs (80 rounds, one look): the true size
     python -m benchmarks.ab_bench analyze aa-ssl.jsonl b.jsonl truth.jsonl [--mde aa-ssl.jsonl]
 
-Each run is one A/B test under ``robot -v AB:<file>`` with the suite's defaults (looks every 8
+Each run is one A/B test under ``robot -v AB:<file>`` with the suite's defaults (looks every 10
 rounds up to 40, margin 2 %, budget 600 s), the comparison file written here:
 
 * ``aa``: side b is the same binary reached by another path (a symlink to the topology's nginx
@@ -52,12 +52,12 @@ CASES = {
 BURNER = """#!/bin/sh
 # side b of the A/B benchmark: the real {tool}, and beside it in its process group a burner
 # busy {share} of every 10 ms on CPU {cpu} (a slowdown from outside); version probes pass.
-case " $* " in *" -v "*|*" --version "*|*" -V "*) exec {binary} "$@";; esac
+case " $* " in *" -v "*|*" --version "*|*" -V "*|*" -t "*) exec {binary} "$@";; esac
 taskset -c {cpu} {python} -c 'import time
 while True:
     t = time.perf_counter()
     while time.perf_counter() - t < {busy}: pass
-    time.sleep({idle})' &
+    time.sleep({idle})' </dev/null >/dev/null 2>&1 &
 exec {binary} "$@"
 """
 
@@ -153,7 +153,7 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
                                   for r in records)
     rng = np.random.default_rng(seed)
     lines = ["| rounds | minutes per test | slowdown detected in 90 % |", "|---|---|---|"]
-    for rounds in (8, 16, 24, 32, 40):
+    for rounds in (10, 20, 30, 40):
         looks = [look for look in settings.looks if look <= rounds]
         found = None
         for slowdown in np.arange(0.005, 0.2, 0.0025):

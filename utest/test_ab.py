@@ -135,10 +135,10 @@ def test_rounds_alternate_a_b_b_a_after_one_warm_up_per_side():
 def test_a_clear_slowdown_is_a_regression_at_the_first_look():
     outcome = _run(Sides(slowdown=0.05, noise=0.01), AbSettings())
     rps = outcome.comparisons["rps"]
-    assert rps.verdict == "regression" and outcome.looks == [8]
-    assert outcome.stopped == "conclusive at the look after 8 rounds"
+    assert rps.verdict == "regression" and outcome.looks == [10]
+    assert outcome.stopped == "conclusive at the look after 10 rounds"
     assert 0.93 < rps.interval.change < 0.97 and rps.interval.high < 0.98
-    assert outcome.sides["a"].metrics["rps"].summary.count == 8
+    assert outcome.sides["a"].metrics["rps"].summary.count == 10
 
 
 def test_the_budget_ends_the_rounds_and_the_last_ones_are_judged():
@@ -146,13 +146,13 @@ def test_the_budget_ends_the_rounds_and_the_last_ones_are_judged():
     ticks = iter(range(0, 10_000, 7))
     outcome = _run(sides, AbSettings(budget_s=100), clock=lambda: next(ticks))
     assert outcome.stopped.startswith("budget spent")
-    assert outcome.rounds < 16 and outcome.comparisons["rps"].ratios
+    assert outcome.rounds < 20 and outcome.comparisons["rps"].ratios
 
 
 def test_false_alarms_over_every_look_stay_within_alpha():
     """600 A/A tests of up to 40 rounds, judged at every look: a regression or progression
     called in at most alpha of them (the looks' Bonferroni split keeps it there)."""
-    settings = AbSettings(look=8, max_rounds=40, margin=0.0, alpha=0.05)
+    settings = AbSettings(look=10, max_rounds=40, margin=0.0, alpha=0.05)
     alarms = 0
     rng = np.random.default_rng(11)
     for _ in range(600):

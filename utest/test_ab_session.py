@@ -143,7 +143,7 @@ def test_bad_ab_variables_are_refused_naming_them(variables, message):
 def test_the_default_settings_and_a_margin_in_percent():
     settings = settings_from_variables({"AB_MARGIN": "3%"}.get)
     assert (settings.margin, settings.look, settings.max_rounds, settings.budget_s) == \
-        (0.03, 8, 40, 600.0)
+        (0.03, 10, 40, 600.0)
 
 
 def test_the_run_report_shows_both_sides_the_change_and_the_rounds_chart(tmp_path: Path):

@@ -95,11 +95,13 @@ def test_the_real_vpp_defect_a_capacity_below_a_latency_pass_that_met_the_goal_i
         "which met the goal (0.01% over the limit)")
 
 
-def test_a_capacity_above_a_latency_pass_that_missed_the_goal_is_refused():
+def test_a_latency_pass_that_missed_the_goal_does_not_overrule_a_whole_search():
+    """One 3 s pass at 14.2k that met a stall (74 % over 10 ms) refused a 22.6k capacity
+    the search had found over 25 trials."""
     latency = {"rate": 5000.0, "sent": 15000, "failed": 0, "over_slo": 600, "slo_ms": 10.0}
     checks = _sanity(_measured(10_000, 20_000, latency),
                      {"proxy": _path("proxy", 7_000.0, [])}, {"proxy": 10_000}, GOAL)
-    assert checks["proxy"]["half_rate_met_goal"] is False and not checks["proxy"]["holds"]
+    assert checks["proxy"]["half_rate_met_goal"] is False and checks["proxy"]["holds"]
 
 
 def test_a_search_its_budget_ended_stands_only_with_a_lower_bound():

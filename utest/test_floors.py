@@ -219,3 +219,20 @@ def test_the_latency_chart_axis_keeps_to_the_data():
     (slo,) = [a for a in layout["annotations"] if a["text"].startswith("limit")]
     assert slo["y"] == pytest.approx(1.0)  # log10(10 ms)
     assert all(a.get("yref") != "y" or a["y"] <= high for a in layout["annotations"])
+
+
+def test_a_ceiling_on_a_share_lost_counts_its_headroom_on_what_remains():
+    """The sslsniff per-event tracer costs 81-83 % here: against a 90 % ceiling its remaining
+    17 % may still fall by 41 % (a relative headroom of 9 % would call it near for nothing)."""
+    record = {"case": "sslsniff", "stack": "kernel", "topology": "3node",
+              "test_id": "3node/sslsniff/1kb-10c-kernel-sslsniff",
+              "parameters": {"tracer": "kernel-bpftrace", "per_event": True},
+              "metrics": {"overhead_pct": {"value": 81.5, "unit": "%", "trials": [81.0, 81.5],
+                                           "interval": {"low": 80.1, "high": 82.8,
+                                                        "level": 0.94}}}}
+    (check,) = check_floors([record], SHIPPED)
+    assert check.op == "<=" and check.bound == 90 and check.worst == 82.8
+    assert check.headroom == pytest.approx((90 - 82.8) / (100 - 82.8))
+    assert check.status == "ok"
+    record["metrics"]["overhead_pct"]["interval"]["high"] = 91.0
+    assert check_floors([record], SHIPPED)[0].status == "fails"

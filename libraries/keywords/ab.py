@@ -225,10 +225,10 @@ def current_ab() -> AbSession | None:
 
 
 def settings_from_variables(variable: Callable[[str, Any], Any]) -> AbSettings:
-    """``-v AB_MARGIN`` (percent, default 2), ``AB_LOOK`` (8), ``AB_MAX_ROUNDS`` (40),
+    """``-v AB_MARGIN`` (percent, default 2), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (40),
     ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
     values = {}
-    for name, default, kind in (("AB_MARGIN", 2, float), ("AB_LOOK", 8, int),
+    for name, default, kind in (("AB_MARGIN", 2, float), ("AB_LOOK", 10, int),
                                 ("AB_MAX_ROUNDS", 40, int), ("AB_BUDGET", 600, float),
                                 ("ALPHA", 0.05, float)):
         given = variable(name, default)

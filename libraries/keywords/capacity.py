@@ -210,7 +210,9 @@ def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
             maxima: dict[str, float], goal: LatencyGoal) -> dict[str, dict[str, Any]]:
     """Each capacity against independent estimates: at most the closed-loop maximum (5 % for
     that maximum's own noise), and for the proxied path at least the rate of the 50 % latency
-    pass when that pass met the first goal (counted as the search counts), below it when not."""
+    pass when that pass met the first goal (counted as the search counts). A pass that missed
+    the goal is one 3 s trial against a whole search: a capacity above it is logged as a
+    warning, not refused."""
     latency = measurement.evidence.get("latency") or {}
     half, over, sent = latency.get("rate"), latency.get("over_slo"), latency.get("sent")
     if latency.get("slo_ms") != goal.limit_ms:  # the pass counted another limit: no estimate
@@ -236,9 +238,10 @@ def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
         if met and capacity < half * 0.95:
             check.update(holds=False, why=f"is below the latency pass at {half:.0f} requests/s"
                                           f", which met the goal ({share:.2%} over the limit)")
-        elif not met and capacity > half * 1.05:
-            check.update(holds=False, why=f"is above the latency pass at {half:.0f} requests/s"
-                                          f", which missed the goal ({share:.2%} over)")
+        elif not met and capacity > half * 1.05:  # one 3 s pass against a whole search
+            logger.warn(f"{variant} capacity {capacity:.0f} requests/s is above the latency "
+                        f"pass at {half:.0f} requests/s, which missed the goal ({share:.2%} "
+                        "over): that single pass met a hiccup, or the search is wrong")
     for variant, check in checks.items():
         if not check["holds"]:
             logger.warn(f"{variant} capacity {check['capacity']:.0f} requests/s {check['why']}")

@@ -62,7 +62,7 @@ class AbSettings:
 
     margin: float = 0.02
     alpha: float = 0.05
-    look: int = 8
+    look: int = 10
     max_rounds: int = 40
     budget_s: float = 600.0
 
