@@ -1,8 +1,8 @@
 """A/B runs for real on the 3node testbed (short: 6 rounds of 1 s): a sysctl that cripples the
 DUT's receive buffers is a regression that fails the test with the message a user reads, the
 original value is put back after the test, and each side's record and the run report say so;
-an nginx knob restarts only the proxy; bad comparison files stop the suite before anything is
-measured, naming the file and key."""
+an nginx knob restarts only the proxy, and skips tcp_term, which runs no nginx; bad comparison
+files stop the suite before anything is measured, naming the file and key."""
 
 from __future__ import annotations
 
@@ -85,6 +85,18 @@ def test_an_nginx_knob_restarts_only_the_proxy_and_an_aa_check_is_no_finding(tmp
     assert record["ab"]["switch"]["median_s"] < 2.0
     log = (out / "output.xml").read_text()
     assert "(nginx-proxy restarted)" in log and "nginx-server restarted" not in log
+
+
+def test_a_comparison_the_test_does_not_use_is_skipped_with_the_reason(tmp_path: Path):
+    code, out = _robot(tmp_path, "a: {name: log-off}\nb:\n  name: log-on\n"
+                       "  nginx: {proxy: {server: ['access_log /dev/null;']}}\n",
+                       "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot")
+    status, message = _messages(out)["1s-kernel-tcp-term"]
+    assert code == 0 and status == "SKIP", message
+    assert "the sides differ only in nginx.proxy, which this test does not use (its " \
+        "components: iperf3-server)" in message
+    assert not (out / "records.jsonl").exists() or not \
+        (out / "records.jsonl").read_text().strip()
 
 
 @pytest.mark.parametrize(("comparison", "expected"), [

@@ -10,7 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from robot.api import SkipExecution
 
+from libraries.keywords import vpp as vpp_keywords
 from libraries.keywords.ab import AbSession, settings_from_variables
 from libraries.report.ab_section import ab_section, ratio_chart
 from libraries.results.ab import AbOutcome, AbSettings, MetricComparison, RatioInterval
@@ -97,6 +99,66 @@ def test_sysctls_are_set_per_side_and_the_originals_restored(tmp_path: Path):
     assert session.components == [] and session.testbed.topology is THREE
 
 
+def _kernel_tcp_term(session: AbSession) -> AbSession:
+    """The components of a kernel tcp_term test: the iperf3 server alone."""
+    session.components = []
+    session.register("iperf3-server", {("tool", "dut", "iperf3"), ("env", "iperf3")},
+                     lambda: None, lambda: None)
+    return session
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("a: {name: x}\nb: {name: y, nginx: {proxy: {server: ['access_log /dev/null;']}}}\n",
+     "nginx.proxy"),
+    ("a: {name: x}\nb: {name: y, vcl: {client: ['tls-engine 4']}, startup: {dut: {tcp: "
+     "cc-algo newreno}}}\n", "startup.dut, vcl.client"),
+])
+def test_a_test_that_uses_nothing_the_sides_change_is_skipped_with_what_differs(
+        tmp_path: Path, text: str, named: str):
+    session = _kernel_tcp_term(_session(tmp_path, text)[0])
+    reason = session.unused_difference()
+    assert reason is not None and f"differ only in {named}, which this test does not use " \
+        "(its components: iperf3-server)" in reason
+    with pytest.raises(SkipExecution, match="nothing to compare"):
+        session.measure("tcp_term", "kernel", {}, {}, None, None, {})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", [
+    "a: {name: x}\nb: {name: y, tools: {tg: {iperf3: /opt/iperf3}}}\n",  # per trial: counts
+    "a: {name: x}\nb: {name: y, env: {iperf3: {X: '1'}}}\n",
+    "a: {name: x}\nb: {name: y, sysctl: {dut: {net.ipv4.tcp_rmem: 4096 131072 262144}}}\n",
+    "aa: true\na: {name: x}\nb: {name: y}\n",
+    "a: {name: x}\nb: {name: y, vcl: {server: ['tls-engine 4']}}\n",  # the server's VCL: used
+])
+def test_a_difference_the_test_may_see_is_measured(tmp_path: Path, text: str):
+    session, _, _ = _session(tmp_path, text)
+    if "server" not in text:
+        _kernel_tcp_term(session)
+    else:
+        session.register("iperf3-server", {("vcl", "server")}, lambda: None, lambda: None)
+    assert session.unused_difference() is None
+
+
+def test_the_client_environment_is_rendered_again_on_a_switch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, vcl: {client: "
+                             "['tls-engine 4']}}\n")
+    session.components = []
+    rendered: list[tuple[str, ...]] = []
+
+    def fake_environment(node: str, app: str, stack: str, program: str) -> dict[str, str]:
+        rendered.append(session.vcl(app))
+        return {"VCL_CONFIG": f"/w/vcl-{app}.conf", "side": session.side}
+
+    monkeypatch.setattr(vpp_keywords, "app_environment", fake_environment)
+    monkeypatch.setattr(vpp_keywords, "current_ab", lambda: session)
+    environment = vpp_keywords.client_environment("dut", "vpp", "wrk")
+    assert environment()["side"] == "a"
+    session.switch("b")
+    assert environment()["side"] == "b" and rendered == [(), ("tls-engine 4",)]
+    assert session.unused_difference() is None
+
+
 def _outcome(change: float, verdict: str) -> AbOutcome:
     interval = RatioInterval(change, change - 0.01, change + 0.01, 0.99, 24)
     comparison = MetricComparison("rps", "higher_is_better", (change,) * 24, interval,
@@ -131,7 +193,7 @@ def test_the_record_block_keeps_the_file_both_sides_the_rounds_and_the_switch_co
 
 @pytest.mark.parametrize(("variables", "message"), [
     ({"AB_MARGIN": "two"}, "-v AB_MARGIN:two: expected a number"),
-    ({"AB_LOOK": "7.5"}, "-v AB_LOOK:7.5: expected whole a number"),
+    ({"AB_LOOK": "7.5"}, "-v AB_LOOK:7.5: expected a whole number"),
     ({"AB_MAX_ROUNDS": "4"}, "-v AB_MAX_ROUNDS:4: expected whole rounds >= AB_LOOK"),
     ({"AB_BUDGET": "nan"}, "-v AB_BUDGET:nan: expected a finite number"),
 ])

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robot.api import logger
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
@@ -136,6 +136,24 @@ class AbSession:
         a, b = self.sides["a"], self.sides["b"]
         return [c for c in self.components if any(_differs(a, b, use) for use in c.uses)]
 
+    def unused_difference(self) -> str | None:
+        """Why the running test cannot tell the sides apart, or None when it can: the sides
+        differ only in nginx roles, VPP installs, startup sections or VCL lines that no
+        component of the test uses (a VPP comparison run on a kernel test, a proxy knob on
+        tcp_term). Binaries, environments and sysctls always count: a tool started per trial
+        (wrk, an iperf3 client) is no component but reads the side's topology."""
+        a, b = self.sides["a"], self.sides["b"]
+        if self.loaded.comparison.aa or a.tools != b.tools or a.env != b.env or \
+                self._sysctls(a) != self._sysctls(b) or self.affected():
+            return None
+        changed = sorted({f"{kind}.{key}" for kind in ("nginx", "vpp", "startup", "vcl")
+                          for key in {*getattr(a, kind), *getattr(b, kind)}
+                          if getattr(a, kind).get(key) != getattr(b, kind).get(key)})
+        used = ", ".join(c.name for c in self.components) or "none"
+        return (f"A/B {self.loaded.title}: the sides differ only in {', '.join(changed)}, "
+                f"which this test does not use (its components: {used}): nothing to compare "
+                "(an A/A check says `aa: true`)")
+
     def switch(self, side: str) -> float:
         """Switch to ``side`` (see the module); the seconds it took."""
         started = time.monotonic()
@@ -176,6 +194,9 @@ class AbSession:
         ``ab_<metric>_ratio``, both sides' figures as evidence, the comparison in ``ab``."""
         if self.side != "a":
             raise HostStackError("an A/B test starts on side a (set-up keywords start it)")
+        unused = self.unused_difference()
+        if unused:
+            raise SkipExecution(unused)
         outcome = measure_ab(variants, plan, build, metrics, self.settings, self.switch,
                              observer)
         self.switch("a")
@@ -235,8 +256,8 @@ def settings_from_variables(variable: Callable[[str, Any], Any]) -> AbSettings:
         try:
             number = kind(str(given).rstrip("%"))
         except ValueError:
-            raise ValueError(f"-v {name}:{given}: expected {'whole ' if kind is int else ''}"
-                             f"a number, got {given!r}") from None
+            raise ValueError(f"-v {name}:{given}: expected a {'whole ' if kind is int else ''}"
+                             f"number, got {given!r}") from None
         if not math.isfinite(number):
             raise ValueError(f"-v {name}:{given}: expected a finite number")
         values[name] = number

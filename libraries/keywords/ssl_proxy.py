@@ -26,7 +26,12 @@ from libraries.keywords.latency import (
 )
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.keywords.vpp import (
+    app_address,
+    app_environment,
+    client_environment,
+    wait_until_listed,
+)
 from libraries.results.adaptive import measure
 from libraries.results.capacity import DEFAULT_SLO, parse_goals
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
@@ -271,7 +276,7 @@ class SslProxyKeywords:
         plan = TrialPlan.parse(trials, duration, warmup)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
-        vpp_env = app_environment(tg.name, "client", stack, program="wrk")
+        client_env = client_environment(tg.name, stack, program="wrk")
         urls = {
             "proxy": f"https://{app_address(testbed, 'proxy', proxy.name, tg.name, stack)}:"
                      f"{PROXY_PORT}{path}",
@@ -293,7 +298,7 @@ class SslProxyKeywords:
             count = status and measured and variant == "proxy"
             before = stub_status_requests(server, STATUS_PORT) if count else 0
             result = run_wrk(tg, binary, options, flavour=kind,
-                             env=tool_env(testbed, tg.name, kind, vpp_env),
+                             env=tool_env(testbed, tg.name, kind, client_env()),
                              cpu_ledger=telemetry.ledger(tg.name))
             if count:
                 forwarded[id(result)] = stub_status_requests(server, STATUS_PORT) - before - 1
@@ -338,7 +343,7 @@ class SslProxyKeywords:
                                        AllObservers(ConsoleProgress(), telemetry))
         telemetry.close(measurement)
         self._paths = dict(urls)
-        self._latency_pass(measurement, tg, vpp_env, cpus, telemetry.ledger(tg.name),
+        self._latency_pass(measurement, tg, client_env(), cpus, telemetry.ledger(tg.name),
                            urls["proxy"], plan)
         for variant, runs in outputs.items():
             for number, run in enumerate(runs, start=1):

@@ -13,7 +13,12 @@ from libraries.keywords import current_judge, current_testbed, log_folded, tool_
 from libraries.keywords.ab import current_ab
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.keywords.vpp import app_address, app_environment, wait_until_listed
+from libraries.keywords.vpp import (
+    app_address,
+    app_environment,
+    client_environment,
+    wait_until_listed,
+)
 from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
@@ -89,7 +94,7 @@ class TcpTermKeywords:
         tg = testbed.node(client)
         server = testbed.node(self._server[0])
         address = app_address(testbed, "server", server.name, tg.name, stack)
-        vpp_env = app_environment(tg.name, "client", stack, program="iperf3")
+        client_env = client_environment(tg.name, stack, program="iperf3")
         plan = TrialPlan.parse(trials, duration, warmup)
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
@@ -97,7 +102,7 @@ class TcpTermKeywords:
         def trial(run: Trial) -> IperfResult:
             # binary, environment and server read per trial: an A/B run switches them
             binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
-            env = tool_env(testbed, tg.name, "iperf3", vpp_env)
+            env = tool_env(testbed, tg.name, "iperf3", client_env())
             server_process = self._server[1] if self._server else None
             options = IperfClientOptions(server=address, port=IPERF_PORT, duration=run.seconds,
                                          reverse=bool(reverse), parallel=int(streams),

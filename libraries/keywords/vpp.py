@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from robot.api import SkipExecution, logger
@@ -97,6 +98,23 @@ def app_environment(node: str, app: str, stack: str, program: str) -> dict[str, 
     if vpp is None or not vpp.runs_vpp(node):
         return None  # e.g. the TG of a 3node testbed: only the DUT runs VPP
     return vpp.app_environment(node, app, program)
+
+
+def client_environment(node: str, stack: str,
+                       program: str) -> Callable[[], dict[str, str] | None]:
+    """:func:`app_environment` of the ``client`` app, as a getter read per trial. In an A/B
+    run a side with other client VCL lines or another VPP install (its LD_PRELOAD) renders it
+    again on every switch: the client starts per trial, so it is a component with nothing to
+    stop."""
+    env = {"now": app_environment(node, "client", stack, program)}
+    ab = current_ab()
+    if ab is not None and env["now"] is not None:
+        def render() -> None:
+            env["now"] = app_environment(node, "client", stack, program)
+
+        ab.register(f"vcl-client-{node}", {("vcl", "client"), ("vpp", node)}, lambda: None,
+                    render)
+    return lambda: env["now"]
 
 
 def app_address(testbed: Testbed, app: str, target: str, seen_from: str, stack: str) -> str:
