@@ -30,6 +30,7 @@ from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import parse_topology
 from libraries.vpp.node import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
+from utest.fake_vpp import FIXTURE_API_DIR
 from utest.fake_vpp_daemon import fake_vpp_install
 
 REPO = Path(__file__).resolve().parent.parent
@@ -253,7 +254,12 @@ def test_vpp_lifecycle_as_the_sudo_user(lab, tmp_path):
     testbed = lab_testbed(lab)
     try:
         node = testbed.node("dut")
-        install = fake_vpp_install(node, tmp_path)
+        # the sudo user reads the API definitions: give it its own copy (it may not read the
+        # checkout, e.g. a clone under /root)
+        api_dir = f"{node.workdir}/vpp_api"
+        for path in Path(FIXTURE_API_DIR).rglob("*.json"):
+            node.put(path.read_text(), f"{api_dir}/{path.relative_to(FIXTURE_API_DIR)}")
+        install = fake_vpp_install(node, tmp_path).model_copy(update={"api_dir": api_dir})
         instance = start_vpp(node, install)
         try:
             assert instance.hoststack.show_version().version == "26.10-rc0~fake"
