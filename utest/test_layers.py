@@ -52,8 +52,9 @@ TOOL_UNITS: dict[str, set[str]] = {
     "nginx": {"render"},
     "wrk": {"cpu"},
     "iperf3": {"cpu"},
-    "vegeta": {"cpu"},
-    "oha": {"cpu"},
+    "open_loop": set(),
+    "vegeta": {"cpu", "open_loop"},
+    "oha": {"cpu", "open_loop"},
     "ebpf_stream": {"nginx"},
     "sslsniff": {"render", "bpftime"},
 }

@@ -361,9 +361,8 @@ class SslProxyKeywords:
                         "lower_is_better")
         measurement.evidence["server_counted_requests"] = list(forwarded)
         measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
-        measurement.evidence["bytes_per_response"] = [
-            round(r.total_bytes / r.total_requests) for r in proxied
-        ]
+        measurement.evidence["bytes_per_response"] = [round(r.total_bytes / r.total_requests)
+                                                      for r in proxied]
         if status:
             check_forwarded(forwarded, [r.total_requests for r in proxied])
         else:
@@ -372,8 +371,7 @@ class SslProxyKeywords:
                                      "proof of the path is every response 2xx with the file")
         if "direct" in results:
             direct = results["direct"]
-            measurement.add("direct_rps", [r.requests_per_second for r in direct],
-                            "requests/s")
+            measurement.add("direct_rps", [r.requests_per_second for r in direct], "requests/s")
             measurement.add("proxy_direct_ratio",
                             [p.requests_per_second / d.requests_per_second
                              for p, d in zip(proxied, direct, strict=True)], "ratio")

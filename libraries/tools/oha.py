@@ -21,11 +21,11 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import accounted_command
+from libraries.tools.open_loop import check_open_loop_options
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node
@@ -72,23 +72,7 @@ class OhaOptions:
     slo_ms: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url) if isinstance(self.url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"oha option url: expected an http:// or https:// URL with a host,"
-                             f" got {self.url!r}")
-        for name in ("rate", "duration", "connections"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"oha option {name}: expected a positive number, got "
-                                 f"{value!r}")
-        if round(self.rate) < 1:
-            raise ValueError(f"oha option rate: expected at least 1 request/s, got {self.rate!r}")
-        if any(not isinstance(v, int | float) or v <= 0 for v in self.slo_ms):
-            raise ValueError(f"oha option slo_ms: expected positive milliseconds, got "
-                             f"{self.slo_ms!r}")
-        if self.cpus is not None:
-            object.__setattr__(self, "cpus", tuple(int(c) for c in self.cpus))
-        object.__setattr__(self, "slo_ms", tuple(float(v) for v in self.slo_ms))
+        check_open_loop_options("oha", self, ("rate", "duration", "connections"))
 
     @property
     def processes(self) -> int:
