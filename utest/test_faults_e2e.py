@@ -188,5 +188,5 @@ def test_bad_criteria_or_trial_settings_stop_the_suite_before_anything_runs(tmp_
     assert list(tmp_path.glob("*/records.jsonl")) == []
     setup = ExecutionResult(str(tmp_path / "output.xml")).suite.suites[0].setup
     steps = [(step.name, step.status) for step in setup.body]
-    assert steps == [("Check Measurement Settings", "FAIL"),
-                     ("Set Up Suite Testbed", "NOT RUN")]  # no testbed was built
+    assert steps == [("Check Measurement Settings", "FAIL"),  # no testbed was built
+                     ("Set Up Suite Testbed", "NOT RUN"), ("Set Up A/B Comparison", "NOT RUN")]

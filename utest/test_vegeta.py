@@ -225,7 +225,8 @@ def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processe
     quiet = run_vegeta(node, VEGETA, options)
     assert quiet.processes == 2 and quiet.failed == quiet.failed_rows == 0
     assert quiet.requests == pytest.approx(8000, rel=0.01)
-    assert quiet.over_limit(10.0) < 80 and quiet.over_limit(400.0) == 0
+    # < 2 %: the other unit worker shares both cores (85 of 8000 seen); a stall makes > 8 %
+    assert quiet.over_limit(10.0) < 160 and quiet.over_limit(400.0) == 0
     stall = _stall(workdir, 1.5, 0.5)
     stalled = run_vegeta(node, VEGETA, options)
     stall.join()
