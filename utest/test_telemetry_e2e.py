@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.results.records import SCHEMA_VERSIONS, iter_records
+from libraries.results.records import CURRENT_VERSION, iter_records
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [
@@ -46,7 +46,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 def _check_nodes(record: dict, variant: str) -> dict:
-    assert record["schema_version"] == SCHEMA_VERSIONS[-1]  # written at the newest version
+    assert record["schema_version"] == CURRENT_VERSION
     nodes = record["telemetry"]["variants"][variant]["nodes"]
     assert set(nodes) == NODES
     for name, node in nodes.items():
