@@ -42,7 +42,13 @@ from libraries.tools.iperf3 import (
     start_iperf3_server,
 )
 from libraries.tools.nginx.config import NginxInstance
-from libraries.tools.nginx.service import NginxHandle, instance_prefix, nginx_is_alive, start_nginx
+from libraries.tools.nginx.service import (
+    NginxHandle,
+    instance_prefix,
+    nginx_is_alive,
+    start_nginx,
+    stream_module_of,
+)
 from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 
 LOG = logging.getLogger(__name__)
@@ -103,7 +109,8 @@ class EbpfStreamKeywords:
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
                                    ebpf: bool = False, pinned: bool = False) -> None:
         """Start an nginx stream proxy on ``node`` towards the iperf3 server on ``upstream``:
-        native (Debian nginx, dynamic stream module, port 10001) or, with ``ebpf``, the
+        native (the topology's nginx, port 10001, its own stream module: loaded from its
+        modules path when the build has it as a dynamic module) or, with ``ebpf``, the
         eBPF-module build (``ebpf_enable on``, port 10000, user root, notice-level log for
         the engagement evidence). ``pinned`` sets ``worker_cpu_affinity`` to the node's
         ``proxy`` CPU (seed 003: worker, client and server on different cores)."""
@@ -127,7 +134,8 @@ class EbpfStreamKeywords:
             check_ebpf_config(params)
         else:
             binary = testbed.topology.nodes[target.name].tools.get("nginx", "nginx")
-            params = StreamProxyParams(instance=instance, servers=(server,))
+            params = StreamProxyParams(instance=instance, servers=(server,),
+                                       load_module=stream_module_of(target, binary))
         config = params.render()
         log_folded(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
                    config)

@@ -101,6 +101,60 @@ def stub_status_requests(node: Node, port: int, address: str = "127.0.0.1") -> i
     return int(match.group(3))
 
 
+def stream_module_from_build(configure: str, binary: str = "nginx") -> str | None:
+    """Which ``load_module`` an nginx build needs for the stream proxy, from its ``nginx -V``
+    output: the path of ``ngx_stream_module.so`` when stream is a dynamic module
+    (``--with-stream=dynamic``, in ``--modules-path`` or else ``<--prefix>/modules``), None
+    when it is built in (``--with-stream``). Debian's nginx and a build from source differ here,
+    so an A/B side with its own binary loads its own module, never Debian's.
+
+    Raises :class:`HostStackError` naming ``binary`` when the output has no configure arguments
+    or the build has no stream module.
+    """
+    match = re.search(r"^configure arguments:(.*)$", configure, flags=re.M)
+    if match is None:
+        raise HostStackError(f"`{binary} -V` printed no 'configure arguments:' line: "
+                             f"{configure.strip()[-300:]!r}")
+    options = dict(_configure_option(word) for word in shlex.split(match.group(1)))
+    stream = options.get("--with-stream", False)
+    if stream is True:
+        return None
+    if stream != "dynamic":
+        raise HostStackError(f"{binary} was built without the stream module (`{binary} -V` "
+                             "shows neither --with-stream nor --with-stream=dynamic): the "
+                             "stream proxy needs one")
+    prefix = options.get("--prefix") or "/usr/local/nginx"
+    modules = options.get("--modules-path") or f"{str(prefix).rstrip('/')}/modules"
+    return f"{str(modules).rstrip('/')}/ngx_stream_module.so"
+
+
+def _configure_option(word: str) -> tuple[str, str | bool]:
+    name, sep, value = word.partition("=")
+    return (name, value) if sep else (name, True)
+
+
+def stream_module_of(node: Node, binary: str = "nginx") -> str | None:
+    """:func:`stream_module_from_build` for ``binary`` on ``node`` (asks ``binary -V``);
+    the module file must exist there. Raises :class:`HostStackError` naming the node."""
+    result = node.run(f"{shlex.quote(binary)} -V 2>&1", timeout=15, check=False, quiet=True,
+                      sudo=True)
+    if result.exit_code != 0:
+        raise HostStackError(f"{node.where}: `{binary} -V` exited {result.exit_code}: "
+                             f"{result.stdout.strip()[-300:]!r}")
+    try:
+        module = stream_module_from_build(result.stdout, binary)
+    except HostStackError as error:
+        raise HostStackError(f"{node.where}: {error}") from None
+    if module is not None:
+        found = node.run(f"test -f {shlex.quote(module)}", timeout=10, check=False, quiet=True,
+                         sudo=True)
+        if found.exit_code != 0:
+            raise HostStackError(f"{node.where}: {binary} loads the stream module from "
+                                 f"{module} (`{binary} -V`: --with-stream=dynamic), which is "
+                                 "missing (Debian: libnginx-mod-stream)")
+    return module
+
+
 def nginx_is_alive(node: Node, handle: NginxHandle) -> None:
     """Fail with its error log when the instance died (e.g. mid-trial)."""
     if not node.is_running(handle.process):
