@@ -55,6 +55,8 @@ def test_source_builds_load_their_own_module(arguments, module):
     (configure("--with-stream=static"), "neither --with-stream nor --with-stream=dynamic"),
     ("nginx version: nginx/1.31.4\n", "printed no 'configure arguments:' line"),
     ("garbage\x00\n", "printed no 'configure arguments:' line"),
+    (configure("--prefix=/opt/x --with-cc-opt='-O2 --with-stream"),
+     "configure arguments do not parse (No closing quotation)"),
 ])
 def test_builds_without_a_usable_stream_module_are_refused(text, problem):
     with pytest.raises(HostStackError, match=re.escape(problem)):

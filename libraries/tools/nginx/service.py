@@ -115,7 +115,12 @@ def stream_module_from_build(configure: str, binary: str = "nginx") -> str | Non
     if match is None:
         raise HostStackError(f"`{binary} -V` printed no 'configure arguments:' line: "
                              f"{configure.strip()[-300:]!r}")
-    options = dict(_configure_option(word) for word in shlex.split(match.group(1)))
+    try:
+        words = shlex.split(match.group(1))
+    except ValueError as error:
+        raise HostStackError(f"`{binary} -V`: configure arguments do not parse ({error}): "
+                             f"{match.group(1).strip()[-300:]!r}") from None
+    options = dict(_configure_option(word) for word in words)
     stream = options.get("--with-stream", False)
     if stream is True:
         return None
