@@ -16,7 +16,7 @@ from libraries.results.criteria import (
     load_criteria,
 )
 from libraries.results.measurement import Measurement, Trial, run_interleaved
-from libraries.results.plan import TrialPlan
+from libraries.results.plan import TrialPlan, parse_switch
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.testbed.errors import TopologyError
 
@@ -285,3 +285,15 @@ def test_capacity_criteria_judge_only_the_capacity_tests():
     judged = {r.metric: r.passed for r in evaluate(criteria, searched, "3node")
               if "capacity" in r.metric}
     assert judged == {"capacity_ratio": True, "capacity": False}  # 1500 < the 2000 floor
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (True, True), (False, False), ("yes", True), ("No", False), ("on", True), ("OFF", False),
+    ("1", True), ("0", False), (" true ", True)])
+def test_an_on_off_setting_reads_the_usual_words(given, expected):
+    assert parse_switch("EXTENDED", given) is expected
+
+
+def test_an_on_off_setting_refuses_anything_else_naming_the_variable():
+    with pytest.raises(ValueError, match=r"-v EXTENDED:maybe: expected yes or no"):
+        parse_switch("EXTENDED", "maybe")

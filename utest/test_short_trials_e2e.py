@@ -25,6 +25,7 @@ def test_a_warm_up_as_long_as_a_trial_leaves_no_evidence(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "robot", "-d", str(tmp_path), "-v", "RUN_ID:short",
          "-v", "TOPOLOGY:3node", "-v", "TRIALS:2", "-v", "DURATION:1", "-v", "WARMUP:1",
+         "-v", "EXTENDED:yes",
          "-t", "1kb-10c-kernel-ssl-proxy", "-t", "1kb-10c-kernel-sslsniff-count",
          "--console", "dotted", "tests/ssl_proxy/kernel.robot", "tests/sslsniff/kernel.robot"],
         cwd=REPO, capture_output=True, text=True, timeout=600, check=False)

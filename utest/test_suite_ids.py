@@ -58,3 +58,33 @@ def test_test_id_is_the_case_folder_not_the_file():
 def test_no_suite_repeats_its_folder_name():
     doubled = [p for p in TESTS.rglob("*.robot") if p.stem == p.parent.name]
     assert doubled == []
+
+
+# -- the default run: one row per seed variant; extended rows need -v EXTENDED:yes ------------
+
+SEED_ROWS = {  # every kernel seed case the README's main job measures without EXTENDED
+    "1s-kernel-tcp-term", "1s-kernel-tcp-term-reverse", "1s-kernel-tcp-term-jumbo",  # 001
+    "1kb-10c-kernel-ssl-proxy", "1kb-100c-kernel-ssl-proxy", "64kb-10c-kernel-ssl-proxy",
+    "1kb-10c-kernel-ssl-proxy-mtls",  # 000, 002
+    "reverse-unpinned-stream-proxy", "reverse-unpinned-stream-proxy-ebpf",  # 003
+    "1kb-10c-kernel-sslsniff", "1kb-10c-kernel-sslsniff-libbpf", "1kb-10c-bpftime-sslsniff",
+}
+
+
+def _tests(suite):
+    yield from suite.tests
+    for child in suite.suites:
+        yield from _tests(child)
+
+
+def test_extended_rows_are_never_seed_rows_and_their_suites_skip_them_by_default():
+    suite = SuiteBuilder().build(str(TESTS))
+    tests = list(_tests(suite))
+    extended = {t.name for t in tests if "EXTENDED" in t.tags}
+    assert extended == {"1kb-20c-kernel-ssl-proxy", "64kb-20c-kernel-ssl-proxy",
+                        "1kb-20c-kernel-ssl-proxy-mtls", "4s-kernel-tcp-term",
+                        "1kb-10c-kernel-sslsniff-count"}
+    assert {t.name for t in tests} - extended >= SEED_ROWS
+    for test in tests:
+        if "EXTENDED" in test.tags:
+            assert test.setup.name == "Skip Extended Row Unless Asked", test.name

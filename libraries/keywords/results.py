@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from robot.api import logger
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
@@ -27,7 +27,7 @@ from libraries.results.capacity import settings_from_variables
 from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
-from libraries.results.plan import Settings, TrialPlan, parse_settings
+from libraries.results.plan import Settings, TrialPlan, parse_settings, parse_switch
 from libraries.results.records import (
     CURRENT_VERSION,
     RecordError,
@@ -261,6 +261,7 @@ class ResultsKeywords:
         try:
             topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
             settings = self._settings(topology)
+            parse_switch("EXTENDED", self._variable("EXTENDED", False))
         except ValueError as error:
             raise HostStackError(str(error)) from None
         logger.info(f"{settings.plan.trials} trials of {settings.plan.duration} s after "
@@ -277,6 +278,17 @@ class ResultsKeywords:
         path, criteria = self._criteria_file()
         logger.info(f"{path}: {len(criteria.criteria)} criteria, all on metrics and "
                     "parameters their cases have")
+
+    @keyword("Skip Extended Row Unless Asked")
+    def skip_extended_row_unless_asked(self) -> None:
+        """Skip a test tagged ``EXTENDED`` unless ``-v EXTENDED:yes``: the default run keeps
+        one row per seed variant; extended rows (the kernel twins of VPP rows, more streams,
+        a counting tracer) run in CI's end-to-end job and the nightly."""
+        if "EXTENDED" in self._variable("TEST TAGS", []) and \
+                not parse_switch("EXTENDED", self._variable("EXTENDED", False)):
+            raise SkipExecution("extended row: runs with -v EXTENDED:yes (CI's e2e job and "
+                                "the nightly do); the default run keeps one row per seed "
+                                "variant")
 
     @keyword("Record Result")
     def record_result(self, measurement: Measurement) -> str:

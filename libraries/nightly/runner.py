@@ -62,6 +62,8 @@ LOG = logging.getLogger(__name__)
 EXIT_OK, EXIT_TESTS_FAILED, EXIT_BAD_RECORDS, EXIT_REGRESSION, EXIT_RUN_ERROR = 0, 1, 2, 3, 4
 ROBOT_ERROR_MIN = 251
 """Robot Framework exit codes from 251 up mean help / bad options or data / interrupted."""
+EVERY_ROW = ("--variable", "EXTENDED:yes")
+"""The nightly runs the extended rows too (a later ``-- -v EXTENDED:no`` overrides it)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def build_plan(options: Options, run_id: str) -> Plan:
                    "--outputdir", str(run_dir), "--variable", f"RUN_ID:{run_id}",
                    "--variable", f"LAB_POOL:{POOL_TAG}",
                    "--variable", f"POOL_LOG:{run_dir / EVENTS_FILE}",
-                   "--metadata", f"Run id:{run_id}", *options.extra, *suites]
+                   "--metadata", f"Run id:{run_id}", *EVERY_ROW, *options.extra, *suites]
         invocation = Invocation("pool", tuple(command), run_dir, run_dir / "console.log",
                                 run_dir)
         return Plan(run_id, run_dir, (invocation,), None, run_dir.parent / "trend.html",
@@ -161,7 +163,7 @@ def build_plan(options: Options, run_id: str) -> Plan:
                     "--metadata", f"Topology:{topology}"]
         if parallel:
             command += ["--name", topology]
-        command += [*options.extra, *suites]
+        command += [*EVERY_ROW, *options.extra, *suites]
         invocations.append(Invocation(
             topology, tuple(command), output_dir, output_dir / "console.log" if parallel else None,
             output_dir if parallel and use_pabot else None))

@@ -92,6 +92,22 @@ def whole(variable: str, value: object, minimum: int, what: str) -> int:
     return number
 
 
+SWITCH_WORDS = {"yes": True, "true": True, "on": True, "1": True,
+                "no": False, "false": False, "off": False, "0": False}
+
+
+def parse_switch(variable: str, value: object) -> bool:
+    """An on/off setting (``-v EXTENDED:yes``): a bool, or one of yes/no, true/false, on/off,
+    1/0 in any case (``ValueError`` naming ``-v VARIABLE:value`` otherwise)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in SWITCH_WORDS:
+        raise ValueError(f"-v {variable}:{value}: expected yes or no (true/false, on/off, "
+                         f"1/0), got {value!r}")
+    return SWITCH_WORDS[word]
+
+
 def _number(variable: str, value: object) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ Documentation       sslsniff overhead with kernel uprobes: the packaged path (bc
 Resource            ../../resources/sslsniff.resource
 Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Measuring Suite
+Test Setup          Skip Extended Row Unless Asked
 Test Teardown       Stop Test Processes And Collect Logs
 Test Tags           KERNEL
 
@@ -18,7 +19,7 @@ Test Tags           KERNEL
 
 1kb-10c-kernel-sslsniff-count
     [Documentation]    Kernel tracer only counting events (the cost of the probes alone).
-    [Tags]    COUNT
+    [Tags]    COUNT    EXTENDED
     Measure Overhead Of Kernel Tracer    per_event=${False}
 
 1kb-10c-kernel-sslsniff-libbpf

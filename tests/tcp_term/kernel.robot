@@ -3,6 +3,7 @@ Documentation       TCP termination on the Linux kernel stack.
 Resource            ../../resources/tcp.resource
 Suite Setup         Set Up Measuring Suite
 Suite Teardown      Tear Down Measuring Suite
+Test Setup          Skip Extended Row Unless Asked
 Test Teardown       Stop Processes And Restore Links
 Test Template       Measure TCP Termination Throughput
 Test Tags           KERNEL
@@ -14,6 +15,6 @@ Test Tags           KERNEL
 1s-kernel-tcp-term-reverse          kernel    ${True}     1
     [Tags]    1STREAM    REVERSE
 4s-kernel-tcp-term                  kernel    ${False}    4
-    [Tags]    4STREAM
+    [Tags]    4STREAM    EXTENDED
 1s-kernel-tcp-term-jumbo            kernel    ${False}    1    mtu=9000
     [Tags]    1STREAM    JUMBO
