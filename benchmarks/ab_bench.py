@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from libraries.results.ab import AbSettings, judge, ratio_interval
+from libraries.ab.rounds import judge, ratio_interval
+from libraries.results.settings import AbSettings
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = {

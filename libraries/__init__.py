@@ -5,8 +5,11 @@ Packages, lowest layer first (a package imports only from the layers below it; t
 
 - ``testbed``  topology model, node access over SSH, namespace provisioning, shared errors;
 - ``tools``    config rendering and the runners/parsers of nginx, wrk/wrk2, iperf3, eBPF tools,
-               /proc CPU telemetry;
-- ``results``  trials and statistics, criteria, JSON records, telemetry block, efficiency, versions;
+               /proc CPU telemetry, tool versions;
+- ``results``  generic and pure: trials and statistics, criteria, the four-outcome verdict, the
+               one parser of ``-v`` settings, JSON records, telemetry block, efficiency;
+- ``ab``       A/B runs: comparison files, sessions, balanced rounds, interval and verdict;
+- ``capacity`` capacity under latency goals: trials, generator adapters, MLRsearch, limits;
 - ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters;
 - ``history``  records files -> the columnar (Parquet) history of every run;
 - ``trend``    judging series: jumpavg change detection (cached), the interval check, the gate,

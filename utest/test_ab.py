@@ -1,4 +1,4 @@
-"""A/B statistics and rounds (libraries.results.ab): the exact signed-rank interval against
+"""A/B statistics and rounds (libraries.ab.rounds): the exact signed-rank interval against
 scipy, its coverage, the verdict's rules, the balanced order, the looks at corrected levels
 (false alarms at most alpha over every look, simulated) and the power to see 3 % at the noise
 measured here."""
@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
-from libraries.results.ab import (
-    AbSettings,
+from libraries.ab.rounds import (
     RatioInterval,
     _rank_k,
     _signed_rank_cdf,
@@ -24,6 +23,7 @@ from libraries.results.ab import (
 )
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
+from libraries.results.settings import AbSettings
 
 
 @pytest.mark.parametrize("n", [6, 8, 12, 20, 30])

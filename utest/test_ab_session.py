@@ -10,13 +10,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from robot.api import SkipExecution
 
+from libraries.ab.comparison import load_comparison
+from libraries.ab.rounds import AbOutcome, MetricComparison, RatioInterval
+from libraries.ab.session import AbSession, NothingToCompare
+from libraries.keywords import ab as ab_keywords
 from libraries.keywords import vpp as vpp_keywords
-from libraries.keywords.ab import AbSession, settings_from_variables
 from libraries.report.ab_section import ab_section, ratio_chart
-from libraries.results.ab import AbOutcome, AbSettings, MetricComparison, RatioInterval
-from libraries.testbed.comparison import load_comparison
+from libraries.results.settings import AbSettings
+from libraries.results.settings import ab_settings_from_variables as settings_from_variables
 from libraries.testbed.topology_file import load_topology
 
 THREE = load_topology("3node")
@@ -99,6 +101,10 @@ def test_sysctls_are_set_per_side_and_the_originals_restored(tmp_path: Path):
     assert session.components == [] and session.testbed.topology is THREE
 
 
+TCP_TERM_TRIAL = frozenset({("tool", "tg", "iperf3"), ("env", "iperf3")})
+"""What a tcp_term trial runs: the iperf3 client on tg."""
+
+
 def _kernel_tcp_term(session: AbSession) -> AbSession:
     """The components of a kernel tcp_term test: the iperf3 server alone."""
     session.components = []
@@ -116,11 +122,24 @@ def _kernel_tcp_term(session: AbSession) -> AbSession:
 def test_a_test_that_uses_nothing_the_sides_change_is_skipped_with_what_differs(
         tmp_path: Path, text: str, named: str):
     session = _kernel_tcp_term(_session(tmp_path, text)[0])
-    reason = session.unused_difference()
+    reason = session.unused_difference(TCP_TERM_TRIAL)
     assert reason is not None and f"differ only in {named}, which this test does not use " \
-        "(its components: iperf3-server)" in reason
-    with pytest.raises(SkipExecution, match="nothing to compare"):
-        session.measure("tcp_term", "kernel", {}, {}, None, None, {})  # type: ignore[arg-type]
+        "(it runs: iperf3 on tg, iperf3-server)" in reason
+    with pytest.raises(NothingToCompare, match="nothing to compare"):
+        session.measure("tcp_term", "kernel", {}, {}, None, None, {},  # type: ignore[arg-type]
+                        trial_uses=TCP_TERM_TRIAL)
+
+
+def test_nginx_builds_compared_on_tcp_term_are_skipped_naming_the_builds_and_what_runs(
+        tmp_path: Path):
+    """Issue 34's first defect: a comparison of nginx builds run on tcp_term measured iperf3
+    against itself; the binaries a test never starts are no difference it can judge."""
+    text = ("a: {name: debian, tools: {dut: {nginx: /usr/sbin/nginx}}}\n"
+            "b: {name: candidate, tools: {dut: {nginx: /opt/nginx-candidate/sbin/nginx}}}\n")
+    session = _kernel_tcp_term(_session(tmp_path, text)[0])
+    reason = session.unused_difference(TCP_TERM_TRIAL)
+    assert reason is not None and "differ only in tools.dut.nginx" in reason
+    assert session.unused_difference(frozenset({("tool", "dut", "nginx")})) is None
 
 
 @pytest.mark.parametrize("text", [
@@ -136,7 +155,7 @@ def test_a_difference_the_test_may_see_is_measured(tmp_path: Path, text: str):
         _kernel_tcp_term(session)
     else:
         session.register("iperf3-server", {("vcl", "server")}, lambda: None, lambda: None)
-    assert session.unused_difference() is None
+    assert session.unused_difference(TCP_TERM_TRIAL) is None
 
 
 def test_the_client_environment_is_rendered_again_on_a_switch(
@@ -151,12 +170,12 @@ def test_the_client_environment_is_rendered_again_on_a_switch(
         return {"VCL_CONFIG": f"/w/vcl-{app}.conf", "side": session.side}
 
     monkeypatch.setattr(vpp_keywords, "app_environment", fake_environment)
-    monkeypatch.setattr(vpp_keywords, "current_ab", lambda: session)
+    monkeypatch.setattr(ab_keywords, "current_ab", lambda: session)
     environment = vpp_keywords.client_environment("dut", "vpp", "wrk")
     assert environment()["side"] == "a"
     session.switch("b")
     assert environment()["side"] == "b" and rendered == [(), ("tls-engine 4",)]
-    assert session.unused_difference() is None
+    assert session.unused_difference(frozenset({("tool", "tg", "wrk")})) is None
 
 
 def _outcome(change: float, verdict: str) -> AbOutcome:

@@ -10,7 +10,8 @@ import pytest
 from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile
 from libraries.results.measurement import Measurement
-from libraries.results.plan import Budget, Settings, TrialPlan, parse_settings
+from libraries.results.plan import Budget, Settings, TrialPlan
+from libraries.results.settings import parse_settings
 
 FLOOR = CriteriaFile.model_validate({"version": 1, "criteria": [
     {"case": "tcp_term", "metric": "throughput", "min": 10.0}]})

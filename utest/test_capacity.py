@@ -9,16 +9,16 @@ import random
 
 import pytest
 
-from libraries.results.capacity import (
-    CapacityTrial,
+from libraries.capacity.search import search_capacity, search_goals
+from libraries.capacity.trials import CapacityTrial
+from libraries.results.settings import (
     LatencyGoal,
     SearchSettings,
+    parse_capacity_settings,
     parse_goals,
     parse_range,
-    parse_settings,
     parse_slo,
 )
-from libraries.results.mlrsearch import search_capacity
 from libraries.testbed.errors import HostStackError
 
 
@@ -176,17 +176,17 @@ def test_bad_goals_are_refused_naming_the_variable(text, message):
 ])
 def test_bad_settings_are_refused_naming_the_variable(changes, message):
     with pytest.raises(ValueError, match=message):
-        parse_settings(**changes)
+        parse_capacity_settings(**changes)
 
 
 def test_the_default_settings_and_their_record():
-    settings = parse_settings()
+    settings = parse_capacity_settings()
     assert (settings.exceed_ratio, settings.initial_duration, settings.final_duration,
             settings.duration_sum, settings.width, settings.max_seconds) == \
         (0.5, 0.5, 1.0, 8.0, 0.02, 60.0)
     record = settings.as_record()
     assert record["goals"] == ["p99<=10ms"] and record["controller"].startswith("MLRsearch")
-    ((goal, search_goal),) = settings.search_goals(10.0)
+    ((goal, search_goal),) = search_goals(settings, 10.0)
     assert goal.name == "p99<=10ms"
     assert (search_goal.loss_ratio, search_goal.exceed_ratio, search_goal.relative_width,
             search_goal.duration_sum) == (0.01, 0.5, 0.02, 8.0)

@@ -1,18 +1,27 @@
-"""The capacity keyword's judgement of its own instrument: a path is the load generator's when
-every trial that failed the goal had a saturated generator; no ratio stands on a generator's
-capacity; a capacity that fails its sanity check or comes from an unfinished search is never a
-figure, and the test fails saying why."""
+"""The capacity search's judgement of its own instrument (:mod:`libraries.capacity.limits`): a
+path is the load generator's when every trial that failed the goal had a saturated generator;
+no ratio stands on a generator's capacity; a capacity that fails its sanity check or comes from
+an unfinished search is never a figure, and the test fails saying why."""
 
 from __future__ import annotations
 
-from libraries.keywords.capacity import _limited_by, _problem, _ratio, _sanity, saturated
-from libraries.results.capacity import (
-    CapacityTrial,
-    GoalCapacity,
-    LatencyGoal,
-    PathCapacity,
+import logging
+
+import pytest
+
+from libraries.capacity import limits
+from libraries.capacity.generators import Generator
+from libraries.capacity.limits import (
+    _limited_by,
+    _problem,
+    _ratio,
+    _sanity,
+    saturated,
+    search_paths_capacity,
 )
+from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 from libraries.results.measurement import Measurement
+from libraries.results.settings import LatencyGoal, parse_capacity_settings
 
 GOAL = LatencyGoal(0.99, 10.0)
 
@@ -134,3 +143,64 @@ def test_a_bad_trial_below_the_capacity_does_not_clear_the_generator():
     path = _path("direct", 1_000.0, [0.99, 0.99])
     path.trials.append(_trial(900.0, 200, 0.85))  # a hiccup below the capacity, tolerated
     assert _limited_by({"direct": path}, 10.0, 0.01) == {"direct": "load generator"}
+
+
+def _searched(monkeypatch: pytest.MonkeyPatch, found: dict[str, PathCapacity]):
+    """``search_paths`` answering ``found``; returns what it was asked."""
+    asked: dict[str, object] = {}
+
+    def search_paths(generator, urls, max_loads, settings):
+        asked.update(generator=generator, urls=urls, max_loads=max_loads, settings=settings)
+        return found
+
+    monkeypatch.setattr(limits, "search_paths", search_paths)
+    return asked
+
+
+GENERATOR = Generator(None, "vegeta", "vegeta", "12.12.0", [2, 3], None, None)  # type: ignore[arg-type]
+PATHS = {"proxy": "https://proxy/1kb", "direct": "https://server/1kb"}
+
+
+def test_the_plain_function_records_both_capacities_their_ratio_and_the_evidence(monkeypatch):
+    asked = _searched(monkeypatch, {"proxy": _path("proxy", 9_000.0, []),
+                                    "direct": _path("direct", 18_000.0, [])})
+    folded: list[tuple[str, str]] = []
+    settings = parse_capacity_settings("p99<=10ms", "100..15000")
+    measurement = _measured(10_000, 20_000, None)
+    assert search_paths_capacity(measurement, GENERATOR, PATHS, settings, "100..15000",
+                                 lambda title, text: folded.append((title, text))) is measurement
+    assert asked["max_loads"] == {"proxy": pytest.approx(11_000.0), "direct": 15_000.0}
+    assert asked["urls"] == PATHS and asked["generator"] is GENERATOR
+    assert measurement.value("capacity") == 9_000.0
+    assert measurement.value("direct_capacity") == 18_000.0
+    assert measurement.value("capacity_ratio") == 0.5 and measurement.invalid == []
+    assert measurement.parameters["latency_slo_ms"] == 10.0
+    assert measurement.parameters["latency_goals"] == ["p99<=10ms"]
+    search = measurement.evidence["capacity_search"]
+    assert (search["tool"], search["version"], search["cpus"], search["connections"]) == \
+        ("vegeta", "12.12.0", [2, 3], 10)
+    assert set(measurement.evidence["capacity"]) == {"proxy", "direct"}
+    assert measurement.evidence["capacity_limited_by"] == {"proxy": "path", "direct": "path"}
+    assert [title for title, _ in folded] == ["capacity search of the proxy path: 10 ms done",
+                                              "capacity search of the direct path: 10 ms done"]
+    assert "req/s x 1 s: achieved" in folded[0][1]
+
+
+def test_the_plain_function_warns_through_logging_and_refuses_what_fails(monkeypatch, caplog):
+    _searched(monkeypatch, {"proxy": _path("proxy", 11_000.0, []),
+                            "direct": _path("direct", 1_000.0, [0.95, 0.97])})
+    measurement = _measured(10_000, 20_000, None)
+    with caplog.at_level(logging.WARNING, logger="libraries.capacity.limits"):
+        search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
+                              "100..1e6", lambda title, text: None)
+    refused = "proxy path: capacity 11000 requests/s is above the closed-loop maximum 10000"
+    assert measurement.unavailable["capacity"] == refused and measurement.invalid == [refused]
+    assert measurement.value("direct_capacity") == 1_000.0
+    bound = ("direct capacity 1000 requests/s is the load generator's (vegeta was saturated in "
+             "every failing trial: 90% of its cores, or behind its schedule at 75%): a lower "
+             "bound of the path's")
+    assert measurement.notes == [bound]
+    assert measurement.unavailable["capacity_ratio"] == "no figure for capacity"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["proxy capacity 11000 requests/s is above the closed-loop maximum 10000",
+                        bound]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.testbed.comparison import load_comparison, side_topology
+from libraries.ab.comparison import load_comparison, side_topology
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology import TOPOLOGY_DIR
 from libraries.testbed.topology_file import load_topology

@@ -1,8 +1,9 @@
 """Tests of the package layout: imports point only downward, modules stay small, no circles.
 
-Layers, lowest first: testbed < tools, results < vpp < history < trend < report < nightly <
-keywords (see ``libraries/__init__.py``). ``tools`` and ``results`` are side by side: neither
-imports the other.
+Layers, lowest first: testbed < tools, results < ab, capacity < vpp < history < trend <
+report < nightly < keywords (see ``libraries/__init__.py``). ``tools`` and ``results`` are side
+by side (neither imports the other), so are ``ab`` and ``capacity``. ``results``, ``ab`` and
+``capacity`` hold no Robot Framework code, and ``results`` runs nothing on a node.
 Inside ``tools``, each tool family (a sub-package) or single-module tool is a unit: a unit uses
 another only through that unit's package (its ``__init__``), never its modules, and the units
 depend on each other as :data:`TOOL_UNITS` allows, without a circle. No module imports itself
@@ -24,20 +25,28 @@ ALLOWED: dict[str, set[str]] = {
     "testbed": set(),
     "tools": {"testbed"},
     "results": {"testbed"},
+    "ab": {"testbed", "tools", "results"},
+    "capacity": {"testbed", "tools", "results"},
     "vpp": {"testbed", "tools"},
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
     "nightly": {"testbed", "results", "history", "trend", "report"},
-    "keywords": {"testbed", "tools", "results", "vpp", "history", "trend", "report", "nightly"},
+    "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
+                 "report", "nightly"},
 }
-# A command whose home moved keeps its old spelling as an alias module: it only forwards to the
-# new home's ``main`` when run with ``python -m`` (nothing imports it), so it may point up.
+NO_ROBOT = ("results", "ab", "capacity")
+"""Packages with no Robot Framework import: the keyword layer adapts them."""
+NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "libraries.testbed.ssh",
+                "libraries.testbed.netns", "libraries.testbed.shell")
+"""What runs commands on a node: ``results`` imports none of it."""
+# A command whose home moved keeps its old spelling as an alias module: run with ``python -m``,
+# it runs the new home by module name (runpy), importing nothing of the project.
 ALIASES: dict[str, str] = {
-    "trend/__main__.py": "libraries.report.cli",
+    "trend/__main__.py": "libraries.report",
     "trend/ingest.py": "libraries.history.ingest",
     "trend/report.py": "libraries.report.run",
-    "trend/nightly.py": "libraries.nightly.runner",
+    "trend/nightly.py": "libraries.nightly",
 }
 MAX_LINES = 400
 TOOLS = LIBRARIES / "tools"
@@ -49,6 +58,7 @@ TOOL_UNITS: dict[str, set[str]] = {
     "content": set(),
     "cpu": set(),
     "bpftime": set(),
+    "versions": set(),
     "nginx": {"render"},
     "wrk": {"cpu"},
     "iperf3": {"cpu"},
@@ -94,8 +104,6 @@ def test_every_module_is_in_a_package_of_a_known_layer():
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(LIBRARIES)))
 def test_imports_point_only_to_lower_layers(path: Path):
-    if str(path.relative_to(LIBRARIES)) in ALIASES:
-        return  # checked by test_an_alias_only_forwards_to_the_commands_new_home
     package = _package_of(path)
     if package is None:
         assert _imported_packages(path) == set()
@@ -113,17 +121,32 @@ def test_the_layer_checker_sees_a_violation(tmp_path: Path):
 
 
 @pytest.mark.parametrize("alias", sorted(ALIASES))
-def test_an_alias_only_forwards_to_the_commands_new_home(alias: str):
+def test_an_alias_only_runs_the_commands_new_home_by_name(alias: str):
     tree = ast.parse((LIBRARIES / alias).read_text())
-    imports = [(n.module, [a.name for a in n.names]) for n in ast.walk(tree)
-               if isinstance(n, ast.ImportFrom)]
-    assert imports == [(ALIASES[alias], ["main"])]
-    plain = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    assert plain == ["sys"]
-    if not alias.endswith("__main__.py"):  # imported as a module, it must not reach up
-        guarded = [n for n in tree.body if isinstance(n, ast.If)]
-        assert len(guarded) == 1 and "__main__" in ast.unparse(guarded[0].test)
-        assert not any(isinstance(n, ast.ImportFrom) for n in tree.body)
+    docstring, imported, guarded = tree.body
+    assert isinstance(docstring, ast.Expr) and isinstance(imported, ast.Import)
+    assert [a.name for a in imported.names] == ["runpy"]
+    assert isinstance(guarded, ast.If) and ast.unparse(guarded.test) == "__name__ == '__main__'"
+    assert [ast.unparse(n) for n in guarded.body] == [
+        f"runpy.run_module('{ALIASES[alias]}', run_name='__main__', alter_sys=True)"]
+    target = LIBRARIES.parent.joinpath(*ALIASES[alias].split("."))
+    assert target.with_suffix(".py").is_file() or (target / "__main__.py").is_file()
+
+
+@pytest.mark.parametrize("package", NO_ROBOT)
+def test_the_pure_packages_import_no_robot_framework(package: str):
+    for path in sorted((LIBRARIES / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            assert not any(n == "robot" or n.startswith("robot.") for n in names), path
+
+
+def test_no_results_module_runs_a_node_command():
+    graph = _module_graph(_modules())
+    for module, targets in graph.items():
+        if module.startswith("libraries.results"):
+            assert not targets & set(NODE_MODULES), module
 
 
 def test_no_module_imports_an_alias():
@@ -133,8 +156,8 @@ def test_no_module_imports_an_alias():
 
 
 def test_allowed_imports_have_no_cycle():
-    order = ["testbed", "tools", "results", "vpp", "history", "trend", "report", "nightly",
-             "keywords"]
+    order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
+             "report", "nightly", "keywords"]
     for package, allowed in ALLOWED.items():
         assert all(order.index(lower) < order.index(package) for lower in allowed)
 

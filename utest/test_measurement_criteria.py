@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from libraries.results.adaptive import run_interleaved
 from libraries.results.criteria import (
     DEFAULT_CRITERIA,
     CriteriaError,
@@ -15,9 +16,10 @@ from libraries.results.criteria import (
     evaluate,
     load_criteria,
 )
-from libraries.results.measurement import Measurement, Trial, run_interleaved
-from libraries.results.plan import TrialPlan, parse_switch
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
+from libraries.results.settings import parse_plan, parse_switch
 from libraries.testbed.errors import TopologyError
 
 
@@ -192,11 +194,11 @@ def test_a_measurement_refuses_a_metric_missing_from_the_catalogue():
 ])
 def test_trial_settings_from_robot_variables_are_strict(trials, duration, warmup, message):
     with pytest.raises(ValueError, match=re.escape(message)):
-        TrialPlan.parse(trials, duration, warmup)
+        parse_plan(trials, duration, warmup)
 
 
 def test_trial_settings_accept_whole_numbers_given_as_text():
-    assert TrialPlan.parse("5", " 30 ", 0) == TrialPlan(5, 30, 0)
+    assert parse_plan("5", " 30 ", 0) == TrialPlan(5, 30, 0)
 
 
 def _record(**changes) -> dict:

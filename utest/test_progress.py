@@ -14,7 +14,8 @@ from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
 from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
-from libraries.results.measurement import AllObservers, run_interleaved
+from libraries.results.adaptive import run_interleaved
+from libraries.results.measurement import AllObservers
 from libraries.results.plan import TrialPlan
 
 

@@ -24,16 +24,18 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
-from libraries.results.versions import tool_version
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import parse_topology
+from libraries.tools.versions import tool_version
 from libraries.vpp.node import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
 from utest.fake_vpp import FIXTURE_API_DIR
 from utest.fake_vpp_daemon import fake_vpp_install
 
 REPO = Path(__file__).resolve().parent.parent
+# correctness only (every response 2xx, ...): no performance floor is judged from one trial
+CRITERIA = REPO / "utest" / "fixtures" / "criteria" / "machinery.yaml"
 SUITES = ("tests/smoke", "tests/tcp_term", "tests/ssl_proxy", "tests/ebpf_stream",
           "tests/sslsniff")
 MISSING = [tool for tool in ("/usr/sbin/sshd", "/usr/bin/sudo", "/usr/bin/ping")

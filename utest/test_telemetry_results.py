@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from libraries.history.load import load_records, record_check
+from libraries.results.adaptive import run_interleaved
 from libraries.results.criteria import evaluate, load_criteria
 from libraries.results.efficiency import (
     ProcessCost,
@@ -17,7 +18,7 @@ from libraries.results.efficiency import (
     add_rate_costs,
     add_ratio,
 )
-from libraries.results.measurement import Measurement, run_interleaved
+from libraries.results.measurement import Measurement
 from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
 from libraries.results.telemetry import (

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from libraries.results.versions import tool_version
 from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
 from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.provision import Testbed
 from libraries.testbed.teardown import STATE_ROOT, sweep_stale, teardown_prefix
 from libraries.testbed.topology_file import load_topology, parse_topology
+from libraries.tools.versions import tool_version
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.measurement import Measurement, run_interleaved
+from libraries.results.adaptive import run_interleaved
+from libraries.results.measurement import Measurement
 from libraries.results.plan import TrialPlan
 from libraries.results.records import validate_record
 from libraries.testbed.errors import CommandError

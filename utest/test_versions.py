@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from libraries.results.versions import PROBES, parse_version, tool_version
 from libraries.testbed.errors import ToolMissing
 from libraries.testbed.node import CommandResult, Node
 from libraries.testbed.ssh import SshTarget
+from libraries.tools.versions import PROBES, parse_version, tool_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "versions"
 

@@ -1,11 +1,11 @@
-"""The keywords layer: Robot Framework keyword libraries (Robot "L1") over the packages below.
+"""The keywords layer: Robot Framework keyword libraries (Robot "L1"), adapters only.
 
 One library per area (testbed, results, VPP, the lab pool, A/B runs, and one per case:
-tcp_term, ssl_proxy with its capacity search, ebpf_stream, sslsniff; the constant-rate latency
-pass and capacity trials they share: ``latency``; the SSL proxy's path checks:
-``https_paths``). A keyword translates Robot arguments and calls the
-plain modules of ``testbed``, ``tools``, ``results`` and ``vpp``; the logic lives there. The top
-layer: nothing in ``libraries`` imports it. Suites import the libraries through
+tcp_term, ssl_proxy with its capacity search, ebpf_stream, sslsniff; the SSL proxy's path
+checks: ``https_paths``). A keyword translates Robot arguments and calls the plain modules of
+``testbed``, ``tools``, ``results``, ``ab``, ``capacity`` and ``vpp``; the logic lives there.
+Every case measures through the one case runner (``case``: plain or A/B, progress, telemetry).
+The top layer: nothing in ``libraries`` imports it. Suites import the libraries through
 ``resources/*.resource``, e.g. ``Library    libraries.keywords.testbed.TestbedKeywords``.
 """
 

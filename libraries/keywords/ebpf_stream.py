@@ -10,10 +10,9 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
 from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
-from libraries.keywords.ab import current_ab
-from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.ab import component_started, side_nginx
+from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.adaptive import measure
 from libraries.results.efficiency import (
     ProcessCost,
     RateCost,
@@ -22,8 +21,8 @@ from libraries.results.efficiency import (
     add_ratio,
 )
 from libraries.results.inference import DEFAULT_ALPHA
-from libraries.results.measurement import AllObservers, Measurement, Trial
-from libraries.results.plan import TrialPlan
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.settings import parse_plan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
 from libraries.tools.ebpf_stream.module import (
@@ -99,11 +98,9 @@ class EbpfStreamKeywords:
         target.wait_for_listener(IPERF_PORT, process)
         self._server = (target.name, process)
         self._pinned = bool(pinned)
-        ab = current_ab()
-        if ab is not None:
-            ab.register("iperf3-server", {("tool", target.name, "iperf3"), ("env", "iperf3")},
-                        lambda: target.stop(process),
-                        lambda: self.start_stream_test_server_on_node(node, pinned))
+        component_started("iperf3-server", {("tool", target.name, "iperf3"), ("env", "iperf3")},
+                          lambda: target.stop(process),
+                          lambda: self.start_stream_test_server_on_node(node, pinned))
 
     @keyword("Start Stream Proxy On Node")
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
@@ -119,8 +116,7 @@ class EbpfStreamKeywords:
         address = testbed.topology.address_of(upstream, seen_from=target.name)
         cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
         name = "nginx-stream-ebpf" if ebpf else "nginx-stream"
-        ab = current_ab()
-        http, servers = ab.nginx("stream") if ab else ((), ())
+        http, servers = side_nginx("stream")
         instance = NginxInstance(prefix=instance_prefix(target, name), user="root",
                                  worker_cpus=(cpus[0],) if cpus else None,
                                  error_log_level="notice" if ebpf else "crit",
@@ -143,10 +139,10 @@ class EbpfStreamKeywords:
         handle = start_nginx(target, name, config, [server.listen_port], binary=binary,
                              env=tool_env(testbed, target.name, tool))
         self._proxies["ebpf" if ebpf else "native"] = handle
-        if ab is not None:
-            ab.register(name, {("tool", target.name, tool), ("nginx", "stream"), ("env", tool)},
-                        lambda: target.stop(handle.process),
-                        lambda: self.start_stream_proxy_on_node(node, upstream, ebpf, pinned))
+        component_started(name, {("tool", target.name, tool), ("nginx", "stream"),
+                                 ("env", tool)},
+                          lambda: target.stop(handle.process),
+                          lambda: self.start_stream_proxy_on_node(node, upstream, ebpf, pinned))
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
@@ -179,7 +175,7 @@ class EbpfStreamKeywords:
                                 handle.ports[0])
         cpus = testbed.topology.cpus_of(tg.name, "load") if self._pinned else None
         evidence: list[EngagementEvidence] = []
-        plan = TrialPlan.parse(trials, duration, warmup)
+        plan = parse_plan(trials, duration, warmup)
         bpftool = "bpftool"
         ebpf = self._proxies.get("ebpf")
         dut = testbed.nodes[ebpf.node] if ebpf else None
@@ -242,21 +238,16 @@ class EbpfStreamKeywords:
                 previous = stack.enter_context(bpf_stats_enabled(dut))
                 logger.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
                             "measurement, restored afterwards")
-            ab = current_ab()
-            if ab is not None:  # the path through the proxy under test is compared
-                subject = next(v for v in ("ebpf", "native", "direct") if v in targets)
-                return ab.measure("ebpf_stream", "kernel", {
-                    "reverse": bool(reverse), "pinned": self._pinned,
-                    "ebpf": "ebpf" in self._proxies, "variants": [subject]},
-                    {subject: trial}, plan, build, {subject: "higher_is_better"},
-                    ConsoleProgress())
-            measurement, results = measure(variants, plan, build, judge,
-                                           AllObservers(ConsoleProgress(), telemetry))
-        telemetry.close(measurement)
-        for name, runs in results.items():
-            for number, run in enumerate(runs, start=1):
-                log_folded(f"{name} trial {number}: iperf3 JSON", run.raw)
-        return measurement
+            # A/B: the path through the proxy under test is compared
+            subject = next(v for v in ("ebpf", "native", "direct") if v in targets)
+            uses = {("tool", tg.name, "iperf3"), ("env", "iperf3")}
+            uses |= {("tool", dut.name, "bpftool")} if dut is not None else set()
+            case = Case("ebpf_stream", "kernel", variants, plan, build,
+                        {subject: "higher_is_better"},
+                        {"reverse": bool(reverse), "pinned": self._pinned,
+                         "ebpf": "ebpf" in self._proxies, "variants": [subject]},
+                        frozenset(uses), ab_variants=(subject,), output="iperf3 JSON")
+            return run_case(case, telemetry)
 
     def _cpu_metrics(self, measurement: Measurement, telemetry: TrialTelemetry) -> None:
         """Seed 003's CPU evidence: per-variant DUT cost and the proxies' worker CPU."""

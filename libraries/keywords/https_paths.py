@@ -1,10 +1,12 @@
 """What the SSL proxy case checks of its paths and how it places its nginx instances: every
 response the file (wrk's counts), every proxied request forwarded (the server's count), the
-worker connections and CPU of an instance, and what an instance uses that an A/B side may
-change. Plain functions of :mod:`libraries.keywords.ssl_proxy`."""
+rates and the per-round proxy/direct ratio of the trials, the worker connections and CPU of an
+instance, and what an instance uses that an A/B side may change. Plain functions of
+:mod:`libraries.keywords.ssl_proxy`."""
 
 from __future__ import annotations
 
+from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
 from libraries.tools.wrk.output import WrkResult
@@ -52,3 +54,32 @@ def check_forwarded(counted: list[int], sent: list[int]) -> None:
             raise HostStackError(
                 f"proxy trial {index + 1}: the server counted {server_count} requests but wrk "
                 f"completed {wrk_count} through the proxy: the proxy did not forward them all")
+
+
+def add_path_metrics(measurement: Measurement, results: dict[str, list[WrkResult]],
+                     counted: dict[int, int], status: bool) -> None:
+    """Rates, errors, the per-round ratio and the forwarding evidence of the trials."""
+    proxied = results["proxy"]
+    forwarded = [counted[id(r)] for r in proxied if id(r) in counted]
+    measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
+    measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
+                    "lower_is_better")
+    measurement.evidence["server_counted_requests"] = list(forwarded)
+    measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
+    measurement.evidence["bytes_per_response"] = [round(r.total_bytes / r.total_requests)
+                                                  for r in proxied]
+    if status:
+        check_forwarded(forwarded, [r.total_requests for r in proxied])
+    else:
+        measurement.evidence["server_counted_requests"] = None
+        measurement.notes.append("server-side request count unavailable over VPP: the "
+                                 "proof of the path is every response 2xx with the file")
+    if "direct" in results:
+        direct = results["direct"]
+        measurement.add("direct_rps", [r.requests_per_second for r in direct], "requests/s")
+        measurement.add("proxy_direct_ratio",
+                        [p.requests_per_second / d.requests_per_second
+                         for p, d in zip(proxied, direct, strict=True)], "ratio")
+    else:
+        measurement.notes.append("direct path not measured: the server requires the "
+                                 "proxy's client certificate (mTLS variant)")

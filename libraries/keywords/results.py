@@ -23,25 +23,28 @@ from libraries.keywords import TESTBED_LIBRARY
 from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE, write_run_report
 from libraries.results.adaptive import Judge
-from libraries.results.capacity import settings_from_variables
 from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
-from libraries.results.plan import Settings, TrialPlan, parse_settings, parse_switch
+from libraries.results.plan import Settings, TrialPlan
 from libraries.results.records import (
-    CURRENT_VERSION,
     RecordError,
     append_line,
     append_record,
+    build_record,
+    fixed_rounds,
     make_test_id,
 )
-from libraries.results.telemetry import unavailable_block
+from libraries.results.settings import (
+    capacity_settings_from_variables,
+    parse_settings,
+    parse_switch,
+)
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
-AB_VERDICTS = {"regression": "fail", "inconclusive": "inconclusive"}
 """An A/B test's record verdict from its comparison (no change and progression pass)."""
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -269,7 +272,7 @@ class ResultsKeywords:
                     f"while a criterion is inconclusive; confidence {1 - settings.alpha:.0%}")
         if self._variable("LATENCY_SLO", None) is not None:  # capacity tests: their settings
             try:
-                capacity = settings_from_variables(self._variable)
+                capacity = capacity_settings_from_variables(self._variable)
             except ValueError as error:
                 raise HostStackError(str(error)) from None
             logger.info(f"capacity: {', '.join(g.name for g in capacity.goals)}, MLRsearch "
@@ -299,42 +302,15 @@ class ResultsKeywords:
         """
         topology, versions = self._testbed_context()
         criteria = [] if measurement.ab else self.judge().evaluate(measurement)
-        outcomes = {c.outcome for c in criteria}
-        verdict = ("fail" if measurement.invalid or "fail" in outcomes else "no_criteria"
-                   if not criteria else "inconclusive" if "inconclusive" in outcomes else "pass")
-        if measurement.ab:  # an A/B test is judged by its comparison, not by floors
-            verdict = AB_VERDICTS.get(measurement.ab["verdict"], "pass")
         started = self._test_started or _now()
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
-        record: dict[str, Any] = {
-            "schema_version": CURRENT_VERSION,
-            "run_id": "",
-            "test_id": make_test_id(topology, suite_source, test_name),
-            "suite": self._variable("SUITE NAME", ""),
-            "name": test_name,
-            "tags": list(self._variable("TEST TAGS", [])),
-            "topology": topology,
-            "stack": measurement.stack,
-            "case": measurement.case,
-            "parameters": measurement.parameters,
-            "start_time": started.isoformat(),
-            "duration_s": (_now() - started).total_seconds(),
-            "metrics": {name: m.as_record() for name, m in measurement.metrics.items()},
-            "criteria": [c.as_record() for c in criteria],
-            "verdict": verdict,
-            "versions": versions,
-            "evidence": measurement.evidence,
-            "host": socket.gethostname(),
-            "telemetry": measurement.telemetry or unavailable_block(
-                f"case {measurement.case} collected no per-trial telemetry"),
-            "rounds": measurement.rounds or _fixed_rounds(measurement),
-            "environment": measurement.environment or {
-                "unavailable": f"case {measurement.case} read no node environment"},
-            **({"unavailable": measurement.unavailable} if measurement.unavailable else {}),
-            **({"invalid": measurement.invalid} if measurement.invalid else {}),
-            **({"ab": measurement.ab} if measurement.ab else {}),
-        }
+        record = build_record(
+            measurement, criteria, test_id=make_test_id(topology, suite_source, test_name),
+            suite=self._variable("SUITE NAME", ""), name=test_name,
+            tags=list(self._variable("TEST TAGS", [])), topology=topology, versions=versions,
+            started=started, seconds=(_now() - started).total_seconds(),
+            host=socket.gethostname())
         path = self._records_file()
         record["run_id"] = self._run_id
         record["project_revision"] = self._revision or "unknown"
@@ -384,14 +360,7 @@ class ResultsKeywords:
             raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))
         pending = [r for r in results if r.outcome == "inconclusive"]
         if pending:
-            rounds = measurement.rounds or _fixed_rounds(measurement)
+            rounds = measurement.rounds or fixed_rounds(measurement)
             raise HostStackError(
                 f"criteria inconclusive after {rounds['run']} trials ({rounds['stopped']}): "
                 + "; ".join(r.describe() for r in pending))
-
-
-def _fixed_rounds(measurement: Measurement) -> dict[str, Any]:
-    """``rounds`` of a measurement that did not measure adaptively: the trials it has."""
-    run = max((m.summary.count for m in measurement.metrics.values()), default=1)
-    return {"planned": run, "run": run, "max_trials": run, "max_seconds": None,
-            "alpha": measurement.alpha, "stopped": "fixed number of trials"}

@@ -6,25 +6,27 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
-from libraries.keywords.ab import current_ab
-from libraries.keywords.https_paths import (
-    check_forwarded,
-    check_responses,
-    nginx_uses,
-    one_cpu,
-    worker_connections,
-)
-from libraries.keywords.latency import (
+from libraries.capacity.generators import (
     CAPACITY_PREFERENCE,
     Generator,
     find_generator,
     latency_pass,
 )
-from libraries.keywords.progress import ConsoleProgress
+from libraries.capacity.limits import search_paths_capacity
+from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords.ab import component_started, side_nginx
+from libraries.keywords.case import Case, run_case
+from libraries.keywords.https_paths import (
+    add_path_metrics,
+    check_responses,
+    nginx_uses,
+    one_cpu,
+    worker_connections,
+)
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import (
     app_address,
@@ -32,12 +34,17 @@ from libraries.keywords.vpp import (
     client_environment,
     wait_until_listed,
 )
-from libraries.results.adaptive import measure
-from libraries.results.capacity import DEFAULT_SLO, parse_goals
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
-from libraries.results.measurement import AllObservers, Measurement, Trial
+from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
+from libraries.results.settings import (
+    DEFAULT_RANGE,
+    DEFAULT_SLO,
+    parse_capacity_settings,
+    parse_goals,
+    parse_plan,
+)
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -88,21 +95,6 @@ class SslProxyKeywords:
         self._paths: dict[str, str] = {}
         self._generator: Generator | None = None
         self._searcher: Generator | None = None
-
-    @property
-    def paths(self) -> dict[str, str]:
-        """URL per variant (``proxy``, ``direct``) of the last measurement."""
-        return dict(self._paths)
-
-    @property
-    def generator(self) -> Generator | None:
-        """The constant-rate generator the last latency pass used (None: none available)."""
-        return self._generator
-
-    @property
-    def searcher(self) -> Generator | None:
-        """The constant-rate generator for capacity searches (:data:`CAPACITY_PREFERENCE`)."""
-        return self._searcher
 
     @property
     def server(self) -> NginxHandle | None:
@@ -165,8 +157,7 @@ class SslProxyKeywords:
         # stub_status counts requests for the forwarding proof; over VPP it would listen on
         # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
         status_port = None if env else STATUS_PORT
-        ab = current_ab()
-        http, server = ab.nginx("server") if ab else ((), ())
+        http, server = side_nginx("server")
         params = HttpsServerParams(
             instance=NginxInstance(prefix=prefix, user="root",
                                    worker_connections=worker_connections(env),
@@ -185,11 +176,10 @@ class SslProxyKeywords:
         if env:
             wait_until_listed(target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
         self._server = _Server(handle, require_client_cert, status=not env)
-        if ab is not None:
-            ab.register("nginx-server", nginx_uses(target.name, "server", env),
-                        lambda: target.stop(handle.process),
-                        lambda: self.start_https_server_on_node(node, require_client_cert,
-                                                                stack))
+        component_started("nginx-server", nginx_uses(target.name, "server", env),
+                          lambda: target.stop(handle.process),
+                          lambda: self.start_https_server_on_node(node, require_client_cert,
+                                                                  stack))
 
     @keyword("Start HTTPS Reverse Proxy On Node")
     def start_https_reverse_proxy_on_node(self, node: str, upstream: str = "server",
@@ -212,8 +202,7 @@ class SslProxyKeywords:
                 trusted_ca_path=f"{certs}/ca.crt", verify=True, ssl_name=SERVER_NAME,
             )
         address = app_address(testbed, "server", upstream_node, target.name, stack)
-        ab = current_ab()
-        http, server = ab.nginx("proxy") if ab else ((), ())
+        http, server = side_nginx("proxy")
         params = SslProxyParams(
             instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
                                    worker_connections=worker_connections(env),
@@ -232,11 +221,10 @@ class SslProxyKeywords:
         if env:
             wait_until_listed(target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
                               proxy.process)
-        if ab is not None:
-            ab.register("nginx-proxy", nginx_uses(target.name, "proxy", env),
-                        lambda: target.stop(proxy.process),
-                        lambda: self.start_https_reverse_proxy_on_node(node, upstream, stack,
-                                                                       mtls))
+        component_started("nginx-proxy", nginx_uses(target.name, "proxy", env),
+                          lambda: target.stop(proxy.process),
+                          lambda: self.start_https_reverse_proxy_on_node(node, upstream, stack,
+                                                                         mtls))
 
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
@@ -273,7 +261,7 @@ class SslProxyKeywords:
             return chosen[key]
 
         flavour = load_tool()[1]
-        plan = TrialPlan.parse(trials, duration, warmup)
+        plan = parse_plan(trials, duration, warmup)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         size = parse_size(path.lstrip("/"))
         client_env = client_environment(tg.name, stack, program="wrk")
@@ -320,7 +308,7 @@ class SslProxyKeywords:
                             "warmup_s": plan.warmup},
                 trial_seconds=seconds, alpha=alpha,
             )
-            self._metrics(measurement, results, forwarded, status)
+            add_path_metrics(measurement, results, forwarded, status)
             telemetry.attach(measurement)
             add_rate_costs(measurement, telemetry.trials,
                            [RateCost("proxy", "rps", "rps", dut=proxy.name)])
@@ -331,57 +319,60 @@ class SslProxyKeywords:
             add_process_costs(measurement, telemetry.trials, costs)
             return measurement
 
-        ab = current_ab()
-        if ab is not None:  # the proxied path is the system under test: its rate is compared
-            self._paths = dict(urls)
-            return ab.measure("ssl_proxy", stack, {"file_size": size_name(size),
-                                                   "connections": int(connections),
-                                                   "mtls": self._server.mtls},
-                              {"proxy": trial}, plan, build, {"rps": "higher_is_better"},
-                              ConsoleProgress())
-        measurement, outputs = measure(dict.fromkeys(urls, trial), plan, build, judge,
-                                       AllObservers(ConsoleProgress(), telemetry))
-        telemetry.close(measurement)
         self._paths = dict(urls)
-        self._latency_pass(measurement, tg, client_env(), cpus, telemetry.ledger(tg.name),
-                           urls["proxy"], plan)
-        for variant, runs in outputs.items():
-            for number, run in enumerate(runs, start=1):
-                log_folded(f"{variant} trial {number}: wrk output", run.raw)
-        return measurement
+        uses = {("tool", tg.name, "wrk"), ("tool", tg.name, "wrk2"), ("env", "wrk"),
+                ("env", "wrk2")}
+        uses |= {("vcl", "client"), ("vpp", tg.name)} if stack == "vpp" else set()
+        case = Case("ssl_proxy", stack, dict.fromkeys(urls, trial), plan, build,
+                    {"rps": "higher_is_better"},  # A/B: the proxied path is under test
+                    {"file_size": size_name(size), "connections": int(connections),
+                     "mtls": self._server.mtls}, frozenset(uses), ab_variants=("proxy",),
+                    output="wrk output")
+        return run_case(case, telemetry, after=lambda measurement: self._latency_pass(
+            measurement, tg, client_env(), cpus, telemetry.ledger(tg.name), urls["proxy"],
+            plan))
 
-    @staticmethod
-    def _metrics(measurement: Measurement, results: dict[str, list[WrkResult]],
-                 counted: dict[int, int], status: bool) -> None:
-        """Rates, errors, the per-round ratio and the forwarding evidence of the trials."""
-        proxied = results["proxy"]
-        forwarded = [counted[id(r)] for r in proxied if id(r) in counted]
-        measurement.add("rps", [r.requests_per_second for r in proxied], "requests/s")
-        measurement.add("errors", [float(r.total_errors) for r in proxied], "count",
-                        "lower_is_better")
-        measurement.evidence["server_counted_requests"] = list(forwarded)
-        measurement.evidence["wrk_requests"] = [r.total_requests for r in proxied]
-        measurement.evidence["bytes_per_response"] = [round(r.total_bytes / r.total_requests)
-                                                      for r in proxied]
-        if status:
-            check_forwarded(forwarded, [r.total_requests for r in proxied])
-        else:
-            measurement.evidence["server_counted_requests"] = None
-            measurement.notes.append("server-side request count unavailable over VPP: the "
-                                     "proof of the path is every response 2xx with the file")
-        if "direct" in results:
-            direct = results["direct"]
-            measurement.add("direct_rps", [r.requests_per_second for r in direct], "requests/s")
-            measurement.add("proxy_direct_ratio",
-                            [p.requests_per_second / d.requests_per_second
-                             for p, d in zip(proxied, direct, strict=True)], "ratio")
-        else:
-            measurement.notes.append("direct path not measured: the server requires the "
-                                     "proxy's client certificate (mTLS variant)")
+    @keyword("Search Capacity Under Latency SLO")
+    def search_capacity_under_latency_slo(
+        self, measurement: Measurement, slo: str = DEFAULT_SLO,
+        search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
+        trial_duration: str = "0.5..1", duration_sum: str | float = 8,
+        width: str | float = 0.02, budget: str | float = 60,
+    ) -> Measurement:
+        """Search the capacity of the proxied and the direct path of ``measurement`` (the
+        result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
+        trials interleaved: latency goals ``slo`` (``p99<=10ms``, several comma-separated; a
+        bare ``10ms`` is p99), within ``search_range`` (``bottom..top`` requests/s), each
+        search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
+        ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
+        relative ``width``; ``budget``: seconds of trials per search.
+
+        Adds ``capacity``, ``direct_capacity`` and ``capacity_ratio`` with MLRsearch's result
+        and every trial as evidence (:func:`libraries.capacity.limits.search_paths_capacity`:
+        generator-bound paths, sanity checks). Skips where the load node has no constant-rate
+        generator; an A/B test compares the closed-loop rate of its sides instead.
+        """
+        if measurement.ab:
+            logger.info("A/B run: the capacity search is not made (the sides' rates are "
+                        "compared round by round instead)")
+            return measurement
+        if not self._paths:
+            raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
+        try:
+            settings = parse_capacity_settings(slo, search_range, exceed_ratio, trial_duration,
+                                               duration_sum, width, budget)
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
+        if self._searcher is None:
+            raise SkipExecution(f"no constant-rate generator on the load node: "
+                                f"{measurement.notes[-1] if measurement.notes else ''}")
+        return search_paths_capacity(measurement, self._searcher, dict(self._paths), settings,
+                                     str(search_range), log_folded)
 
     def _latency_pass(self, measurement: Measurement, tg: Node, env: dict[str, str] | None,
                       cpus: list[int] | None, ledger: str, url: str, plan: TrialPlan) -> None:
-        """The constant-rate pass at half the measured maximum (:mod:`.latency`)."""
+        """The constant-rate pass at half the measured maximum
+        (:func:`libraries.capacity.generators.latency_pass`)."""
         tools = current_testbed().topology.nodes[tg.name].tools
         connections = int(measurement.parameters["connections"])
         generator, why = find_generator(tg, tools, cpus, env, ledger)

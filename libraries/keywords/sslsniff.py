@@ -15,15 +15,14 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
-from libraries.keywords.ab import current_ab
-from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords import current_judge, current_testbed, tool_env
+from libraries.keywords.ab import component_started, refuse_in_ab
+from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
-from libraries.results.measurement import AllObservers, Measurement, Trial
-from libraries.results.plan import TrialPlan
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.settings import parse_plan
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
 from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
@@ -81,10 +80,9 @@ class SslsniffKeywords:
             raise SkipExecution(str(error)) from None
         for note in self._tracer.notes:
             logger.info(f"not bcc: {note}")
-        ab = current_ab()
-        if ab is not None:  # a side with another bpftrace: detected again on each switch
-            ab.register("kernel-tracer", {("tool", target.name, "bpftrace")}, lambda: None,
-                        lambda: self.require_kernel_ssl_tracer_on_node(node))
+        # an A/B side with another bpftrace: detected again on each switch
+        component_started("kernel-tracer", {("tool", target.name, "bpftrace")}, lambda: None,
+                          lambda: self.require_kernel_ssl_tracer_on_node(node))
         return self._tracer.kind
 
     @keyword("Measure HTTPS Load With Kernel Tracer")
@@ -158,10 +156,8 @@ class SslsniffKeywords:
             self._seed = detect_seed_sslsniff(target, binary)
         except ToolMissing as error:
             raise SkipExecution(str(error)) from None
-        ab = current_ab()
-        if ab is not None:
-            ab.register("seed-sslsniff", {("tool", target.name, "bpftime_sslsniff")},
-                        lambda: None, lambda: self.require_seed_sslsniff_on_node(node))
+        component_started("seed-sslsniff", {("tool", target.name, "bpftime_sslsniff")},
+                          lambda: None, lambda: self.require_seed_sslsniff_on_node(node))
         return self._seed.version
 
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
@@ -225,9 +221,8 @@ class SslsniffKeywords:
         testbed = current_testbed()
         dut = testbed.nodes[server.node]
         spec = testbed.topology.nodes[dut.name]
-        if current_ab() is not None:
-            raise SkipExecution("A/B runs do not compare the bpftime variant: its traced "
-                                "nginx is a copy of the server's config made once per test")
+        refuse_in_ab("A/B runs do not compare the bpftime variant: its traced nginx is a copy "
+                     "of the server's config made once per test")
         if "bpftime" not in spec.tools or "bpftime_sslsniff" not in spec.tools:
             raise SkipExecution(f"bpftime not declared on {dut.name} in topology "
                                 f"{testbed.topology.name} (tools.bpftime, "
@@ -284,7 +279,7 @@ class SslsniffKeywords:
         flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)[1]
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
-        plan = TrialPlan.parse(trials, duration, warmup)
+        plan = parse_plan(trials, duration, warmup)
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
         def wrk(port: int, seconds: int) -> WrkResult:
@@ -330,19 +325,12 @@ class SslsniffKeywords:
             _tracer_costs(measurement, telemetry, dut.name, server.process.name, traced)
             return measurement
 
-        ab = current_ab()
-        if ab is not None:  # the traced server's rate is compared (its baseline beside it)
-            return ab.measure("sslsniff", "kernel", {"tracer": variant, "file": path,
-                                                     "connections": int(connections)},
-                              {"baseline": baseline, "traced": with_tracer}, plan, build,
-                              {"traced_rps": "higher_is_better"}, ConsoleProgress())
-        measurement, results = measure({"baseline": baseline, "traced": with_tracer}, plan,
-                                       build, judge, AllObservers(ConsoleProgress(), telemetry))
-        telemetry.close(measurement)
-        for name, runs in results.items():
-            for number, run in enumerate(runs, start=1):
-                log_folded(f"{name} trial {number}: wrk output", run.raw)
-        return measurement
+        # A/B: the traced server's rate is compared (its baseline beside it)
+        case = Case("sslsniff", "kernel", {"baseline": baseline, "traced": with_tracer}, plan,
+                    build, {"traced_rps": "higher_is_better"},
+                    {"tracer": variant, "file": path, "connections": int(connections)},
+                    frozenset({("tool", tg.name, flavour), ("env", flavour)}), output="wrk output")
+        return run_case(case, telemetry)
 
 
 def _tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,

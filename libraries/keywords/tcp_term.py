@@ -9,9 +9,9 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
-from libraries.keywords.ab import current_ab
-from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords import current_judge, current_testbed, tool_env
+from libraries.keywords.ab import component_started
+from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.keywords.vpp import (
     app_address,
@@ -19,11 +19,10 @@ from libraries.keywords.vpp import (
     client_environment,
     wait_until_listed,
 )
-from libraries.results.adaptive import measure
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
-from libraries.results.measurement import AllObservers, Measurement, Trial
-from libraries.results.plan import TrialPlan
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.settings import parse_plan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.tools.iperf3 import (
@@ -65,12 +64,10 @@ class TcpTermKeywords:
         else:
             target.wait_for_listener(IPERF_PORT, process)
         self._server = (target.name, process)
-        ab = current_ab()
-        if ab is not None:
-            uses = {("tool", target.name, "iperf3"), ("env", "iperf3")}
-            uses |= {("vpp", target.name), ("vcl", "server")} if vpp_env else set()
-            ab.register("iperf3-server", uses, lambda: target.stop(process),
-                        lambda: self.start_iperf3_server_on_node(node, stack))
+        uses = {("tool", target.name, "iperf3"), ("env", "iperf3")}
+        uses |= {("vpp", target.name), ("vcl", "server")} if vpp_env else set()
+        component_started("iperf3-server", uses, lambda: target.stop(process),
+                          lambda: self.start_iperf3_server_on_node(node, stack))
 
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
@@ -95,7 +92,7 @@ class TcpTermKeywords:
         server = testbed.node(self._server[0])
         address = app_address(testbed, "server", server.name, tg.name, stack)
         client_env = client_environment(tg.name, stack, program="iperf3")
-        plan = TrialPlan.parse(trials, duration, warmup)
+        plan = parse_plan(trials, duration, warmup)
         tcp_info = stack == "kernel"
         telemetry = TrialTelemetry.for_current_suite(testbed)
 
@@ -141,18 +138,13 @@ class TcpTermKeywords:
             add_process_costs(measurement, telemetry.trials, costs)
             return measurement
 
-        ab = current_ab()
-        if ab is not None:
-            return ab.measure("tcp_term", stack, {"reverse": bool(reverse),
-                                                  "streams": int(streams)},
-                              {"iperf3": trial}, plan, build,
-                              {"throughput": "higher_is_better"}, ConsoleProgress())
-        measurement, results = measure({"iperf3": trial}, plan, build, judge,
-                                       AllObservers(ConsoleProgress(), telemetry))
-        telemetry.close(measurement)
-        for number, run in enumerate(results["iperf3"], start=1):
-            log_folded(f"trial {number}: iperf3 JSON", run.raw)
-        return measurement
+        uses = {("tool", tg.name, "iperf3"), ("env", "iperf3")}
+        uses |= {("vcl", "client"), ("vpp", tg.name)} if stack == "vpp" else set()
+        case = Case("tcp_term", stack, {"iperf3": trial}, plan, build,
+                    {"throughput": "higher_is_better"},
+                    {"reverse": bool(reverse), "streams": int(streams)}, frozenset(uses),
+                    output="iperf3 JSON")
+        return run_case(case, telemetry)
 
     @keyword("Set Link MTU Between Nodes")
     def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:

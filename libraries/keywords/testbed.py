@@ -12,10 +12,10 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords.pool import PoolClient
-from libraries.results.versions import node_versions, tool_version
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.provision import Testbed
+from libraries.tools.versions import node_versions, tool_version
 
 LOG = logging.getLogger(__name__)
 

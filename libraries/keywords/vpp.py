@@ -24,7 +24,7 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
-from libraries.keywords.ab import current_ab
+from libraries.keywords.ab import component_started, side_startup, side_vcl
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.provision import Testbed
@@ -107,13 +107,12 @@ def client_environment(node: str, stack: str,
     again on every switch: the client starts per trial, so it is a component with nothing to
     stop."""
     env = {"now": app_environment(node, "client", stack, program)}
-    ab = current_ab()
-    if ab is not None and env["now"] is not None:
+    if env["now"] is not None:
         def render() -> None:
             env["now"] = app_environment(node, "client", stack, program)
 
-        ab.register(f"vcl-client-{node}", {("vcl", "client"), ("vpp", node)}, lambda: None,
-                    render)
+        component_started(f"vcl-client-{node}", {("vcl", "client"), ("vpp", node)},
+                          lambda: None, render)
     return lambda: env["now"]
 
 
@@ -196,9 +195,8 @@ class VppKeywords:
         instance = self._instances[name]
         placement = self._apps.get(app, AppPlacement(name, None, None))
         secret = SECRET if placement.namespace_id else None
-        ab = current_ab()
         text = vcl_config(program, placement.namespace_id, secret,
-                          instance.install.app_socket_dir, ab.vcl(app) if ab else ())
+                          instance.install.app_socket_dir, side_vcl(app))
         path = f"{instance.node.workdir}/vcl-{app}.conf"
         instance.node.put(text, path)
         logger.info(f"VCL config of {app} on {name} ({path}):\n{text}")
@@ -239,11 +237,10 @@ class VppKeywords:
         ports = self._planned_ports(name, mtu)
         check_ports(testbed.nodes[name], ports)
         main = testbed.topology.cpus_of(name, "vpp_main")
-        ab = current_ab()
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
                            ports=startup_contribution(ports), mtu=int(mtu) if mtu else None,
-                           extra_sections=ab.startup(name) if ab else ())
+                           extra_sections=side_startup(name))
         reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
             layout, has_hugepages(testbed.nodes[name]))
         if reason:
@@ -268,10 +265,9 @@ class VppKeywords:
             self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
         else:
             self.give_node_interfaces_to_vpp(node, mtu=mtu)
-        ab = current_ab()
-        if ab is not None:  # a side with another VPP install or startup sections restarts it
-            ab.register(f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
-                        lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
+        # an A/B side with another VPP install or startup sections restarts it
+        component_started(f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
+                          lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",

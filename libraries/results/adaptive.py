@@ -1,4 +1,5 @@
-"""Measuring until the verdict is conclusive: the planned rounds, then one more at a time while
+"""Measuring in rounds: a warm-up, interleaved rounds of every variant (each variant's trial
+function called in turn), and, until the verdict is conclusive, one more round at a time while
 a criterion's interval straddles its bound, within the budget.
 
 Each extra round runs every variant once more, interleaved as before, and the measurement is
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from libraries.results.criteria import CriteriaFile, CriterionResult, evaluate
-from libraries.results.measurement import Measurement, Trial, TrialObserver, run_rounds, warm_up
+from libraries.results.measurement import Measurement, Trial, TrialObserver
 from libraries.results.plan import Settings, TrialPlan
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +37,52 @@ class Judge:
     def evaluate(self, measurement: Measurement) -> list[CriterionResult]:
         """Every applicable criterion's outcome."""
         return evaluate(self.criteria, measurement, self.topology, source=self.source)
+
+
+def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:
+    """Run each variant once for ``plan.warmup`` s (round 0: nothing of it is kept)."""
+    if plan.warmup:
+        for name, trial in variants.items():
+            LOG.info("warm-up: %s for %d s", name, plan.warmup)
+            trial(Trial(name, plan.warmup, 0))
+
+
+def run_rounds(variants: Mapping[str, Callable[[Trial], Any]], duration: int,
+               rounds: range, total: int, results: dict[str, list[Any]],
+               observer: TrialObserver | None = None) -> float:
+    """Run ``rounds`` (round numbers) of every variant in turn, ``duration`` s each, appending
+    to ``results``; ``total`` is what observers are told the rounds count up to. Returns the
+    seconds spent inside the trials."""
+    measured = 0.0
+    for round_number in rounds:
+        for name, trial in variants.items():
+            if observer is not None:
+                observer.trial_started(name, round_number, total)
+            started = time.monotonic()
+            result = trial(Trial(name, duration, round_number))
+            measured += time.monotonic() - started
+            results.setdefault(name, []).append(result)
+            if observer is not None:
+                observer.trial_finished(name, round_number, total, result)
+            LOG.info("trial %d/%d of %s done", round_number, total, name)
+    return measured
+
+
+def run_interleaved(
+    variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
+    observer: TrialObserver | None = None,
+) -> tuple[dict[str, list[Any]], float]:
+    """Warm each variant up once, then run ``plan.trials`` rounds of every variant in turn.
+
+    Each callable takes a :class:`Trial` (duration, round, warm-up or measured) and returns its
+    trial result; ``observer`` hears of each measured trial's start and end. Returns the
+    results per variant (in trial order) and the seconds spent inside measured trials.
+    """
+    results: dict[str, list[Any]] = {name: [] for name in variants}
+    warm_up(variants, plan)
+    measured = run_rounds(variants, plan.duration, range(1, plan.trials + 1), plan.trials,
+                          results, observer)
+    return results, measured
 
 
 def measure(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, build: Build,

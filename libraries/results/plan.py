@@ -9,15 +9,16 @@ are at confidence ``1 - ALPHA``.
 Where the values come from, first found wins: Robot variables (``-v TRIALS:5 -v DURATION:30
 -v MAX_TRIALS:12 -v MAX_SECONDS:900 -v ALPHA:0.05``), the topology's ``budget:`` (a lab's own
 bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned rounds (at
-least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every value is checked where it enters (:func:`parse_settings`, in each
-measuring suite's setup); errors name the variable.
+least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every
+value is checked where it enters, in each measuring suite's setup, by
+:mod:`libraries.results.settings`, the one parser of ``-v`` settings; errors name the variable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from libraries.results.inference import DEFAULT_ALPHA, check_alpha, minimum_decisive_trials
+from libraries.results.inference import DEFAULT_ALPHA
 
 
 @dataclass(frozen=True)
@@ -35,15 +36,6 @@ class TrialPlan:
             raise ValueError(f"duration: expected whole seconds >= 1, got {self.duration!r}")
         if not isinstance(self.warmup, int) or self.warmup < 0:
             raise ValueError(f"warmup: expected whole seconds >= 0, got {self.warmup!r}")
-
-    @classmethod
-    def parse(cls, trials: object, duration: object, warmup: object) -> TrialPlan:
-        """The plan from Robot variables (``-v TRIALS:5 -v DURATION:30 -v WARMUP:5``, strings
-        or numbers), strictly: ``1.5`` seconds is refused, not truncated (iperf3 and wrk take
-        whole seconds). Errors name the variable."""
-        return cls(whole("TRIALS", trials, 1, "an integer"),
-                   whole("DURATION", duration, 1, "whole seconds"),
-                   whole("WARMUP", warmup, 0, "whole seconds"))
 
 
 @dataclass(frozen=True)
@@ -76,81 +68,3 @@ class Settings:
     plan: TrialPlan
     budget: Budget
     alpha: float = DEFAULT_ALPHA
-
-
-def whole(variable: str, value: object, minimum: int, what: str) -> int:
-    """``value`` as an int >= ``minimum``: an int, or a string of digits (``ValueError`` naming
-    ``-v VARIABLE:value`` otherwise)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    else:
-        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
-    if number < minimum:
-        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
-    return number
-
-
-SWITCH_WORDS = {"yes": True, "true": True, "on": True, "1": True,
-                "no": False, "false": False, "off": False, "0": False}
-
-
-def parse_switch(variable: str, value: object) -> bool:
-    """An on/off setting (``-v EXTENDED:yes``): a bool, or one of yes/no, true/false, on/off,
-    1/0 in any case (``ValueError`` naming ``-v VARIABLE:value`` otherwise)."""
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word not in SWITCH_WORDS:
-        raise ValueError(f"-v {variable}:{value}: expected yes or no (true/false, on/off, "
-                         f"1/0), got {value!r}")
-    return SWITCH_WORDS[word]
-
-
-def _number(variable: str, value: object) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"-v {variable}:{value}: expected a number, got {value!r}") from None
-    return number
-
-
-def parse_settings(trials: object, duration: object, warmup: object,
-                   max_trials: object = None, max_seconds: object = None,
-                   alpha: object = None, topology_budget: dict[str, object] | None = None,
-                   ) -> Settings:
-    """The settings from Robot variables (None: not given) and the topology's ``budget``."""
-    plan = TrialPlan.parse(trials, duration, warmup)
-    given = topology_budget or {}
-    if alpha is None:
-        level = DEFAULT_ALPHA
-    else:
-        number = _number("ALPHA", alpha)
-        try:
-            level = check_alpha(number, f"-v ALPHA:{alpha}")
-        except ValueError:
-            raise ValueError(f"-v ALPHA:{alpha}: expected a number between 0 and 1 (exclusive),"
-                             " e.g. 0.05") from None
-    trials_from, seconds_from = "-v MAX_TRIALS", "-v MAX_SECONDS"
-    needed = minimum_decisive_trials(level)
-    if max_trials is None:
-        trials_from = "the topology's budget.max_trials" if "max_trials" in given else \
-            "the default budget"
-        max_trials = given.get("max_trials", max(2 * plan.trials, needed))
-    rounds = whole("MAX_TRIALS", max_trials, 1, "an integer")
-    if rounds < plan.trials:
-        raise ValueError(f"{trials_from} ({rounds}) is below -v TRIALS:{plan.trials}: the "
-                         "budget must allow the planned trials")
-    if rounds < needed:
-        raise ValueError(f"{trials_from} ({rounds}) can never reach a verdict at ALPHA "
-                         f"{level:g}: an interval that decides needs {needed} trials")
-    if max_seconds is None:
-        seconds_from = "the topology's budget.max_seconds"
-        max_seconds = given.get("max_seconds")
-    seconds = None if max_seconds is None else _number("MAX_SECONDS", max_seconds)
-    planned = plan.trials * plan.duration
-    if seconds is not None and seconds < planned:
-        raise ValueError(f"{seconds_from} ({max_seconds}) is below the planned trials' time "
-                         f"({plan.trials} x {plan.duration} s = {planned} s per variant)")
-    return Settings(plan, Budget(rounds, seconds), level)

@@ -13,12 +13,16 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from libraries.results.criteria import CriterionResult
+from libraries.results.measurement import Measurement
+from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -190,3 +194,46 @@ def find_record_files(roots: list[Path]) -> list[Path]:
         else:
             raise RecordError(f"{root}: no such file or directory")
     return found
+
+
+AB_VERDICTS = {"regression": "fail", "inconclusive": "inconclusive"}
+"""An A/B test's record verdict from its comparison's (no change / progression: pass)."""
+
+
+def fixed_rounds(measurement: Measurement) -> dict[str, Any]:
+    """``rounds`` of a measurement that did not measure adaptively: the trials it has."""
+    run = max((m.summary.count for m in measurement.metrics.values()), default=1)
+    return {"planned": run, "run": run, "max_trials": run, "max_seconds": None,
+            "alpha": measurement.alpha, "stopped": "fixed number of trials"}
+
+
+def build_record(measurement: Measurement, criteria: list[CriterionResult], *, test_id: str,
+                 suite: str, name: str, tags: list[str], topology: str,
+                 versions: dict[str, dict[str, str]], started: datetime, seconds: float,
+                 host: str) -> dict[str, Any]:
+    """One test's record at :data:`CURRENT_VERSION` (``run_id`` and ``project_revision`` are
+    the writer's to fill): metrics with every trial, criteria and the verdict (an A/B test's
+    from its comparison, not from floors), parameters, evidence, telemetry, rounds,
+    environment, versions, what was unavailable or invalid."""
+    outcomes = {c.outcome for c in criteria}
+    verdict = ("fail" if measurement.invalid or "fail" in outcomes else "no_criteria"
+               if not criteria else "inconclusive" if "inconclusive" in outcomes else "pass")
+    if measurement.ab:
+        verdict = AB_VERDICTS.get(measurement.ab["verdict"], "pass")
+    return {
+        "schema_version": CURRENT_VERSION, "run_id": "", "test_id": test_id, "suite": suite,
+        "name": name, "tags": tags, "topology": topology, "stack": measurement.stack,
+        "case": measurement.case, "parameters": measurement.parameters,
+        "start_time": started.isoformat(), "duration_s": seconds,
+        "metrics": {n: m.as_record() for n, m in measurement.metrics.items()},
+        "criteria": [c.as_record() for c in criteria], "verdict": verdict,
+        "versions": versions, "evidence": measurement.evidence, "host": host,
+        "telemetry": measurement.telemetry or unavailable_block(
+            f"case {measurement.case} collected no per-trial telemetry"),
+        "rounds": measurement.rounds or fixed_rounds(measurement),
+        "environment": measurement.environment or {
+            "unavailable": f"case {measurement.case} read no node environment"},
+        **({"unavailable": measurement.unavailable} if measurement.unavailable else {}),
+        **({"invalid": measurement.invalid} if measurement.invalid else {}),
+        **({"ab": measurement.ab} if measurement.ab else {}),
+    }

@@ -93,13 +93,25 @@ def ab_verdict(a: Sequence[float], b: Sequence[float], direction: str,
         widen = math.exp(float(norm.ppf(1 - alpha / 2)) * spread * noise)
         low, high = low / widen, high * widen
         test += f", widened by the run-to-run CV {noise:.1%}"
-    bad_down = direction != "lower_is_better"
-    if high < 1.0 and change.ratio <= 1.0 - margin:
-        verdict: Verdict = "regression" if bad_down else "progression"
-    elif low > 1.0 and change.ratio >= 1.0 + margin:
-        verdict = "progression" if bad_down else "regression"
-    elif 1.0 - margin <= low and high <= 1.0 + margin:
-        verdict = "no change"
-    else:
-        verdict = "inconclusive"
+    verdict = classify(change.ratio, low, high, direction, margin)
     return AbResult(change, low, high, noise, verdict, test + f"; margin {margin:.0%}")
+
+
+def classify(change: float, low: float | None, high: float | None, direction: str,
+             margin: float) -> Verdict:
+    """The four-outcome rule every comparison uses (two runs, the trend gate's second opinion,
+    an A/B run): ``change`` is B / A with its interval ``low``..``high`` (None: too few values
+    for one). *Regression* / *progression* when the interval lies wholly on one side of no
+    change and the change is at least ``margin``; *no change* when the interval lies within
+    ``+-margin``; *inconclusive* otherwise. In the metric's terms: down is a regression of a
+    ``higher_is_better`` metric, up of a ``lower_is_better`` one."""
+    if low is None or high is None:
+        return "inconclusive"
+    bad_down = direction != "lower_is_better"
+    if high < 1.0 and change <= 1.0 - margin:
+        return "regression" if bad_down else "progression"
+    if low > 1.0 and change >= 1.0 + margin:
+        return "progression" if bad_down else "regression"
+    if 1.0 - margin <= low and high <= 1.0 + margin:
+        return "no change"
+    return "inconclusive"

@@ -1,11 +1,10 @@
 """The testbed layer: what a topology file says, how a node is reached, how a local one is built.
 
-Owns the topology model (``topology``, read by ``topology_file``), A/B comparison files and
-the topology each side sees (``comparison``), command execution on a node over SSH (``node``,
-``shell``; the login target, trusted host keys and login errors in ``ssh``, below ``node``),
-network-namespace provisioning of ``provision: netns`` topologies (``netns``, ``provision``),
-the pre-flight ping check of every testbed's links and routes (``preflight``) and the error
-types every other package raises (``errors``). It is the lowest layer: it imports nothing
-else of ``libraries``. ``python -m libraries.testbed up|down|status``
+Owns the topology model (``topology``, read by ``topology_file``), command execution on a
+node over SSH (``node``, ``shell``; the login target, trusted host keys and login errors in
+``ssh``, below ``node``), network-namespace provisioning of ``provision: netns`` topologies
+(``netns``, ``provision``), the pre-flight ping check of every testbed's links and routes
+(``preflight``) and the error types every other package raises (``errors``). It is the lowest
+layer: it imports nothing else of ``libraries``. ``python -m libraries.testbed up|down|status``
 builds, removes or inspects a topology's testbed by hand.
 """

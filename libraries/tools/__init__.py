@@ -12,8 +12,9 @@ One sub-package per tool family, each saying what it owns in its ``__init__``:
 Single-module tools stand beside them: ``render`` (strict jinja2 over ``templates/``),
 ``certs`` (per-run CA and certificates), ``content`` (content files and sizes), ``iperf3``
 (command lines, ``--json`` parser, runner), ``vegeta`` and ``oha`` (constant-rate HTTP load:
-one process per load core, requests counted over latency limits from their schedule) and
-``bpftime`` (bpftime's CLI, its install folder, environment and leftovers).
+one process per load core, requests counted over latency limits from their schedule),
+``bpftime`` (bpftime's CLI, its install folder, environment and leftovers) and ``versions``
+(each tool's version command and the pattern its answer must match).
 
 A runner builds a command line and runs it on a ``testbed.node.Node``; a parser turns the
 tool's output into a typed result or raises ``ParseError`` quoting it. Imports only

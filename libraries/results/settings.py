@@ -1,19 +1,18 @@
-"""Capacity under latency goals: what is asked, what one constant-rate trial measured, and what
-a search found. The search itself is FD.io CSIT's MLRsearch (:mod:`.mlrsearch`).
+"""Every ``-v`` setting a run is given, parsed in one place with one error style: a bad value
+is a ``ValueError`` that names the variable, the value and what was expected
+(``-v DURATION:1.5: expected whole seconds >= 1, got '1.5'``).
 
-A **latency goal** ``p99 <= 10 ms`` says that at most 1 % of the requests may be *lost*, and a
-request is lost when it failed (an error or a non-2xx/3xx answer), was never sent within the
-trial, or took longer than 10 ms counted from its *scheduled* send time (so a request the
-generator sent late carries its lateness: no coordinated omission). That is MLRsearch's goal
-loss ratio 0.01 with this project's definition of loss; the goal's other attributes (exceed
-ratio, trial durations, duration sum, relative width) are MLRsearch's own and are set once for
-all goals (:class:`SearchSettings`). The counts come from the generator itself: vegeta's
-per-request results, wrk2's corrected histogram at the limit (never from interpolated
-percentiles).
+- trials: ``TRIALS``, ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA`` and
+  the topology's ``budget`` (:func:`parse_settings`, :func:`parse_plan`);
+- on/off switches such as ``EXTENDED`` (:func:`parse_switch`);
+- A/B runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET`` (:class:`AbSettings`,
+  :func:`ab_settings_from_variables`);
+- capacity searches: ``LATENCY_SLO``, ``CAPACITY_RANGE``, ``CAPACITY_EXCEED_RATIO``,
+  ``CAPACITY_TRIAL_DURATION``, ``CAPACITY_DURATION_SUM``, ``CAPACITY_WIDTH``,
+  ``CAPACITY_BUDGET`` (:class:`SearchSettings`, :func:`capacity_settings_from_variables`).
 
-MLRsearch takes one loss count per trial, so goals with different latency limits cannot share
-one search: each limit gets its own search (sharing trials where they ask for the same load and
-duration), and goals with the same limit (``p99 <= 10 ms`` and ``p99.9 <= 10 ms``) share one.
+Pure: it reads values it is handed (``lookup(name, default)`` for Robot's variables), never a
+node, a file or Robot itself.
 """
 
 from __future__ import annotations
@@ -21,10 +20,172 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from MLRsearch import MeasurementResult, SearchGoal
+from libraries.results.inference import DEFAULT_ALPHA, check_alpha, minimum_decisive_trials
+from libraries.results.plan import Budget, Settings, TrialPlan
+
+Lookup = Callable[[str, Any], Any]
+"""``lookup(name, default)``: the value of ``-v NAME`` (Robot's ``${NAME}``), or ``default``."""
+
+# -- trials -----------------------------------------------------------------------------------
+
+
+def whole(variable: str, value: object, minimum: int, what: str) -> int:
+    """``value`` as an int >= ``minimum``: an int, or a string of digits (``ValueError`` naming
+    ``-v VARIABLE:value`` otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
+    if number < minimum:
+        raise ValueError(f"-v {variable}:{value}: expected {what} >= {minimum}, got {value!r}")
+    return number
+
+
+SWITCH_WORDS = {"yes": True, "true": True, "on": True, "1": True,
+                "no": False, "false": False, "off": False, "0": False}
+
+
+def parse_switch(variable: str, value: object) -> bool:
+    """An on/off setting (``-v EXTENDED:yes``): a bool, or one of yes/no, true/false, on/off,
+    1/0 in any case (``ValueError`` naming ``-v VARIABLE:value`` otherwise)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in SWITCH_WORDS:
+        raise ValueError(f"-v {variable}:{value}: expected yes or no (true/false, on/off, "
+                         f"1/0), got {value!r}")
+    return SWITCH_WORDS[word]
+
+
+def _number(variable: str, value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"-v {variable}:{value}: expected a number, got {value!r}") from None
+    return number
+
+
+def parse_plan(trials: object, duration: object, warmup: object) -> TrialPlan:
+    """The plan from Robot variables (``-v TRIALS:5 -v DURATION:30 -v WARMUP:5``, strings
+    or numbers), strictly: ``1.5`` seconds is refused, not truncated (iperf3 and wrk take
+    whole seconds). Errors name the variable."""
+    return TrialPlan(whole("TRIALS", trials, 1, "an integer"),
+                     whole("DURATION", duration, 1, "whole seconds"),
+                     whole("WARMUP", warmup, 0, "whole seconds"))
+
+
+def parse_settings(trials: object, duration: object, warmup: object,
+                   max_trials: object = None, max_seconds: object = None,
+                   alpha: object = None, topology_budget: dict[str, object] | None = None,
+                   ) -> Settings:
+    """The settings from Robot variables (None: not given) and the topology's ``budget``."""
+    plan = parse_plan(trials, duration, warmup)
+    given = topology_budget or {}
+    if alpha is None:
+        level = DEFAULT_ALPHA
+    else:
+        number = _number("ALPHA", alpha)
+        try:
+            level = check_alpha(number, f"-v ALPHA:{alpha}")
+        except ValueError:
+            raise ValueError(f"-v ALPHA:{alpha}: expected a number between 0 and 1 (exclusive),"
+                             " e.g. 0.05") from None
+    trials_from, seconds_from = "-v MAX_TRIALS", "-v MAX_SECONDS"
+    needed = minimum_decisive_trials(level)
+    if max_trials is None:
+        trials_from = "the topology's budget.max_trials" if "max_trials" in given else \
+            "the default budget"
+        max_trials = given.get("max_trials", max(2 * plan.trials, needed))
+    rounds = whole("MAX_TRIALS", max_trials, 1, "an integer")
+    if rounds < plan.trials:
+        raise ValueError(f"{trials_from} ({rounds}) is below -v TRIALS:{plan.trials}: the "
+                         "budget must allow the planned trials")
+    if rounds < needed:
+        raise ValueError(f"{trials_from} ({rounds}) can never reach a verdict at ALPHA "
+                         f"{level:g}: an interval that decides needs {needed} trials")
+    if max_seconds is None:
+        seconds_from = "the topology's budget.max_seconds"
+        max_seconds = given.get("max_seconds")
+    seconds = None if max_seconds is None else _number("MAX_SECONDS", max_seconds)
+    planned = plan.trials * plan.duration
+    if seconds is not None and seconds < planned:
+        raise ValueError(f"{seconds_from} ({max_seconds}) is below the planned trials' time "
+                         f"({plan.trials} x {plan.duration} s = {planned} s per variant)")
+    return Settings(plan, Budget(rounds, seconds), level)
+
+
+# -- A/B runs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    """``margin`` (a change within it is no finding), ``alpha`` (the chance of a false
+    finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
+    (seconds of the whole A/B measurement, switches included)."""
+
+    margin: float = 0.02
+    alpha: float = 0.05
+    look: int = 10
+    max_rounds: int = 40
+    budget_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
+                             "[0, 100), e.g. 2")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
+        if not isinstance(self.look, int) or self.look < 6:
+            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 6 (fewer "
+                             "pairs cannot give a signed-rank interval that decides)")
+        if not isinstance(self.max_rounds, int) or self.max_rounds < self.look:
+            raise ValueError(f"-v AB_MAX_ROUNDS:{self.max_rounds}: expected whole rounds >= "
+                             f"AB_LOOK ({self.look})")
+        if not self.budget_s > 0:
+            raise ValueError(f"-v AB_BUDGET:{self.budget_s:g}: expected seconds > 0")
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """The rounds after which the test is judged: every ``look`` rounds, and at
+        ``max_rounds`` (a budget that ends the test between looks makes its last rounds the
+        next look, so no more looks than planned are ever made)."""
+        return tuple(dict.fromkeys((*range(self.look, self.max_rounds + 1, self.look),
+                                    self.max_rounds)))
+
+    @property
+    def alpha_per_look(self) -> float:
+        """Each look's level: ``alpha`` split evenly over the planned looks."""
+        return self.alpha / len(self.looks)
+
+
+def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
+    """``-v AB_MARGIN`` (percent, default 2), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (40),
+    ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
+    values = {}
+    for name, default, kind in (("AB_MARGIN", 2, float), ("AB_LOOK", 10, int),
+                                ("AB_MAX_ROUNDS", 40, int), ("AB_BUDGET", 600, float),
+                                ("ALPHA", 0.05, float)):
+        given = lookup(name, default)
+        try:
+            number = kind(str(given).rstrip("%"))
+        except ValueError:
+            raise ValueError(f"-v {name}:{given}: expected a {'whole ' if kind is int else ''}"
+                             f"number, got {given!r}") from None
+        if not math.isfinite(number):
+            raise ValueError(f"-v {name}:{given}: expected a finite number")
+        values[name] = number
+    return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
+                      max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
+                      alpha=values["ALPHA"])
+
+
+# -- capacity searches ------------------------------------------------------------------------
+
 
 DEFAULT_SLO = "10ms"
 DEFAULT_RANGE = "100..1000000"
@@ -156,15 +317,6 @@ class SearchSettings:
         """The distinct latency limits (ms), first goal's first: one search each."""
         return tuple(dict.fromkeys(g.limit_ms for g in self.goals))
 
-    def search_goals(self, limit_ms: float) -> list[tuple[LatencyGoal, SearchGoal]]:
-        """MLRsearch's goals for the search of ``limit_ms``."""
-        return [(goal, SearchGoal(
-            loss_ratio=goal.loss_ratio, exceed_ratio=self.exceed_ratio,
-            relative_width=self.width, initial_trial_duration=self.initial_duration,
-            final_trial_duration=self.final_duration, duration_sum=self.duration_sum,
-            preceding_targets=2, expansion_coefficient=2, fail_fast=False))
-            for goal in self.goals if goal.limit_ms == limit_ms]
-
     def as_record(self) -> dict[str, Any]:
         """The record's form."""
         return {"goals": [g.name for g in self.goals], "range": [self.low, self.high],
@@ -193,12 +345,13 @@ DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
                                "width": 0.02, "max_seconds": 60}
 
 
-def settings_from_variables(lookup: Callable[[str, object], object]) -> SearchSettings:
+def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
     """:func:`parse_settings` of the Robot variables ``lookup(name, default)`` gives."""
-    return parse_settings(*(lookup(VARIABLES[key], default) for key, default in DEFAULTS.items()))
+    return parse_capacity_settings(*(lookup(VARIABLES[key], default)
+                                     for key, default in DEFAULTS.items()))
 
 
-def parse_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
+def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
                    exceed_ratio: object = 0.5, durations: object = "0.5..1",
                    duration_sum: object = 8, width: object = 0.02,
                    max_seconds: object = 60) -> SearchSettings:
@@ -224,109 +377,3 @@ def parse_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_R
         given = {"exceed_ratio": exceed_ratio, "duration_sum": duration_sum, "width": width,
                  "max_seconds": max_seconds, "durations": durations, "range": search_range}
         raise ValueError(f"-v {VARIABLES[key]}:{given[key]}: {text}") from None
-
-
-@dataclass(frozen=True)
-class CapacityTrial:
-    """One constant-rate trial: ``rate`` asked (requests/s; the tool offers it rounded to a
-    whole request) for ``duration`` s (what was asked; ``ran_s``: what the tool ran), ``intended`` requests in the schedule, ``sent``,
-    ``failed`` (errors, non-2xx/3xx), ``over`` (limit ms -> answered requests over it from
-    their scheduled time), ``achieved`` (successful responses per second of the window the
-    tool measured), latency percentiles (ms: ``p50``, ``p90``, ``p99``, ``p99_9``), the
-    generator's CPU share of its cores (``generator_cpu``), its ``tool`` and ``processes``,
-    the wall ``seconds`` with overheads, and ``extra`` (status codes, error texts, ...)."""
-
-    rate: float
-    duration: float
-    ran_s: float
-    intended: int
-    sent: int
-    failed: int
-    over: dict[float, int]
-    achieved: float
-    latency: dict[str, float | None]
-    generator_cpu: float | None
-    tool: str
-    processes: int
-    seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def lost(self, limit_ms: float) -> int:
-        """Requests lost for ``limit_ms``: failed, unsent, or later than the limit."""
-        return self.failed + self.over[limit_ms] + max(0, self.intended - self.sent)
-
-    def result(self, limit_ms: float) -> MeasurementResult:
-        """MLRsearch's view of this trial for the goals of ``limit_ms`` (its intended duration
-        is what it asked; the counts are the whole window the tool ran)."""
-        scale = self.duration / self.ran_s if self.ran_s else 1.0
-        intended = max(self.intended, self.sent)
-        return MeasurementResult(
-            intended_duration=self.duration, intended_load=self.rate,
-            offered_count=round(self.sent * scale),
-            loss_count=round((self.failed + self.over[limit_ms]) * scale),
-            intended_count=round(intended * scale),
-            offered_duration=self.duration, duration_with_overheads=self.seconds * scale)
-
-    def loss_ratio(self, limit_ms: float) -> float:
-        """The share of the schedule lost for ``limit_ms``."""
-        return self.lost(limit_ms) / max(self.intended, self.sent, 1)
-
-    def as_record(self) -> dict[str, Any]:
-        """The record's form (limits as text keys: ``"10"`` for 10 ms)."""
-        return {"rate": self.rate, "duration_s": self.duration, "ran_s": self.ran_s,
-                "intended": self.intended, "sent": self.sent, "failed": self.failed,
-                "over": {f"{k:g}": v for k, v in self.over.items()},
-                "loss_ratio": {f"{k:g}": self.loss_ratio(k) for k in self.over},
-                "achieved": self.achieved, **{f"{k}_ms": v for k, v in self.latency.items()},
-                "generator_cpu": self.generator_cpu, "tool": self.tool,
-                "processes": self.processes, "seconds": self.seconds, **self.extra}
-
-
-@dataclass(frozen=True)
-class GoalCapacity:
-    """MLRsearch's result for one goal: the ``conditional_throughput`` (requests/s; None when
-    even the bottom of the range fails the goal) and the relevant ``lower`` and ``upper``
-    bounds (None where none was found: no lower bound, or the top of the range passes)."""
-
-    goal: LatencyGoal
-    conditional_throughput: float | None
-    lower: float | None
-    upper: float | None
-
-    def as_record(self) -> dict[str, Any]:
-        """The record's form."""
-        return {"goal": self.goal.name, "loss_ratio": self.goal.loss_ratio,
-                "conditional_throughput": self.conditional_throughput,
-                "relevant_lower_bound": self.lower, "relevant_upper_bound": self.upper}
-
-
-@dataclass
-class PathCapacity:
-    """Every search of one path: per goal its :class:`GoalCapacity`, every trial measured for
-    the path (in order), why each search ``stopped`` (limit -> reason), the ``seconds`` the
-    path's trials took, and how many trials one limit's search was ``shared`` from
-    another's."""
-
-    path: str
-    goals: list[GoalCapacity]
-    trials: list[CapacityTrial]
-    stopped: dict[float, str]
-    seconds: float
-    shared: int = 0
-
-    @property
-    def capacity(self) -> float | None:
-        """The first goal's conditional throughput: the path's headline capacity."""
-        return self.goals[0].conditional_throughput
-
-    @property
-    def finished(self) -> bool:
-        """Every search ended by MLRsearch's own rule (not by the budget or an error)."""
-        return all(why == "done" for why in self.stopped.values())
-
-    def as_record(self) -> dict[str, Any]:
-        """The record's evidence form."""
-        return {"capacity": self.capacity, "goals": [g.as_record() for g in self.goals],
-                "stopped": {f"{k:g}": v for k, v in self.stopped.items()},
-                "seconds": self.seconds, "shared_trials": self.shared,
-                "trials": [t.as_record() for t in self.trials]}

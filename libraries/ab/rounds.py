@@ -23,7 +23,8 @@ test.
 **Verdict** per metric, in its terms (``regression``: slower for a higher-is-better metric):
 *regression* / *progression* when the interval lies wholly on one side of no change and the
 change itself is at least the ``margin``; *no change* when the interval lies within
-``+-margin``; *inconclusive* otherwise (as :mod:`libraries.results.verdict` judges two runs).
+``+-margin``; *inconclusive* otherwise (:func:`libraries.results.verdict.classify`, the rule
+``--compare`` and the trend gate use too).
 """
 
 from __future__ import annotations
@@ -38,61 +39,20 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from libraries.results.adaptive import run_rounds, warm_up
 from libraries.results.measurement import (
     Direction,
     Measurement,
     Trial,
     TrialObserver,
-    run_rounds,
-    warm_up,
 )
 from libraries.results.plan import TrialPlan
-from libraries.results.verdict import Verdict
+from libraries.results.settings import AbSettings
+from libraries.results.verdict import Verdict, classify
 
 EXACT_LIMIT = 80
 """Up to this many rounds the signed-rank distribution is computed exactly."""
 SIDES = ("a", "b")
-
-
-@dataclass(frozen=True)
-class AbSettings:
-    """``margin`` (a change within it is no finding), ``alpha`` (the chance of a false
-    finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
-    (seconds of the whole A/B measurement, switches included)."""
-
-    margin: float = 0.02
-    alpha: float = 0.05
-    look: int = 10
-    max_rounds: int = 40
-    budget_s: float = 600.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.margin < 1.0:
-            raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
-                             "[0, 100), e.g. 2")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
-        if not isinstance(self.look, int) or self.look < 6:
-            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 6 (fewer "
-                             "pairs cannot give a signed-rank interval that decides)")
-        if not isinstance(self.max_rounds, int) or self.max_rounds < self.look:
-            raise ValueError(f"-v AB_MAX_ROUNDS:{self.max_rounds}: expected whole rounds >= "
-                             f"AB_LOOK ({self.look})")
-        if not self.budget_s > 0:
-            raise ValueError(f"-v AB_BUDGET:{self.budget_s:g}: expected seconds > 0")
-
-    @property
-    def looks(self) -> tuple[int, ...]:
-        """The rounds after which the test is judged: every ``look`` rounds, and at
-        ``max_rounds`` (a budget that ends the test between looks makes its last rounds the
-        next look, so no more looks than planned are ever made)."""
-        return tuple(dict.fromkeys((*range(self.look, self.max_rounds + 1, self.look),
-                                    self.max_rounds)))
-
-    @property
-    def alpha_per_look(self) -> float:
-        """Each look's level: ``alpha`` split evenly over the planned looks."""
-        return self.alpha / len(self.looks)
 
 
 @cache
@@ -142,17 +102,9 @@ def ratio_interval(ratios: Sequence[float], alpha: float) -> RatioInterval:
 
 
 def judge(interval: RatioInterval, direction: Direction, margin: float) -> Verdict:
-    """The verdict of one metric (see the module docstring)."""
-    if interval.low is None or interval.high is None:
-        return "inconclusive"
-    down_is_bad = direction != "lower_is_better"
-    if interval.high < 1.0 and interval.change <= 1.0 - margin:
-        return "regression" if down_is_bad else "progression"
-    if interval.low > 1.0 and interval.change >= 1.0 + margin:
-        return "progression" if down_is_bad else "regression"
-    if 1.0 - margin <= interval.low and interval.high <= 1.0 + margin:
-        return "no change"
-    return "inconclusive"
+    """The verdict of one metric: the four-outcome rule of
+    :func:`libraries.results.verdict.classify` on the interval of its per-round ratios."""
+    return classify(interval.change, interval.low, interval.high, direction, margin)
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,32 @@
-"""Keywords for capacity under latency goals (the SSL proxy case's CAPACITY tests): each path's
-conditional throughput under every goal (``p99 <= 10 ms``: at most 1 % of the requests
-failed, unsent or later than 10 ms from their scheduled time), searched by FD.io CSIT's
-MLRsearch (:mod:`libraries.results.mlrsearch`), on the direct and proxied paths the last
-``Measure HTTPS Load Through Proxy`` measured."""
+"""The limits of a capacity search and the figures that stand on it: each path's conditional
+throughput under every goal (``p99 <= 10 ms``: at most 1 % of the requests failed, unsent or
+later than 10 ms from their scheduled time), searched by FD.io CSIT's MLRsearch
+(:mod:`libraries.capacity.search`) on the direct and proxied paths a closed-loop measurement
+measured, each search's highest load a little over the path's closed-loop maximum; which of
+them the load generator, not the path, set (generator-bound: a lower bound, and then no
+ratio); each figure's sanity against independent estimates (the closed-loop maximum, the 50 %
+latency pass); and ``capacity_ratio`` where both figures stand.
+
+Pure of Robot Framework: warnings and notes go to the standard :mod:`logging` (Robot shows a
+Python ``WARNING`` as a warning), folded logs to the ``log_folded(title, text)`` the caller
+passes in.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from robot.api import logger
-from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
-
-from libraries.keywords import log_folded
-from libraries.keywords.latency import search_paths
-from libraries.results.capacity import (
-    DEFAULT_RANGE,
-    DEFAULT_SLO,
-    CapacityTrial,
-    LatencyGoal,
-    PathCapacity,
-    parse_settings,
-)
+from libraries.capacity.generators import Generator, search_paths
+from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
-from libraries.testbed.errors import HostStackError
+from libraries.results.settings import LatencyGoal, SearchSettings
 
-SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
+LOG = logging.getLogger(__name__)
+LogFolded = Callable[[str, str], None]
+"""``log_folded(title, text)``: attach ``text`` to the log under ``title``, folded."""
+
 OVERLOAD = 1.1
 """Each search's highest load: this much above the path's closed-loop maximum (MLRsearch's
 first trial; the capacity under a latency goal cannot be above that maximum)."""
@@ -39,95 +40,70 @@ share reads 100 %, the share counting the wait for the last answers too)."""
 NAMES = {"proxy": "capacity", "direct": "direct_capacity"}
 
 
-@library(scope="SUITE", auto_keywords=False)
-class CapacityKeywords:
-    """Search the capacity under latency goals of the paths the SSL proxy case measured."""
+def search_paths_capacity(measurement: Measurement, generator: Generator,
+                          paths: dict[str, str], settings: SearchSettings,
+                          search_range_text: str, log_folded: LogFolded) -> Measurement:
+    """Search the capacity of the paths of ``measurement`` (the result of the closed-loop
+    measurement: ``rps``, and ``direct_rps`` when ``paths`` has ``direct``) with MLRsearch,
+    the paths' trials interleaved, each a constant-rate trial of ``generator`` against
+    ``paths`` (``proxy``/``direct`` -> URL): the goals and MLRsearch's attributes of
+    ``settings``, each search's highest load :data:`OVERLOAD` over the path's closed-loop
+    maximum (at most the top of the range); ``search_range_text``: the range as the user gave
+    it (for messages).
 
-    @keyword("Search Capacity Under Latency SLO")
-    def search_capacity_under_latency_slo(
-        self, measurement: Measurement, slo: str = DEFAULT_SLO,
-        search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
-        trial_duration: str = "0.5..1", duration_sum: str | float = 8,
-        width: str | float = 0.02, budget: str | float = 60,
-    ) -> Measurement:
-        """Search the capacity of the proxied and the direct path of ``measurement`` (the
-        result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
-        trials interleaved: latency goals ``slo`` (``p99<=10ms``, several comma-separated; a
-        bare ``10ms`` is p99), within ``search_range`` (``bottom..top`` requests/s), each
-        search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
-        ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
-        relative ``width``; ``budget``: seconds of trials per search.
-
-        Adds ``capacity`` (proxied) and ``direct_capacity``, the first goal's conditional
-        throughput (requests/s), and ``capacity_ratio``; MLRsearch's result per goal (with
-        the relevant bounds) and every trial (offered and achieved rate, loss per limit,
-        latency percentiles, the generator's CPU share) as evidence. A path whose failing
-        trials all had a saturated generator is marked generator-bound (a lower bound), and
-        then no ratio is recorded (unavailable, with the reason). A capacity above the
-        closed-loop maximum, or below the 50 % latency pass that met the goal, or from a
-        search that did not finish, is never recorded: the test fails saying why. Skips where
-        the load node has no constant-rate generator.
-        """
-        if measurement.ab:  # an A/B test compares the closed-loop rate of its two sides
-            logger.info("A/B run: the capacity search is not made (the sides' rates are "
-                        "compared round by round instead)")
-            return measurement
-        library = BuiltIn().get_library_instance(SSL_PROXY_LIBRARY)
-        paths, generator = library.paths, library.searcher
-        if not paths:
-            raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
-        try:
-            settings = parse_settings(slo, search_range, exceed_ratio, trial_duration,
-                                      duration_sum, width, budget)
-        except ValueError as error:
-            raise HostStackError(str(error)) from None
-        if generator is None:
-            BuiltIn().skip(f"no constant-rate generator on the load node: "
-                           f"{measurement.notes[-1] if measurement.notes else ''}")
-        maxima = {"proxy": measurement.value("rps")}
-        if "direct" in paths:
-            maxima["direct"] = measurement.value("direct_rps")
-        tops = {p: min(settings.high, OVERLOAD * maxima[p]) for p in paths}
-        found = search_paths(generator, paths, tops, settings)
-        goal = settings.goals[0]
-        measurement.parameters["latency_slo_ms"] = goal.limit_ms
-        measurement.parameters["latency_goals"] = [g.name for g in settings.goals]
-        measurement.evidence["capacity_search"] = {
-            **settings.as_record(), "max_loads": tops, "tool": generator.tool,
-            "version": generator.version, "cpus": list(generator.cpus or []),
-            "connections": generator.connections}
-        measurement.evidence["capacity"] = {v: r.as_record() for v, r in found.items()}
-        for variant, result in found.items():
-            log_folded(f"capacity search of the {variant} path: "
-                       f"{', '.join(f'{k:g} ms {v}' for k, v in result.stopped.items())}",
-                       "\n".join(_trial_line(t, goal.limit_ms) for t in result.trials))
-        limited = _limited_by(found, goal.limit_ms, goal.loss_ratio)
-        measurement.evidence["capacity_limited_by"] = limited
-        checks = _sanity(measurement, found, maxima, goal)
-        measurement.evidence["capacity_sanity"] = checks
-        for variant, result in found.items():
-            problem = _problem(variant, result, checks[variant], str(search_range))
-            if problem:
-                measurement.unavailable[NAMES[variant]] = problem
-                measurement.invalid.append(problem)
-                continue
-            measurement.add(NAMES[variant], [result.capacity], "requests/s")
-            if not result.finished:
-                goal = result.goals[0]
-                note = (f"{variant} capacity {result.capacity:.0f} requests/s: the search's "
-                        f"budget ended it before its width (relevant bounds {goal.lower:.0f}"
-                        f"..{goal.upper or float('nan'):.0f}): a conservative figure")
-                measurement.notes.append(note)
-                logger.warn(note)
-            if limited[variant] == "load generator":
-                note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
-                        f"generator's ({generator.tool} was saturated in every failing trial:"
-                        f" {SATURATED:.0%} of its cores, or behind its schedule at "
-                        f"{BEHIND[1]:.0%}): a lower bound of the path's")
-                measurement.notes.append(note)
-                logger.warn(note)
-        _ratio(measurement, limited)
-        return measurement
+    Adds ``capacity`` (proxied) and ``direct_capacity``, the first goal's conditional
+    throughput (requests/s), and ``capacity_ratio``; MLRsearch's result per goal (with the
+    relevant bounds) and every trial (offered and achieved rate, loss per limit, latency
+    percentiles, the generator's CPU share) as evidence. A path whose failing trials all had a
+    saturated generator is marked generator-bound (a lower bound), and then no ratio is
+    recorded (unavailable, with the reason). A capacity above the closed-loop maximum, or
+    below the 50 % latency pass that met the goal, or from a search that did not finish, is
+    never recorded: it is unavailable and the measurement invalid, saying why. Each path's
+    trials go to ``log_folded``. Returns ``measurement``."""
+    maxima = {"proxy": measurement.value("rps")}
+    if "direct" in paths:
+        maxima["direct"] = measurement.value("direct_rps")
+    tops = {p: min(settings.high, OVERLOAD * maxima[p]) for p in paths}
+    found = search_paths(generator, paths, tops, settings)
+    goal = settings.goals[0]
+    measurement.parameters["latency_slo_ms"] = goal.limit_ms
+    measurement.parameters["latency_goals"] = [g.name for g in settings.goals]
+    measurement.evidence["capacity_search"] = {
+        **settings.as_record(), "max_loads": tops, "tool": generator.tool,
+        "version": generator.version, "cpus": list(generator.cpus or []),
+        "connections": generator.connections}
+    measurement.evidence["capacity"] = {v: r.as_record() for v, r in found.items()}
+    for variant, result in found.items():
+        log_folded(f"capacity search of the {variant} path: "
+                   f"{', '.join(f'{k:g} ms {v}' for k, v in result.stopped.items())}",
+                   "\n".join(_trial_line(t, goal.limit_ms) for t in result.trials))
+    limited = _limited_by(found, goal.limit_ms, goal.loss_ratio)
+    measurement.evidence["capacity_limited_by"] = limited
+    checks = _sanity(measurement, found, maxima, goal)
+    measurement.evidence["capacity_sanity"] = checks
+    for variant, result in found.items():
+        problem = _problem(variant, result, checks[variant], search_range_text)
+        if problem:
+            measurement.unavailable[NAMES[variant]] = problem
+            measurement.invalid.append(problem)
+            continue
+        measurement.add(NAMES[variant], [result.capacity], "requests/s")
+        if not result.finished:
+            goal = result.goals[0]
+            note = (f"{variant} capacity {result.capacity:.0f} requests/s: the search's "
+                    f"budget ended it before its width (relevant bounds {goal.lower:.0f}"
+                    f"..{goal.upper or float('nan'):.0f}): a conservative figure")
+            measurement.notes.append(note)
+            LOG.warning(note)
+        if limited[variant] == "load generator":
+            note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
+                    f"generator's ({generator.tool} was saturated in every failing trial:"
+                    f" {SATURATED:.0%} of its cores, or behind its schedule at "
+                    f"{BEHIND[1]:.0%}): a lower bound of the path's")
+            measurement.notes.append(note)
+            LOG.warning(note)
+    _ratio(measurement, limited)
+    return measurement
 
 
 def _ratio(measurement: Measurement, limited: dict[str, str]) -> None:
@@ -239,10 +215,10 @@ def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
             check.update(holds=False, why=f"is below the latency pass at {half:.0f} requests/s"
                                           f", which met the goal ({share:.2%} over the limit)")
         elif not met and capacity > half * 1.05:  # one 3 s pass against a whole search
-            logger.warn(f"{variant} capacity {capacity:.0f} requests/s is above the latency "
+            LOG.warning(f"{variant} capacity {capacity:.0f} requests/s is above the latency "
                         f"pass at {half:.0f} requests/s, which missed the goal ({share:.2%} "
                         "over): that single pass met a hiccup, or the search is wrong")
     for variant, check in checks.items():
         if not check["holds"]:
-            logger.warn(f"{variant} capacity {check['capacity']:.0f} requests/s {check['why']}")
+            LOG.warning(f"{variant} capacity {check['capacity']:.0f} requests/s {check['why']}")
     return checks

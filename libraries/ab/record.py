@@ -1,12 +1,13 @@
 """An A/B test's record block and message, from the comparison file, the versions of each
-side's binaries and what :func:`libraries.results.ab.measure_ab` measured."""
+side's binaries and what :func:`libraries.ab.rounds.measure_ab` measured."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from libraries.results.ab import AbOutcome, AbSettings
-from libraries.testbed.comparison import ComparisonFile
+from libraries.ab.comparison import ComparisonFile
+from libraries.ab.rounds import AbOutcome
+from libraries.results.settings import AbSettings
 
 Versions = dict[str, dict[str, dict[str, str]]]
 

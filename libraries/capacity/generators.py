@@ -1,6 +1,6 @@
 """Latency at a known offered rate and capacity under latency goals, for the HTTP(S) cases:
 which constant-rate generator a load node has, one constant-rate trial of it (a
-:class:`~libraries.results.capacity.CapacityTrial`), the latency pass, and the capacity
+:class:`~libraries.capacity.trials.CapacityTrial`), the latency pass, and the capacity
 searches of several paths (direct and proxied) with MLRsearch.
 
 The generator, first found that the topology declares and that answers: for the latency pass
@@ -19,9 +19,10 @@ import math
 import time
 from dataclasses import dataclass
 
-from libraries.results.capacity import CapacityTrial, PathCapacity, SearchSettings
+from libraries.capacity.search import search_capacity
+from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
-from libraries.results.mlrsearch import search_capacity
+from libraries.results.settings import SearchSettings
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.node import Node
 from libraries.tools.oha import OhaOptions, oha_version, run_oha
@@ -213,7 +214,7 @@ def latency_pass(measurement: Measurement, generator: Generator | None, why: str
 
 def search_paths(generator: Generator, urls: dict[str, str], max_loads: dict[str, float],
                  settings: SearchSettings) -> dict[str, PathCapacity]:
-    """MLRsearch over every path in ``urls`` (:func:`libraries.results.mlrsearch.
+    """MLRsearch over every path in ``urls`` (:func:`libraries.capacity.search.
     search_capacity`: one search per path and latency limit, trials interleaved), each trial a
     :func:`constant_rate_trial` of ``generator``."""
     def measure(path: str, seconds: float, rate: float) -> CapacityTrial:

@@ -2,7 +2,7 @@
 search per path and latency limit, their trials interleaved.
 
 The project supplies the measurer (one constant-rate trial: ``measure(path, seconds, rate)``)
-and the goals (:mod:`.capacity`). Each search's controller (``MultipleLossRatioSearch.search``)
+and the goals (:mod:`.trials`). Each search's controller (``MultipleLossRatioSearch.search``)
 runs in a thread of its own and only *asks* for trials; every trial runs in the caller's
 thread, one at a time, the searches served in turn (round robin over those still running, each
 served once it has asked), so the proxied and the direct path take turns trial by trial and a
@@ -27,9 +27,16 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
+from MLRsearch import (
+    AbstractMeasurer,
+    Config,
+    MeasurementResult,
+    MultipleLossRatioSearch,
+    SearchGoal,
+)
 
-from libraries.results.capacity import CapacityTrial, GoalCapacity, PathCapacity, SearchSettings
+from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
+from libraries.results.settings import LatencyGoal, SearchSettings
 
 LOG = logging.getLogger(__name__)
 Measure = Callable[[str, float, float], CapacityTrial]
@@ -64,7 +71,7 @@ class _Search(AbstractMeasurer):
                  requests: queue.Queue[_Request | _Finished]):
         self.path, self.limit_ms, self.settings = path, limit_ms, settings
         self.requests = requests
-        self.pairs = settings.search_goals(limit_ms)
+        self.pairs = search_goals(settings, limit_ms)
         self.config = Config()
         self.config.goals = [goal for _, goal in self.pairs]
         self.config.min_load = settings.low
@@ -214,3 +221,14 @@ class _Pool:
                  request.duration, ", ".join(f"loss {trial.loss_ratio(limit):.2%} at {limit:g} "
                                              f"ms" for limit in search.settings.limits))
         return trial
+
+
+def search_goals(settings: SearchSettings, limit_ms: float) -> list[tuple[LatencyGoal, SearchGoal]]:
+    """MLRsearch's goals for the search of ``limit_ms`` (every goal of that limit, with the
+    settings' exceed ratio, trial durations, duration sum and width)."""
+    return [(goal, SearchGoal(
+        loss_ratio=goal.loss_ratio, exceed_ratio=settings.exceed_ratio,
+        relative_width=settings.width, initial_trial_duration=settings.initial_duration,
+        final_trial_duration=settings.final_duration, duration_sum=settings.duration_sum,
+        preceding_targets=2, expansion_coefficient=2, fail_fast=False))
+        for goal in settings.goals if goal.limit_ms == limit_ms]

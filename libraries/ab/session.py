@@ -1,0 +1,311 @@
+"""An A/B session: the two sides of a comparison file on a running testbed, the side now active,
+the components of the running test, and switching between the sides.
+
+A test's set-up starts its processes for side ``a`` and registers them as *components* (what
+they use: a tool on a node, an nginx role, a tool's environment, a node's VPP, an app's VCL);
+each measured trial declares what it runs too (a tool started per trial: wrk, an iperf3
+client). Switching side stops and starts only the components whose inputs differ between the
+sides, sets the sysctls, and is timed. A test whose every difference is unused by what it
+runs has nothing to compare (:class:`NothingToCompare`). No Robot Framework here: the keyword
+layer (``libraries.keywords.ab``) holds the session of a suite.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from libraries.ab.comparison import ComparisonFile, Side, load_comparison, side_topology
+from libraries.ab.record import Versions, ab_block, ab_message
+from libraries.ab.rounds import AbOutcome, measure_ab
+from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
+from libraries.results.plan import TrialPlan
+from libraries.results.settings import AbSettings
+from libraries.results.telemetry import unavailable_block
+from libraries.testbed.errors import HostStackError, ToolMissing
+from libraries.testbed.provision import Testbed
+from libraries.tools.versions import tool_version
+
+LOG = logging.getLogger(__name__)
+
+Use = tuple[str, ...]
+"""What a component uses: ``("tool", node, tool)``, ``("nginx", role)``, ``("env", tool)``,
+``("vpp", node)`` (its install and startup sections), ``("vcl", app)``."""
+
+
+@dataclass
+class Component:
+    """A process (or VPP) a test started that a side may change: ``stop`` it, ``start`` it
+    again for the side now active."""
+
+    name: str
+    uses: frozenset[Use]
+    stop: Callable[[], None]
+    start: Callable[[], None]
+
+
+def _differs(a: Side, b: Side, use: Use) -> bool:
+    kind = use[0]
+    if kind == "tool":
+        return a.tools.get(use[1], {}).get(use[2]) != b.tools.get(use[1], {}).get(use[2])
+    if kind == "nginx":
+        return a.nginx.get(use[1]) != b.nginx.get(use[1])  # type: ignore[call-overload]
+    if kind == "env":
+        return a.env.get(use[1]) != b.env.get(use[1])
+    if kind == "vpp":
+        return a.vpp.get(use[1]) != b.vpp.get(use[1]) or \
+            a.startup.get(use[1]) != b.startup.get(use[1])
+    if kind == "vcl":
+        return a.vcl.get(use[1]) != b.vcl.get(use[1])  # type: ignore[call-overload]
+    raise ValueError(f"unknown component use {use!r}")
+
+
+def _differences(a: Side, b: Side) -> list[str]:
+    """Every key the sides set differently: ``tools.dut.nginx``, ``nginx.proxy``, ``env.wrk``,
+    ``vpp.dut``, ``startup.dut``, ``vcl.server``."""
+    found = {f"tools.{node}.{tool}" for node in {*a.tools, *b.tools}
+             for tool in {*a.tools.get(node, {}), *b.tools.get(node, {})}
+             if a.tools.get(node, {}).get(tool) != b.tools.get(node, {}).get(tool)}
+    for kind in ("nginx", "env", "vpp", "startup", "vcl"):
+        found |= {f"{kind}.{key}" for key in {*getattr(a, kind), *getattr(b, kind)}
+                  if getattr(a, kind).get(key) != getattr(b, kind).get(key)}
+    return sorted(found)
+
+
+class AbSession:
+    """The A/B state of one suite: the comparison, the side now active, the components of the
+    running test and the sysctls to put back."""
+
+    def __init__(self, loaded: ComparisonFile, testbed: Testbed, settings: AbSettings,
+                 originals: dict[str, dict[str, str]],
+                 versions: dict[str, dict[str, dict[str, str]]]):
+        self.loaded, self.testbed, self.settings = loaded, testbed, settings
+        self.base = testbed.topology
+        self.originals = originals
+        self.versions = versions
+        self.side = "a"
+        self.components: list[Component] = []
+
+    @property
+    def sides(self) -> dict[str, Side]:
+        """``{"a": ..., "b": ...}``."""
+        return {"a": self.loaded.comparison.a, "b": self.loaded.comparison.b}
+
+    @property
+    def active(self) -> Side:
+        """The side now under test."""
+        return self.sides[self.side]
+
+    # -- what the case libraries ask ----------------------------------------------------------
+
+    def nginx(self, role: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The active side's extra (http, server) directives for nginx ``role``."""
+        given = self.active.nginx.get(role)  # type: ignore[call-overload]
+        return (given.http, given.server) if given else ((), ())
+
+    def startup(self, node: str) -> tuple[tuple[str, str], ...]:
+        """The active side's VPP startup sections for ``node``."""
+        return tuple(self.active.startup.get(node, {}).items())
+
+    def vcl(self, app: str) -> tuple[str, ...]:
+        """The active side's VCL lines for ``app``."""
+        return tuple(self.active.vcl.get(app, ()))  # type: ignore[call-overload]
+
+    def register(self, name: str, uses: set[Use], stop: Callable[[], None],
+                 start: Callable[[], None]) -> None:
+        """Keep (or replace) the component ``name`` of the running test."""
+        self.components = [c for c in self.components if c.name != name]
+        self.components.append(Component(name, frozenset(uses), stop, start))
+
+    # -- switching ------------------------------------------------------------------------------
+
+    def activate(self, side: str) -> None:
+        """Make ``side`` active: the testbed's topology as it sees it, its sysctls set (a key
+        only the other side sets goes back to its original value)."""
+        self.side = side
+        self.testbed.topology = side_topology(self.base, self.sides[side])
+        for node, values in self._sysctls(self.sides[side]).items():
+            _write_sysctls(self.testbed.nodes[node], values)
+
+    def _sysctls(self, side: Side) -> dict[str, dict[str, str]]:
+        return {node: {key: str(side.sysctl.get(node, {}).get(key, original))
+                       for key, original in keys.items()}
+                for node, keys in self.originals.items()}
+
+    def affected(self) -> list[Component]:
+        """The components whose inputs differ between the sides, in start order."""
+        a, b = self.sides["a"], self.sides["b"]
+        return [c for c in self.components if any(_differs(a, b, use) for use in c.uses)]
+
+    def unused_difference(self, trial_uses: frozenset[Use] = frozenset()) -> str | None:
+        """Why the running test cannot tell the sides apart, or None when it can: every
+        difference of the sides lies in something neither a component of the test nor its
+        trials (``trial_uses``: the tools a trial starts, e.g. ``("tool", "tg", "wrk")``) use
+        (nginx builds on tcp_term, a VPP comparison on a kernel test, a proxy knob on the
+        stream case). Sysctls always count: they are the node's, whatever runs."""
+        a, b = self.sides["a"], self.sides["b"]
+        if self.loaded.comparison.aa or self._sysctls(a) != self._sysctls(b):
+            return None
+        used = trial_uses | {use for c in self.components for use in c.uses}
+        if any(_differs(a, b, use) for use in used):
+            return None
+        changed = _differences(a, b)
+        runs = sorted({c.name for c in self.components} |
+                      {f"{u[2]} on {u[1]}" for u in trial_uses if u[0] == "tool"})
+        return (f"A/B {self.loaded.title}: the sides differ only in {', '.join(changed)}, "
+                f"which this test does not use (it runs: {', '.join(runs) or 'nothing'}): "
+                "nothing to compare (an A/A check says `aa: true`)")
+
+    def switch(self, side: str) -> float:
+        """Switch to ``side`` (see the module); the seconds it took."""
+        started = time.monotonic()
+        changed = self.affected() if side != self.side else []
+        for component in reversed(changed):
+            component.stop()
+        self.activate(side)
+        for component in changed:
+            component.start()
+        seconds = time.monotonic() - started
+        LOG.info("A/B: side %s (%s) now active in %.2f s (%s restarted)", side,
+                 self.sides[side].name, seconds, ", ".join(c.name for c in changed) or "nothing")
+        return seconds
+
+    def restore(self) -> list[str]:
+        """Forget the test's components; the original topology and sysctls back. Returns the
+        errors met (each step is tried)."""
+        self.components = []
+        self.side = "a"
+        self.testbed.topology = self.base
+        errors = []
+        for node, values in self.originals.items():
+            try:
+                _write_sysctls(self.testbed.nodes[node], values)
+            except HostStackError as error:
+                errors.append(str(error))
+        return errors
+
+    # -- measuring -----------------------------------------------------------------------------
+
+    def measure(self, case: str, stack: str, parameters: dict[str, Any],
+                variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
+                build: Callable[[dict[str, list[Any]], float], Measurement],
+                metrics: Mapping[str, Direction],
+                observer: TrialObserver | None = None,
+                trial_uses: frozenset[Use] = frozenset()) -> Measurement:
+        """Measure ``variants`` on both sides (:func:`~libraries.ab.rounds.measure_ab`) and
+        return the A/B test's measurement: per metric the per-round ratios b / a as
+        ``ab_<metric>_ratio``, both sides' figures as evidence, the comparison in ``ab``.
+        Raises :class:`NothingToCompare` when the test uses nothing the sides change."""
+        if self.side != "a":
+            raise HostStackError("an A/B test starts on side a (set-up keywords start it)")
+        unused = self.unused_difference(trial_uses)
+        if unused:
+            raise NothingToCompare(unused)
+        outcome = measure_ab(variants, plan, build, metrics, self.settings, self.switch,
+                             observer)
+        self.switch("a")
+        return self._measurement(case, stack, parameters, outcome)
+
+    def _measurement(self, case: str, stack: str, parameters: dict[str, Any],
+                     outcome: AbOutcome) -> Measurement:
+        measurement = Measurement(case=case, stack=stack,
+                                  parameters={**parameters, "ab": self.loaded.title},
+                                  alpha=self.settings.alpha_per_look)
+        for metric, comparison in outcome.comparisons.items():
+            measurement.add(f"ab_{metric}_ratio", list(comparison.ratios), "ratio",
+                            comparison.direction)
+        measurement.telemetry = unavailable_block("A/B run: CPU telemetry is not collected "
+                                                  "per side")
+        measurement.evidence["sides"] = {
+            side: {"metrics": {name: m.as_record() for name, m in built.metrics.items()},
+                   "evidence": built.evidence, "notes": built.notes}
+            for side, built in outcome.sides.items()}
+        measurement.ab = self.block(outcome)
+        measurement.notes.append(self.message(outcome))
+        return measurement
+
+    def block(self, outcome: AbOutcome) -> dict[str, Any]:
+        """The record's ``ab`` block (:func:`~libraries.results.ab_record.ab_block`)."""
+        return ab_block(self.loaded, self.versions, self.settings, outcome)
+
+    def message(self, outcome: AbOutcome) -> str:
+        """The test's message (:func:`~libraries.results.ab_record.ab_message`)."""
+        return ab_message(self.loaded, self.versions, self.settings, outcome)
+
+
+def _write_sysctls(node: Any, values: dict[str, str]) -> None:
+    if values:
+        command = "; ".join(f"sysctl -q -w {shlex.quote(f'{k}={v}')} >/dev/null"
+                            for k, v in values.items())
+        node.run(f"set -e; {command}", timeout=20, sudo=True)
+
+class NothingToCompare(HostStackError):
+    """The running test uses nothing the two sides set differently (the keyword layer skips
+    it with this reason)."""
+
+
+def open_session(path: str, testbed: Testbed, settings: AbSettings) -> AbSession:
+    """Load the comparison file ``path`` against the testbed's topology and check it on the
+    nodes before anything is measured: every binary a side names answers its version command,
+    every sysctl exists and can be written back. Errors name the file, key or node."""
+    loaded = load_comparison(path, testbed.topology)
+    return AbSession(loaded, testbed, settings, sysctl_originals(testbed, loaded),
+                     side_versions(testbed, loaded))
+
+
+def side_versions(testbed: Testbed, loaded: ComparisonFile) -> Versions:
+    """Per side, node and tool either side overrides: the version of that side's binary
+    (the topology's where the side keeps it), and the VPP paths a side replaces."""
+    sides = {"a": loaded.comparison.a, "b": loaded.comparison.b}
+    tools = {(node, tool) for side in sides.values() for node, names in side.tools.items()
+             for tool in names}
+    found: dict[str, dict[str, dict[str, str]]] = {"a": {}, "b": {}}
+    for key, side in sides.items():
+        for node, tool in sorted(tools):
+            binary = side.tools.get(node, {}).get(tool) or \
+                testbed.topology.nodes[node].tools[tool]
+            try:
+                version = tool_version(testbed.nodes[node], tool, binary)
+            except (ToolMissing, ValueError) as error:
+                raise HostStackError(f"{loaded.path}: {key}.tools.{node}.{tool}: {binary} "
+                                     f"does not answer its version command: {error}"
+                                     ) from None
+            found[key].setdefault(node, {})[tool] = version
+        for node, paths in side.vpp.items():
+            for name, binary in paths.model_dump(exclude_none=True).items():
+                check = testbed.nodes[node].run(f"test -e {shlex.quote(binary)}",
+                                                timeout=10, check=False, quiet=True)
+                if check.exit_code != 0:
+                    raise HostStackError(f"{loaded.path}: {key}.vpp.{node}.{name}: "
+                                         f"{binary} does not exist on {node}")
+                found[key].setdefault(node, {})[f"vpp {name}"] = binary
+    return found
+
+
+def sysctl_originals(testbed: Testbed, loaded: ComparisonFile) -> dict[str, dict[str, str]]:
+    """The current value of every sysctl either side sets; each is written back as it is
+    to prove the node lets the test set it."""
+    keys: dict[str, set[str]] = {}
+    for side in (loaded.comparison.a, loaded.comparison.b):
+        for node, values in side.sysctl.items():
+            keys.setdefault(node, set()).update(values)
+    originals: dict[str, dict[str, str]] = {}
+    for node, names in keys.items():
+        target = testbed.nodes[node]
+        for name in sorted(names):
+            read = target.run(f"sysctl -n {shlex.quote(name)}", timeout=10, check=False,
+                              quiet=True)
+            if read.exit_code != 0:
+                raise HostStackError(f"{loaded.path}: sysctl.{name} on {node}: no such "
+                                     f"sysctl ({(read.stderr or read.stdout).strip()})")
+            originals.setdefault(node, {})[name] = " ".join(read.stdout.split())
+        try:
+            _write_sysctls(target, originals[node])
+        except HostStackError as error:
+            raise HostStackError(f"{loaded.path}: sysctl on {node}: the node does not let "
+                                 f"the test set {sorted(names)}: {error}") from None
+    return originals

@@ -1,0 +1,17 @@
+"""Capacity under latency goals: the highest constant rate a path serves within goals such as
+``p99 <= 10 ms``, searched by FD.io CSIT's MLRsearch.
+
+Owns what a search is made of and what it found (``trials``: one constant-rate trial's counts
+and its loss as MLRsearch sees it, each goal's result, each path's searches); one adapter per
+constant-rate generator (vegeta, oha, wrk2), each turning its tool's run into the same trial
+behind one small interface: find the node's generator, run one trial at a rate, the latency
+pass, search a set of paths (``generators``); the MLRsearch controller, one search per path
+and latency limit, their trials interleaved and shared (``search``); and the limits of what a
+search found (``limits``): a generator-bound figure (the generator, not the path, set the
+pace: a lower bound), the sanity checks against the closed-loop maximum and the latency pass,
+and the proxied/direct ratio.
+
+The goals and the search's settings are parsed in ``libraries.results.settings``. Imports only
+``libraries.testbed``, ``libraries.tools`` and ``libraries.results``; no Robot Framework (the
+keyword layer adapts it: a skip, the log, the A/B case).
+"""

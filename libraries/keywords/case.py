@@ -1,0 +1,83 @@
+"""The case runner: the one path from a case's measure keyword to its trials, plain or A/B.
+
+A case library describes its test as a :class:`Case` (its variants' trial functions, the plan,
+how results become a measurement, what it compares in an A/B run, what each trial runs) and
+hands it to :func:`run_case`. The runner owns the branch every case shares:
+
+- a plain run measures the variants interleaved until the criteria are conclusive
+  (:func:`libraries.results.adaptive.measure`), with the console progress and every node's
+  telemetry around each trial, runs the case's ``after`` step (the SSL proxy's latency pass)
+  and logs each trial's raw output;
+- with ``-v AB:<file>`` the same trials run on both sides (:class:`libraries.ab.session.
+  AbSession`), and a test that uses nothing the sides change is skipped with the reason.
+
+The set-up keywords report what they start and read a side's settings through
+:mod:`libraries.keywords.ab` (``component_started``, ``side_nginx``, ...), which in a plain
+run do nothing and give nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from robot.api import SkipExecution
+
+from libraries.ab.session import NothingToCompare, Use
+from libraries.keywords import current_judge, log_folded
+from libraries.keywords.ab import current_ab
+from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.telemetry import TrialTelemetry
+from libraries.results.adaptive import Build, measure
+from libraries.results.measurement import AllObservers, Direction, Measurement, Trial
+from libraries.results.plan import TrialPlan
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test's measurement as its case describes it: ``name`` and ``stack`` (the record's),
+    ``variants`` (name -> the function running one trial), the ``plan``, ``build`` (results
+    per variant and seconds inside trials -> the measurement), and for an A/B run the
+    ``compared`` metrics with their direction, the test's identifying ``parameters`` and the
+    variants it measures on both sides (``ab_variants``; default: all). ``uses``: what a
+    trial starts (``("tool", node, tool)``, ``("env", tool)``, ``("vcl", app)``, ...), beside
+    the components the set-up keywords registered. ``output``: how a trial's raw output is
+    titled in the log (``wrk output``, ``iperf3 JSON``)."""
+
+    name: str
+    stack: str
+    variants: Mapping[str, Callable[[Trial], Any]]
+    plan: TrialPlan
+    build: Build
+    compared: Mapping[str, Direction]
+    parameters: dict[str, Any]
+    uses: frozenset[Use] = field(default_factory=frozenset)
+    ab_variants: tuple[str, ...] | None = None
+    output: str = "output"
+
+
+def run_case(case: Case, telemetry: TrialTelemetry,
+             after: Callable[[Measurement], None] | None = None) -> Measurement:
+    """Measure ``case`` plainly or as an A/B test (see the module); ``after`` runs once after
+    a plain run's trials (never in an A/B run, whose record compares only the trials)."""
+    ab = current_ab()
+    if ab is not None:
+        chosen = case.ab_variants or tuple(case.variants)
+        try:
+            return ab.measure(case.name, case.stack, case.parameters,
+                              {v: case.variants[v] for v in chosen}, case.plan, case.build,
+                              case.compared, ConsoleProgress(), trial_uses=case.uses)
+        except NothingToCompare as error:
+            raise SkipExecution(str(error)) from None
+    measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
+                                   AllObservers(ConsoleProgress(), telemetry))
+    telemetry.close(measurement)
+    if after is not None:
+        after(measurement)
+    for variant, runs in results.items():
+        for number, run in enumerate(runs, start=1):
+            raw = getattr(run, "raw", None)
+            if raw is not None:
+                log_folded(f"{variant} trial {number}: {case.output}", raw)
+    return measurement
