@@ -5,8 +5,10 @@ password-less sudo, host keys in a known_hosts file), described by a topology wi
 
 Every suite runs with robot as both users (short trials); both must give the same passes and
 skips, and leave nothing behind: no process, no ``/tmp/hoststack-*`` directory, no uprobe, the
-lab's addresses, routes, MTUs, ip_forward and kernel.bpf_stats_enabled as they were. Focused
-tests reproduce each symptom of issue 16 in seconds.
+lab's addresses, routes, MTUs, ip_forward and kernel.bpf_stats_enabled as they were. The runs
+judge correctness criteria only (``utest/fixtures/criteria/machinery.yaml``): this module checks
+the machinery, and a performance floor judged from one trial on a busy machine fails for
+nothing (issue 36). Focused tests reproduce each symptom of issue 16 in seconds.
 
 Needs root, sshd, sudo and ping (setup.sh installs them); skipped with the reason otherwise.
 """
@@ -72,7 +74,8 @@ def run_robot(lab: AdminLab, user: str, outdir: Path, *suites: str,
     subprocess.run(
         [sys.executable, "-m", "robot", "--outputdir", str(outdir), "--report", "NONE",
          "--log", "log.html", "-v", f"TOPOLOGY:{topology}", "-v", "TRIALS:1",
-         "-v", "DURATION:2", "-v", "WARMUP:0", "--consolecolors", "off", *suites],
+         "-v", "DURATION:2", "-v", "WARMUP:0", "-v", f"CRITERIA:{CRITERIA}",
+         "--consolecolors", "off", *suites],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False)
     elapsed = time.monotonic() - started
     result = ExecutionResult(str(outdir / "output.xml"))
@@ -117,6 +120,8 @@ def test_every_suite_passes_or_skips_and_leaves_the_lab_as_it_was(suite_runs, us
               if status == "FAIL"}
     assert failed == {}, f"as {user} (log: {run['outdir']}/log.html)"
     assert len(run["statuses"]) >= 19 and run["prefixes"]
+    # judged by correctness criteria only (the suite setup names the file it checked)
+    assert f"{CRITERIA}: 1 criteria" in (run["outdir"] / "output.xml").read_text()
     assert run["after"] == run["before"]
     assert run["leftovers"] == []
 

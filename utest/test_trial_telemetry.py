@@ -83,7 +83,10 @@ def test_every_node_is_read_around_measured_trials_only(tmp_path: Path, spinner)
     run_interleaved({"only": trial}, TrialPlan(trials=2, duration=1, warmup=1), telemetry)
     assert len(telemetry.trials["only"]) == 2
     first = telemetry.trials["only"][0]
-    assert first["dut"]["processes"]["spinner"]["cpu"] > 20.0  # spins on a shared 2-core VM
+    # a tracked spinner's CPU is read: 60-87 % of a core with two CPU burners and a robot run
+    # beside it, and above 5 % unless starved 19 ticks in 20; read for the wrong process (or
+    # not at all) it is 0
+    assert first["dut"]["processes"]["spinner"]["cpu"] > 5.0
     assert first["tg"]["processes"]["load"]["count"] == 1  # warm-up's entry was discarded
     assert first["lost"] == {"unavailable": "/proc not readable: lost (localhost): the read "
                                             "exited 1: sh: 1: cannot open /proc/stat: "

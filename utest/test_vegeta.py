@@ -198,8 +198,14 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     0.5 s in a 4 s run at 2000 req/s. The ~1000 requests scheduled inside the stall (12.5 %)
     wait from their scheduled time until it ends, so about 1 % wait more than 0.46 s and 10 %
     more than 0.1 s (more with the backlog's drain after it). A generator that timed requests
-    from when it got around to sending them would report far less (coordinated omission).
-    Measured here: p90 0.15-0.20 s, p99 0.46-0.49 s, p99.9 0.50 s."""
+    from when it got around to sending them would report far less (coordinated omission):
+    p90 and p99 of a few ms, which the lower bounds catch. Measured here: p90 0.15-0.20 s, p99
+    0.46-0.49 s, p99.9 0.50 s; with two CPU burners and a robot run beside it p90 0.16-0.35 s
+    (the backlog drains slower), p99 0.47-0.51 s.
+
+    The upper bounds leave twice that for a slow drain on a busy machine and still catch
+    latency timed from the wrong origin (from the run's start: p90 over 3 s): no request waits
+    much longer than the stall and the backlog's drain."""
     node, port, workdir = nginx
     url = f"https://127.0.0.1:{port}/1kb"
     stall = _stall(workdir, 1.5, 0.5)
@@ -208,8 +214,8 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     assert result.failed == 0 and result.requests == pytest.approx(8000, rel=0.01)
     p = result.percentiles
     assert p[0.5] < 0.05  # most requests never met the stall
-    assert 0.08 < p[0.9] < 0.4  # ~10 % waited 0.1 s or more
-    assert 0.4 < p[0.99] < 0.6  # ~1 % waited most of the 0.5 s
+    assert 0.08 < p[0.9] < 0.75  # ~10 % waited 0.1 s or more
+    assert 0.4 < p[0.99] < 1.0  # ~1 % waited most of the 0.5 s
 
 
 @pytest.mark.integration
@@ -217,19 +223,41 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
 def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processes(nginx):
     """The same stall, counted as the capacity search counts: two attack processes (one per
     CPU) at 1000 req/s each; the requests scheduled inside the 0.5 s stall (~1000 of 8000) wait
-    for its end, so about 12 % are later than 10 ms and ~2 % later than 400 ms, while
-    without a stall almost none is."""
+    for its end, so about 12 % are later than 10 ms and ~2.5 % (those of its first 0.1 s)
+    later than 400 ms, plus the backlog's drain after it.
+
+    20 workers per process, as a capacity trial's workers all hang on a stalled path: the
+    generator falls behind its schedule during the stall, and only lateness counted from the
+    schedule shows the stall. Counted from the send time instead (coordinated omission), the
+    stall adds a handful: only the requests in flight when it began wait it out (measured
+    with the count so broken: 46 -> 105 and 29 -> 135 over 10 ms, 0 -> 40 over 400 ms), far
+    below the lower bounds. With vegeta's default 2000 workers the requests are sent on time
+    and wait at the server, which a send-time count sees as well (1231 over 10 ms): that tests
+    nothing of the schedule.
+
+    The stall's effect is what the stalled run counts beyond a quiet run of the same load on
+    the same machine: a busy machine makes requests late in both (quiet up to 300 of 8000
+    over 10 ms with two CPU burners and a robot run beside it, none over 400 ms), and the
+    difference cancels it: 1150-1330 added over 10 ms (14-17 %), 225-275 over 400 ms (3 %).
+    A wrong schedule (one process's interval not scaled by the process count) makes nearly
+    every request late, quiet or not (7969 of 8000), past the upper bounds and the quiet
+    run's."""
     node, port, workdir = nginx
     url = f"https://127.0.0.1:{port}/1kb"
-    options = VegetaOptions(url=url, rate=2000, duration=4, cpus=[0, 1], slo_ms=(10.0, 400.0))
+    options = VegetaOptions(url=url, rate=2000, duration=4, cpus=[0, 1], max_workers=40,
+                            slo_ms=(10.0, 400.0))
     quiet = run_vegeta(node, VEGETA, options)
     assert quiet.processes == 2 and quiet.failed == quiet.failed_rows == 0
     assert quiet.requests == pytest.approx(8000, rel=0.01)
-    # < 2 %: the other unit worker shares both cores (85 of 8000 seen); a stall makes > 8 %
-    assert quiet.over_limit(10.0) < 160 and quiet.over_limit(400.0) == 0
     stall = _stall(workdir, 1.5, 0.5)
     stalled = run_vegeta(node, VEGETA, options)
     stall.join()
-    assert stalled.failed == 0
-    assert 0.08 < stalled.over_limit(10.0) / stalled.requests < 0.2
-    assert 0.003 < stalled.over_limit(400.0) / stalled.requests < 0.05
+    assert stalled.failed == 0 and stalled.requests == pytest.approx(8000, rel=0.01)
+    added = {limit: stalled.over_limit(limit) - quiet.over_limit(limit)
+             for limit in (10.0, 400.0)}
+    shown = f"quiet {quiet.over}, stalled {stalled.over} of {stalled.requests} (10, 400 ms)"
+    assert 0.05 < added[10.0] / stalled.requests < 0.35, shown
+    assert 0.01 < added[400.0] / stalled.requests < 0.1, shown
+    # a quiet run's own late requests: whatever the machine adds, well below a stall's
+    assert quiet.over_limit(10.0) < added[10.0] / 2, shown
+    assert quiet.over_limit(400.0) < added[400.0] / 2, shown
