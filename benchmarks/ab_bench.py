@@ -7,9 +7,10 @@ minutes a test takes.
     python -m benchmarks.ab_bench collect --case ssl_proxy --side burn:0.06 --runs 3 --truth \\
         --out truth.jsonl                # long runs (80 rounds, one look): the true size
     python -m benchmarks.ab_bench analyze aa-ssl.jsonl b.jsonl truth.jsonl [--mde aa-ssl.jsonl]
+    python -m benchmarks.ab_bench rates --aa aa-ssl.jsonl      # or --sd 0.029 (simulated)
 
 Each run is one A/B test under ``robot -v AB:<file>`` with the suite's defaults (looks every 10
-rounds up to 40, margin 2 %, budget 600 s), the comparison file written here:
+rounds up to 60, margin 1 %, budget 600 s), the comparison file written here:
 
 * ``aa``: side b is the same binary reached by another path (a symlink to the topology's nginx
   or iperf3 on the DUT): every switch restarts it, as a real comparison would, and nothing
@@ -23,7 +24,9 @@ rounds up to 40, margin 2 %, budget 600 s), the comparison file written here:
 file; detections: regression in a slowed one), the changes measured, rounds and minutes per
 test, and with ``--mde`` the minimum detectable slowdown at 90 % power for each number of
 rounds, from the A/A files' per-round ratios (resampled, shifted, judged by the suite's own
-looks).
+looks). ``rates`` gives the share of tests called a regression at true changes of 0 to 5 %
+(the margin's guarantee and the power it costs): from A/A files' rounds, resampled and
+shifted, or from normal per-round noise of a given spread (``--sd``).
 """
 
 from __future__ import annotations
@@ -181,6 +184,28 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
     return "\n".join(lines) + "\n"
 
 
+SHIFTS = (0.0, -0.01, -0.015, -0.02, -0.03, -0.05)
+
+
+def rates(sampler: Any, settings: AbSettings, draws: int = 600, seed: int = 7) -> str:
+    """Per true change in :data:`SHIFTS`, the share of ``draws`` tests judged a regression by
+    the suite's looks; ``sampler(rng, n)`` gives ``n`` per-round log ratios of an A/A test."""
+    rng = np.random.default_rng(seed)
+    cells = []
+    for shift in SHIFTS:
+        called = 0
+        for _ in range(draws):
+            logs = sampler(rng, settings.max_rounds) + np.log(1 + shift)
+            for look in settings.looks:
+                verdict = judge(ratio_interval(np.exp(logs[:look]), settings.alpha_per_look),
+                                "higher_is_better", settings.margin)
+                if verdict != "inconclusive":
+                    break
+            called += verdict == "regression"
+        cells.append(f"{called / draws:.1%}")
+    return " | ".join(cells)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Collect or analyse (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ab_bench")
@@ -194,7 +219,27 @@ def main(argv: list[str] | None = None) -> int:
     look = commands.add_parser("analyze")
     look.add_argument("files", nargs="+", type=Path)
     look.add_argument("--mde", nargs="*", type=Path, default=[])
+    share = commands.add_parser("rates")
+    share.add_argument("--aa", nargs="*", type=Path, default=[], help="A/A records files")
+    share.add_argument("--sd", nargs="*", type=float, default=[],
+                       help="per-round spread of log ratios (simulated normal noise)")
     args = parser.parse_args(argv)
+    if args.command == "rates":
+        settings = AbSettings()
+        sys.stdout.write("| noise | " + " | ".join(f"{x:+.1%}" for x in SHIFTS) + " |\n|---|"
+                         + "---|" * len(SHIFTS) + "\n")
+        for sd in args.sd:
+            sys.stdout.write(f"| normal, sd {sd:.1%} | " + rates(
+                lambda rng, n, sd=sd: rng.normal(0.0, sd, n), settings) + " |\n")
+        for path in args.aa:
+            runs = [np.log(next(iter(r["ab"]["metrics"].values()))["ratios"])
+                    for r in _records(path)]
+            centre = float(np.median(np.concatenate(runs)))
+            sys.stdout.write(f"| {path.name} (A/A rounds) | " + rates(
+                lambda rng, n, runs=runs, centre=centre: rng.choice(
+                    runs[rng.integers(len(runs))] - centre, n),
+                settings) + " |\n")
+        return 0
     if args.command == "collect":
         collect(args.case, args.side, args.runs, args.out, args.truth)
         return 0

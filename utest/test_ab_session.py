@@ -193,7 +193,7 @@ def test_the_message_says_who_is_slower_by_how_much_after_how_many_rounds(tmp_pa
         "A/B nginx-1.26 4.1 % slower than debian-nginx on rps [-5.1, -3.1] after 24 rounds "
         "(debian-nginx: nginx 1.22.1; nginx-1.26: nginx 1.26.3)")
     assert session.message(_outcome(1.002, "no change")).startswith(
-        "A/B rps: no change (+0.2 % [-0.8, +1.2], margin 2%) after 24 rounds")
+        "A/B rps: no change (+0.2 % [-0.8, +1.2], margin 1 %) after 24 rounds")
 
 
 def test_the_record_block_keeps_the_file_both_sides_the_rounds_and_the_switch_cost(
@@ -224,7 +224,8 @@ def test_bad_ab_variables_are_refused_naming_them(variables, message):
 def test_the_default_settings_and_a_margin_in_percent():
     settings = settings_from_variables({"AB_MARGIN": "3%"}.get)
     assert (settings.margin, settings.look, settings.max_rounds, settings.budget_s) == \
-        (0.03, 10, 40, 600.0)
+        (0.03, 10, 60, 600.0)
+    assert settings_from_variables(lambda name, default: default).margin == 0.01
 
 
 def test_the_run_report_shows_both_sides_the_change_and_the_rounds_chart(tmp_path: Path):

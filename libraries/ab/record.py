@@ -30,7 +30,7 @@ def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
                    "planned_looks": list(settings.looks), "alpha": settings.alpha,
                    "alpha_per_look": settings.alpha_per_look, "margin": settings.margin,
                    "max_rounds": settings.max_rounds, "budget_s": settings.budget_s,
-                   "stopped": outcome.stopped, "order": "A B | B A | ...",
+                   "stopped": outcome.stopped, "order": outcome.order,
                    "seconds": outcome.seconds},
         "switch": {"count": len(switches), "median_s": _median(switches),
                    "total_s": sum(switches), "each_s": switches},
@@ -53,7 +53,8 @@ def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
             parts.append(f"{b} {abs(change):.1f} % {word} than {a} on {metric}"
                          f"{shown[shown.index(' ['):] if ' [' in shown else ''}")
         else:
-            parts.append(f"{metric}: {c.verdict} ({c.describe()}, margin {settings.margin:.0%})")
+            parts.append(f"{metric}: {c.verdict} ({c.describe()}, margin "
+                         f"{settings.margin * 100:g} %)")
     names = {"a": a, "b": b}
     shown_versions = "; ".join(
         f"{names[key]}: " + ", ".join(f"{tool} {v}" for node in found.values()

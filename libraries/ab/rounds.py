@@ -2,9 +2,9 @@
 under test, measured side by side, judged per round.
 
 **Rounds in a balanced order.** Round ``i`` measures both sides back to back; the order
-alternates per round, ``A B | B A | A B ...``, so a drift of the machine over a pair of rounds
-touches both sides alike, and one switch of side serves two rounds. Each side is warmed up
-once. Per round and metric the ratio ``b / a``.
+alternates per round, ``B A | A B | B A ...`` (each side is warmed up once, A then B, so the
+first round starts on B), so a drift of the machine over a pair of rounds touches both sides
+alike, and one switch of side serves two rounds. Per round and metric the ratio ``b / a``.
 
 **The interval: Hodges-Lehmann on the log ratios**, with the exact Wilcoxon signed-rank
 interval (the ``k``-th smallest and largest of the Walsh averages, ``k`` from the exact null
@@ -21,10 +21,11 @@ calls a change that is not there stays at most ``alpha``). A look that is conclu
 test.
 
 **Verdict** per metric, in its terms (``regression``: slower for a higher-is-better metric):
-*regression* / *progression* when the interval lies wholly on one side of no change and the
-change itself is at least the ``margin``; *no change* when the interval lies within
-``+-margin``; *inconclusive* otherwise (:func:`libraries.results.verdict.classify`, the rule
-``--compare`` and the trend gate use too).
+*regression* / *progression* when the whole interval lies beyond the ``margin``; *no change*
+when it lies within ``+-margin``; *inconclusive* otherwise
+(:func:`libraries.results.verdict.classify`, the rule ``--compare`` and the trend gate use
+too). A true change within the margin is therefore called a regression in at most
+``alpha / 2`` of tests over all looks.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ class AbOutcome:
     looks: list[int]
     switches: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    order: str = "B A | A B | ..."
 
 
 Build = Callable[[dict[str, list[Any]], float], Measurement]
@@ -207,12 +209,15 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
         use(side)
         warm_up(variants, plan)
     rounds, looks, stopped = 0, [], "round limit"
+    first_order = "A B"
     comparisons: dict[str, MetricComparison] = {}
     sides: dict[str, Measurement] = {}
     trial_seconds = {s: 0.0 for s in SIDES}
     while rounds < settings.max_rounds:
         first = clock()
         order = ("b", "a") if current == "b" else ("a", "b")
+        if rounds == 0:  # after the warm-ups (a, then b) the first round starts on b
+            first_order = " ".join(order).upper()
         for side in order:
             use(side)
             told = _SideObserver(observer, side) if observer is not None else None
@@ -232,8 +237,12 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
             stopped = f"budget spent ({clock() - started:.0f} s of AB_BUDGET " \
                       f"{settings.budget_s:g} s)"
             break
-    if not looks or looks[-1] != rounds:  # the last rounds since a look: judged once more
+    if rounds and (not looks or looks[-1] != rounds):
+        # a budget that ended the test between looks: its last rounds are the next look
+        # (never more looks than planned, so each keeps its level)
+        looks.append(rounds)
         sides = {s: build(results[s], trial_seconds[s]) for s in SIDES}
         comparisons = compare(sides, metrics, settings)
     return AbOutcome(sides, results, comparisons, rounds, stopped, looks, switches,
-                     clock() - started)
+                     clock() - started,
+                     f"{first_order} | {' '.join(reversed(first_order.split()))} | ...")

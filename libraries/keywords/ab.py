@@ -96,7 +96,7 @@ class AbKeywords:
         logger.info(f"A/B comparison {loaded.title} ({path}, sha256 {loaded.sha256[:12]}): "
                     f"a = {loaded.comparison.a.name}, b = {loaded.comparison.b.name}; "
                     f"looks at rounds {list(settings.looks)} at alpha "
-                    f"{settings.alpha_per_look:.3g} each, margin {settings.margin:.0%}")
+                    f"{settings.alpha_per_look:.3g} each, margin {settings.margin * 100:g} %")
 
     @keyword("Restore A/B Sides")
     def restore_ab_sides(self) -> None:

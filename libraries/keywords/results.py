@@ -36,7 +36,9 @@ from libraries.results.records import (
     make_test_id,
 )
 from libraries.results.settings import (
+    ab_settings_from_variables,
     capacity_settings_from_variables,
+    check_ab_plan,
     parse_settings,
     parse_switch,
 )
@@ -259,12 +261,15 @@ class ResultsKeywords:
         built or measured: whole numbers of trials and seconds (``-v DURATION:1.5`` is refused,
         not truncated), a budget that allows the planned trials and a conclusive interval, an
         alpha in (0, 1), valid YAML, known keys, and every criterion on a metric and parameters
-        its case really has (:mod:`libraries.results.catalogue`).
+        its case really has (:mod:`libraries.results.catalogue`); in an A/B run (``${AB}``)
+        the ``AB_*`` settings, refused when their budget cannot reach a deciding look.
         """
         try:
             topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
             settings = self._settings(topology)
             parse_switch("EXTENDED", self._variable("EXTENDED", False))
+            if self._variable("AB", ""):  # an A/B run: settings that can decide, or none
+                check_ab_plan(ab_settings_from_variables(self._variable), settings.plan)
         except ValueError as error:
             raise HostStackError(str(error)) from None
         logger.info(f"{settings.plan.trials} trials of {settings.plan.duration} s after "

@@ -1,18 +1,11 @@
 """Every ``-v`` setting a run is given, parsed in one place with one error style: a bad value
-is a ``ValueError`` that names the variable, the value and what was expected
-(``-v DURATION:1.5: expected whole seconds >= 1, got '1.5'``).
-
-- trials: ``TRIALS``, ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA`` and
-  the topology's ``budget`` (:func:`parse_settings`, :func:`parse_plan`);
-- on/off switches such as ``EXTENDED`` (:func:`parse_switch`);
-- A/B runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET`` (:class:`AbSettings`,
-  :func:`ab_settings_from_variables`);
-- capacity searches: ``LATENCY_SLO``, ``CAPACITY_RANGE``, ``CAPACITY_EXCEED_RATIO``,
-  ``CAPACITY_TRIAL_DURATION``, ``CAPACITY_DURATION_SUM``, ``CAPACITY_WIDTH``,
-  ``CAPACITY_BUDGET`` (:class:`SearchSettings`, :func:`capacity_settings_from_variables`).
-
-Pure: it reads values it is handed (``lookup(name, default)`` for Robot's variables), never a
-node, a file or Robot itself.
+is a ``ValueError`` naming the variable, the value and what was expected. Trials: ``TRIALS``,
+``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
+``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`); A/B
+runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET`` (:class:`AbSettings`);
+capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
+reads values it is handed (``lookup(name, default)`` for Robot's variables), never a node, a
+file or Robot itself.
 """
 
 from __future__ import annotations
@@ -128,26 +121,36 @@ class AbSettings:
     finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
     (seconds of the whole A/B measurement, switches included)."""
 
-    margin: float = 0.02
+    margin: float = 0.01
     alpha: float = 0.05
     look: int = 10
-    max_rounds: int = 40
+    max_rounds: int = 60
     budget_s: float = 600.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin < 1.0:
             raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
-                             "[0, 100), e.g. 2")
+                             "[0, 100), e.g. 1")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
-        if not isinstance(self.look, int) or self.look < 6:
-            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 6 (fewer "
-                             "pairs cannot give a signed-rank interval that decides)")
+        if not isinstance(self.look, int) or self.look < 1:
+            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 1")
         if not isinstance(self.max_rounds, int) or self.max_rounds < self.look:
             raise ValueError(f"-v AB_MAX_ROUNDS:{self.max_rounds}: expected whole rounds >= "
                              f"AB_LOOK ({self.look})")
         if not self.budget_s > 0:
             raise ValueError(f"-v AB_BUDGET:{self.budget_s:g}: expected seconds > 0")
+        if self.look < self.decisive_rounds:
+            raise ValueError(
+                f"-v AB_LOOK:{self.look}: the first look cannot decide: at ALPHA {self.alpha:g}"
+                f" split over {len(self.looks)} looks ({self.alpha_per_look:.3g} each) a "
+                f"signed-rank interval needs at least {self.decisive_rounds} rounds")
+
+    @property
+    def decisive_rounds(self) -> int:
+        """The fewest rounds whose signed-rank interval can decide at :attr:`alpha_per_look`
+        (all ``n`` ratios on one side has probability ``2 ** -n`` under no change)."""
+        return math.ceil(math.log2(2.0 / self.alpha_per_look))
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -163,12 +166,26 @@ class AbSettings:
         return self.alpha / len(self.looks)
 
 
+def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
+    """Refuse (``ValueError`` with the numbers) settings whose budget cannot reach the first
+    look at the planned trial length: a round measures each side for at least ``DURATION``
+    seconds, after a warm-up of each side."""
+    least = 2 * plan.warmup + 2 * plan.duration * settings.look
+    if least > settings.budget_s:
+        fits = max(0, int((settings.budget_s - 2 * plan.warmup) // (2 * plan.duration)))
+        raise ValueError(
+            f"-v AB_BUDGET:{settings.budget_s:g} with -v DURATION:{plan.duration}: a round "
+            f"measures each side for at least {plan.duration} s, so at most {fits} rounds fit,"
+            f" fewer than the first look at AB_LOOK {settings.look} rounds: nothing could be "
+            f"decided (give AB_BUDGET at least {least:g} s, or a shorter DURATION)")
+
+
 def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
-    """``-v AB_MARGIN`` (percent, default 2), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (40),
+    """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
     ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
     values = {}
-    for name, default, kind in (("AB_MARGIN", 2, float), ("AB_LOOK", 10, int),
-                                ("AB_MAX_ROUNDS", 40, int), ("AB_BUDGET", 600, float),
+    for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
+                                ("AB_MAX_ROUNDS", 60, int), ("AB_BUDGET", 600, float),
                                 ("ALPHA", 0.05, float)):
         given = lookup(name, default)
         try:

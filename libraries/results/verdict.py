@@ -11,8 +11,9 @@ CV of at least :data:`MIN_HISTORY` runs' medians), the interval is widened by it
 scale, by ``z(1 - alpha/2) * cv * sqrt(1/runs_a + 1/runs_b)``: two single runs get
 ``sqrt(2)`` of it, the gate's groups of several runs less. Then:
 
-* **regression** / **progression**: the interval lies wholly on one side of no change, and the
-  change itself is at least the ``margin`` (a statistically clear 1 % is not a finding);
+* **regression** / **progression**: the whole interval lies beyond the ``margin`` (a
+  statistically clear 1 % is not a finding, nor is a point estimate beyond the margin whose
+  interval reaches inside it);
 * **no change**: the interval lies wholly within ``+-margin``;
 * **inconclusive**: anything else (too few trials, or an interval wider than the margin that
   still holds no change).
@@ -101,16 +102,18 @@ def classify(change: float, low: float | None, high: float | None, direction: st
              margin: float) -> Verdict:
     """The four-outcome rule every comparison uses (two runs, the trend gate's second opinion,
     an A/B run): ``change`` is B / A with its interval ``low``..``high`` (None: too few values
-    for one). *Regression* / *progression* when the interval lies wholly on one side of no
-    change and the change is at least ``margin``; *no change* when the interval lies within
-    ``+-margin``; *inconclusive* otherwise. In the metric's terms: down is a regression of a
-    ``higher_is_better`` metric, up of a ``lower_is_better`` one."""
+    for one). *Regression* / *progression* when the whole interval lies beyond the margin
+    (below ``1 - margin``, above ``1 + margin``); *no change* when it lies within
+    ``+-margin``; *inconclusive* otherwise. So a true change within the margin is called a
+    regression no more often than the interval misses on that side (``alpha / 2``), whatever
+    the point estimate. In the metric's terms: down is a regression of a ``higher_is_better``
+    metric, up of a ``lower_is_better`` one. ``change`` is kept for the caller's message."""
     if low is None or high is None:
         return "inconclusive"
     bad_down = direction != "lower_is_better"
-    if high < 1.0 and change <= 1.0 - margin:
+    if high < 1.0 - margin:
         return "regression" if bad_down else "progression"
-    if low > 1.0 and change >= 1.0 + margin:
+    if low > 1.0 + margin:
         return "progression" if bad_down else "regression"
     if 1.0 - margin <= low and high <= 1.0 + margin:
         return "no change"
