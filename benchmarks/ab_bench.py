@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from libraries.ab.rounds import judge, ratio_interval
-from libraries.results.settings import AbSettings
+from libraries.results.plan import AbSettings
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = {

@@ -22,8 +22,8 @@ from libraries.ab.rounds import (
     ratio_interval,
 )
 from libraries.results.measurement import Measurement, Trial
-from libraries.results.plan import TrialPlan
-from libraries.results.settings import AbSettings, check_ab_plan
+from libraries.results.plan import AbSettings, TrialPlan
+from libraries.results.settings import check_ab_plan
 
 
 @pytest.mark.parametrize("n", [6, 8, 12, 20, 30])

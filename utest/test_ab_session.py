@@ -17,7 +17,7 @@ from libraries.ab.session import AbSession, NothingToCompare
 from libraries.keywords import ab as ab_keywords
 from libraries.keywords import vpp as vpp_keywords
 from libraries.report.ab_section import ab_section, ratio_chart
-from libraries.results.settings import AbSettings
+from libraries.results.plan import AbSettings
 from libraries.results.settings import ab_settings_from_variables as settings_from_variables
 from libraries.testbed.topology_file import load_topology
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from libraries.ab.comparison import ComparisonFile
 from libraries.ab.rounds import AbOutcome
-from libraries.results.settings import AbSettings
+from libraries.results.plan import AbSettings
 
 Versions = dict[str, dict[str, dict[str, str]]]
 
@@ -30,6 +30,7 @@ def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
                    "planned_looks": list(settings.looks), "alpha": settings.alpha,
                    "alpha_per_look": settings.alpha_per_look, "margin": settings.margin,
                    "max_rounds": settings.max_rounds, "budget_s": settings.budget_s,
+                   "on_inconclusive": settings.inconclusive,
                    "stopped": outcome.stopped, "order": outcome.order,
                    "seconds": outcome.seconds},
         "switch": {"count": len(switches), "median_s": _median(switches),

@@ -47,8 +47,7 @@ from libraries.results.measurement import (
     Trial,
     TrialObserver,
 )
-from libraries.results.plan import TrialPlan
-from libraries.results.settings import AbSettings
+from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.verdict import Verdict, classify
 
 EXACT_LIMIT = 80

@@ -23,8 +23,7 @@ from libraries.ab.comparison import ComparisonFile, Side, load_comparison, side_
 from libraries.ab.record import Versions, ab_block, ab_message
 from libraries.ab.rounds import AbOutcome, measure_ab
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
-from libraries.results.plan import TrialPlan
-from libraries.results.settings import AbSettings
+from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.provision import Testbed
@@ -205,10 +204,21 @@ class AbSession:
         unused = self.unused_difference(trial_uses)
         if unused:
             raise NothingToCompare(unused)
-        outcome = measure_ab(variants, plan, build, metrics, self.settings, self.switch,
-                             observer)
+        named = {variant: self._named(trial) for variant, trial in variants.items()}
+        outcome = measure_ab(named, plan, build, metrics, self.settings, self.switch, observer)
         self.switch("a")
         return self._measurement(case, stack, parameters, outcome)
+
+    def _named(self, trial: Callable[[Trial], Any]) -> Callable[[Trial], Any]:
+        """``trial``, whose failure (errors, a proof missing, a process dead) names the side
+        it happened on."""
+        def run(given: Trial) -> Any:
+            try:
+                return trial(given)
+            except HostStackError as error:
+                raise HostStackError(f"A/B side {self.side} ({self.active.name}): "
+                                     f"{error}") from error
+        return run
 
     def _measurement(self, case: str, stack: str, parameters: dict[str, Any],
                      outcome: AbOutcome) -> Measurement:
@@ -222,8 +232,16 @@ class AbSession:
                                                   "per side")
         measurement.evidence["sides"] = {
             side: {"metrics": {name: m.as_record() for name, m in built.metrics.items()},
-                   "evidence": built.evidence, "notes": built.notes}
+                   "evidence": built.evidence, "notes": built.notes,
+                   "unavailable": built.unavailable, "invalid": built.invalid}
             for side, built in outcome.sides.items()}
+        measurement.sides = dict(outcome.sides)
+        for side, built in outcome.sides.items():  # a result that must not stand, either side
+            name = f"side {side} ({self.sides[side].name})"
+            measurement.invalid += [f"{name}: {why}" for why in built.invalid]
+            measurement.invalid += [f"{name}: {metric}, compared, is unavailable: {why}"
+                                    for metric, why in built.unavailable.items()
+                                    if metric in outcome.comparisons]
         measurement.ab = self.block(outcome)
         measurement.notes.append(self.message(outcome))
         return measurement

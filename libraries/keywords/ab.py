@@ -109,7 +109,9 @@ class AbKeywords:
     @keyword("Check A/B Verdict")
     def check_ab_verdict(self, measurement: Measurement) -> None:
         """Fail on a regression of the candidate, saying by how much and after how many
-        rounds; pass with a warning and the tag ``AB_INCONCLUSIVE`` when inconclusive."""
+        rounds; when no look decided, tag ``AB_INCONCLUSIVE`` and skip (``-v
+        AB_INCONCLUSIVE:skip``, the default), pass with a warning (``pass``) or fail
+        (``fail``)."""
         check_ab_verdict(measurement)
 
 
@@ -128,4 +130,11 @@ def check_ab_verdict(measurement: Measurement) -> None:
     if verdict == "regression":
         raise AbRegression(message)
     if verdict == "inconclusive":
-        logger.warn(f"A/B inconclusive: {message}")
+        policy = block.get("rounds", {}).get("on_inconclusive", "skip")
+        text = (f"A/B inconclusive: {message}: no look decided (-v AB_INCONCLUSIVE:{policy}; "
+                "skip by default: not a pass, not a failure)")
+        if policy == "fail":
+            raise AbRegression(text)
+        if policy == "skip":
+            raise SkipExecution(text)
+        logger.warn(text)

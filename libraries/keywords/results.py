@@ -23,7 +23,12 @@ from libraries.keywords import TESTBED_LIBRARY
 from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE, write_run_report
 from libraries.results.adaptive import Judge
-from libraries.results.criteria import DEFAULT_CRITERIA, CriteriaFile, load_criteria
+from libraries.results.criteria import (
+    DEFAULT_CRITERIA,
+    CriteriaFile,
+    CriterionResult,
+    load_criteria,
+)
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
 from libraries.results.plan import Settings, TrialPlan
@@ -307,6 +312,9 @@ class ResultsKeywords:
         """
         topology, versions = self._testbed_context()
         criteria = [] if measurement.ab else self.judge().evaluate(measurement)
+        if measurement.ab:  # each side's criteria: floors reported, correctness checked
+            for side, results in self._side_criteria(measurement).items():
+                measurement.ab["sides"][side]["criteria"] = [r.as_record() for r in results]
         started = self._test_started or _now()
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
@@ -337,6 +345,26 @@ class ResultsKeywords:
         self._headline = headline(measurement)
         return str(path)
 
+    def _side_criteria(self, measurement: Measurement) -> dict[str, list[CriterionResult]]:
+        """Each A/B side's own measurement against the criteria (on the metrics it has)."""
+        judge = self.judge()
+        return {side: judge.evaluate(built, measured_only=True)
+                for side, built in measurement.sides.items()}
+
+    def _check_sides(self, measurement: Measurement) -> None:
+        """An A/B test fails, naming the side, on an invalid result or a failed correctness
+        criterion (``errors max: 0``) of either side; floors are logged per side."""
+        failed = []
+        for side, results in self._side_criteria(measurement).items():
+            name = measurement.ab["sides"][side]["name"] if measurement.ab else side
+            for result in results:
+                logger.info(f"side {side} ({name}): {result.outcome.upper()} "
+                            f"{'floor ' if result.floor else ''}{result.describe()}")
+                if result.outcome == "fail" and not result.floor:
+                    failed.append(f"side {side} ({name}): {result.describe()}")
+        if measurement.invalid or failed:
+            raise HostStackError("A/B: " + "; ".join([*measurement.invalid, *failed]))
+
     @keyword("Check Criteria")
     def check_criteria(self, measurement: Measurement) -> None:
         """Fail with measured vs required for every criterion the result misses (an A/B
@@ -346,6 +374,7 @@ class ResultsKeywords:
         was recorded but not judged.
         """
         if measurement.ab:
+            self._check_sides(measurement)
             check_ab_verdict(measurement)
             return
         topology, _ = self._testbed_context()

@@ -34,9 +34,11 @@ class Judge:
     topology: str
     settings: Settings
 
-    def evaluate(self, measurement: Measurement) -> list[CriterionResult]:
-        """Every applicable criterion's outcome."""
-        return evaluate(self.criteria, measurement, self.topology, source=self.source)
+    def evaluate(self, measurement: Measurement,
+                 measured_only: bool = False) -> list[CriterionResult]:
+        """Every applicable criterion's outcome (``measured_only``: only on metrics it has)."""
+        return evaluate(self.criteria, measurement, self.topology, source=self.source,
+                        measured_only=measured_only)
 
 
 def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:

@@ -158,6 +158,9 @@ class CriterionResult:
     outcome: Outcome
     source: str
     interval: Interval | None = None
+    floor: bool = False
+    """A performance bound resting on a measured ``basis`` (not a correctness check such as
+    ``errors max: 0``): an A/B test reports it per side instead of failing on it."""
 
     @property
     def passed(self) -> bool:
@@ -255,16 +258,19 @@ def _catalogue_problems(criterion: Criterion) -> list[str]:
 
 
 def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
-             source: str = "criteria.yaml") -> list[CriterionResult]:
+             source: str = "criteria.yaml", measured_only: bool = False) -> list[CriterionResult]:
     """Every applicable criterion's result (empty: no criterion for this test/topology).
 
-    A criterion on a metric the measurement lacks is an error, not a silent pass; one on a
-    metric the test recorded as unavailable (with its reason) is not judged.
+    A criterion on a metric the measurement lacks is an error, not a silent pass (with
+    ``measured_only``, as for one side of an A/B test that measures only the path under test,
+    it is left out); one on a metric the test recorded as unavailable (with its reason) is not
+    judged.
     """
     results = []
     for index, criterion in enumerate(criteria.criteria):
         if not criterion.applies_to(measurement, topology) or \
-                criterion.metric in measurement.unavailable:
+                criterion.metric in measurement.unavailable or \
+                (measured_only and criterion.metric not in measurement.metrics):
             continue
         where = f"{source}: criteria.{index}"
         if criterion.metric not in measurement.metrics:
@@ -284,6 +290,6 @@ def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
             name=f"{criterion.case}.{criterion.metric} {op} {required:g} [{scope}]",
             metric=criterion.metric, op=op, required=required, measured=metric.value,
             unit=metric.summary.unit, outcome=judge_bound(interval, metric.value, op, required),
-            source=where, interval=interval,
+            source=where, interval=interval, floor=criterion.basis is not None,
         ))
     return results

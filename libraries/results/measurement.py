@@ -62,7 +62,8 @@ class Measurement:
     (e.g. why latency is unavailable), ``unavailable`` the metrics the test could not give a
     figure for, with the reason (never judged), ``invalid`` the reasons the result must not
     stand (the test fails for them whatever the criteria say), ``ab`` the comparison of an
-    A/B test (:mod:`libraries.keywords.ab`: its metrics are per-round ratios).
+    A/B test (:mod:`libraries.ab`: its metrics are per-round ratios) and ``sides`` each side's
+    own measurement (judged by the criteria per side; not recorded as such).
     """
 
     case: str
@@ -79,6 +80,7 @@ class Measurement:
     unavailable: dict[str, str] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)
     ab: dict[str, Any] | None = None
+    sides: dict[str, Measurement] = field(default_factory=dict)
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:

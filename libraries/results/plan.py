@@ -12,10 +12,12 @@ bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned
 least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every
 value is checked where it enters, in each measuring suite's setup, by
 :mod:`libraries.results.settings`, the one parser of ``-v`` settings; errors name the variable.
+An A/B run is told its looks, margin and budget (:class:`AbSettings`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from libraries.results.inference import DEFAULT_ALPHA
@@ -68,3 +70,63 @@ class Settings:
     plan: TrialPlan
     budget: Budget
     alpha: float = DEFAULT_ALPHA
+
+
+INCONCLUSIVE = ("skip", "pass", "fail")
+"""What an A/B test that no look decided becomes (``-v AB_INCONCLUSIVE``)."""
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    """``margin`` (a change within it is no finding), ``alpha`` (the chance of a false
+    finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
+    (seconds of the whole A/B measurement, switches included), ``inconclusive``: the test's
+    status when no look decided (``skip``, ``pass`` or ``fail``)."""
+
+    margin: float = 0.01
+    alpha: float = 0.05
+    look: int = 10
+    max_rounds: int = 60
+    budget_s: float = 600.0
+    inconclusive: str = "skip"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
+                             "[0, 100), e.g. 1")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
+        if not isinstance(self.look, int) or self.look < 1:
+            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 1")
+        if not isinstance(self.max_rounds, int) or self.max_rounds < self.look:
+            raise ValueError(f"-v AB_MAX_ROUNDS:{self.max_rounds}: expected whole rounds >= "
+                             f"AB_LOOK ({self.look})")
+        if not self.budget_s > 0:
+            raise ValueError(f"-v AB_BUDGET:{self.budget_s:g}: expected seconds > 0")
+        if self.inconclusive not in INCONCLUSIVE:
+            raise ValueError(f"-v AB_INCONCLUSIVE:{self.inconclusive}: expected one of "
+                             f"{', '.join(INCONCLUSIVE)}")
+        if self.look < self.decisive_rounds:
+            raise ValueError(
+                f"-v AB_LOOK:{self.look}: the first look cannot decide: at ALPHA {self.alpha:g}"
+                f" split over {len(self.looks)} looks ({self.alpha_per_look:.3g} each) a "
+                f"signed-rank interval needs at least {self.decisive_rounds} rounds")
+
+    @property
+    def decisive_rounds(self) -> int:
+        """The fewest rounds whose signed-rank interval can decide at :attr:`alpha_per_look`
+        (all ``n`` ratios on one side has probability ``2 ** -n`` under no change)."""
+        return math.ceil(math.log2(2.0 / self.alpha_per_look))
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """The rounds after which the test is judged: every ``look`` rounds, and at
+        ``max_rounds`` (a budget that ends the test between looks makes its last rounds the
+        next look, so no more looks than planned are ever made)."""
+        return tuple(dict.fromkeys((*range(self.look, self.max_rounds + 1, self.look),
+                                    self.max_rounds)))
+
+    @property
+    def alpha_per_look(self) -> float:
+        """Each look's level: ``alpha`` split evenly over the planned looks."""
+        return self.alpha / len(self.looks)

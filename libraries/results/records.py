@@ -218,8 +218,9 @@ def build_record(measurement: Measurement, criteria: list[CriterionResult], *, t
     outcomes = {c.outcome for c in criteria}
     verdict = ("fail" if measurement.invalid or "fail" in outcomes else "no_criteria"
                if not criteria else "inconclusive" if "inconclusive" in outcomes else "pass")
-    if measurement.ab:
-        verdict = AB_VERDICTS.get(measurement.ab["verdict"], "pass")
+    if measurement.ab:  # judged by its comparison; a side's invalid result still fails it
+        verdict = "fail" if measurement.invalid else \
+            AB_VERDICTS.get(measurement.ab["verdict"], "pass")
     return {
         "schema_version": CURRENT_VERSION, "run_id": "", "test_id": test_id, "suite": suite,
         "name": name, "tags": tags, "topology": topology, "stack": measurement.stack,

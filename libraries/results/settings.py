@@ -2,7 +2,7 @@
 is a ``ValueError`` naming the variable, the value and what was expected. Trials: ``TRIALS``,
 ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
 ``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`); A/B
-runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET`` (:class:`AbSettings`);
+runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``;
 capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
 reads values it is handed (``lookup(name, default)`` for Robot's variables), never a node, a
 file or Robot itself.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from libraries.results.inference import DEFAULT_ALPHA, check_alpha, minimum_decisive_trials
-from libraries.results.plan import Budget, Settings, TrialPlan
+from libraries.results.plan import AbSettings, Budget, Settings, TrialPlan
 
 Lookup = Callable[[str, Any], Any]
 """``lookup(name, default)``: the value of ``-v NAME`` (Robot's ``${NAME}``), or ``default``."""
@@ -115,57 +115,6 @@ def parse_settings(trials: object, duration: object, warmup: object,
 # -- A/B runs ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AbSettings:
-    """``margin`` (a change within it is no finding), ``alpha`` (the chance of a false
-    finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
-    (seconds of the whole A/B measurement, switches included)."""
-
-    margin: float = 0.01
-    alpha: float = 0.05
-    look: int = 10
-    max_rounds: int = 60
-    budget_s: float = 600.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.margin < 1.0:
-            raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
-                             "[0, 100), e.g. 1")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
-        if not isinstance(self.look, int) or self.look < 1:
-            raise ValueError(f"-v AB_LOOK:{self.look}: expected whole rounds >= 1")
-        if not isinstance(self.max_rounds, int) or self.max_rounds < self.look:
-            raise ValueError(f"-v AB_MAX_ROUNDS:{self.max_rounds}: expected whole rounds >= "
-                             f"AB_LOOK ({self.look})")
-        if not self.budget_s > 0:
-            raise ValueError(f"-v AB_BUDGET:{self.budget_s:g}: expected seconds > 0")
-        if self.look < self.decisive_rounds:
-            raise ValueError(
-                f"-v AB_LOOK:{self.look}: the first look cannot decide: at ALPHA {self.alpha:g}"
-                f" split over {len(self.looks)} looks ({self.alpha_per_look:.3g} each) a "
-                f"signed-rank interval needs at least {self.decisive_rounds} rounds")
-
-    @property
-    def decisive_rounds(self) -> int:
-        """The fewest rounds whose signed-rank interval can decide at :attr:`alpha_per_look`
-        (all ``n`` ratios on one side has probability ``2 ** -n`` under no change)."""
-        return math.ceil(math.log2(2.0 / self.alpha_per_look))
-
-    @property
-    def looks(self) -> tuple[int, ...]:
-        """The rounds after which the test is judged: every ``look`` rounds, and at
-        ``max_rounds`` (a budget that ends the test between looks makes its last rounds the
-        next look, so no more looks than planned are ever made)."""
-        return tuple(dict.fromkeys((*range(self.look, self.max_rounds + 1, self.look),
-                                    self.max_rounds)))
-
-    @property
-    def alpha_per_look(self) -> float:
-        """Each look's level: ``alpha`` split evenly over the planned looks."""
-        return self.alpha / len(self.looks)
-
-
 def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
     """Refuse (``ValueError`` with the numbers) settings whose budget cannot reach the first
     look at the planned trial length: a round measures each side for at least ``DURATION``
@@ -182,6 +131,7 @@ def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
 
 def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
     """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
+    ``AB_INCONCLUSIVE`` (skip),
     ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
     values = {}
     for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
@@ -198,7 +148,8 @@ def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
         values[name] = number
     return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
                       max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
-                      alpha=values["ALPHA"])
+                      alpha=values["ALPHA"],
+                      inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower())
 
 
 # -- capacity searches ------------------------------------------------------------------------
