@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -80,12 +81,26 @@ def test_the_command_pins_quotes_and_cleans_up():
     options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=5000, duration=3,
                             cpus=[1], max_workers=200)
     command = build_vegeta_command("/opt/x y/vegeta", options, "/tmp/run")
-    assert command.startswith("d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; printf '%s\\n' "
+    assert command.startswith("d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; trap 'rm -rf "
+                              "\"$d\"' EXIT; trap 'exit 143' TERM INT HUP; printf '%s\\n' "
                               "'GET https://198.18.1.1:8089/1kb' > \"$d/targets\"; "
                               "taskset -c 1 '/opt/x y/vegeta' attack -name=g0 -rate=5000/1s ")
     assert "-max-workers=200" in command and "-insecure" in command
     assert "-max-body=0" in command and "encode" not in command  # no limits: no counting
-    assert command.endswith('rm -rf "$d"; exit $rc')
+    assert command.endswith("exit $rc")
+
+
+@pytest.mark.integration
+@needs_vegeta
+def test_a_run_killed_by_its_timeout_leaves_no_files(nginx, tmp_path):
+    """Issue 34: a vegeta timeout left its temporary folder in the work folder."""
+    node, port, _ = nginx
+    command = build_vegeta_command(VEGETA, VegetaOptions(
+        url=f"https://127.0.0.1:{port}/1kb", rate=100, duration=20), str(tmp_path))
+    # as testbed.node.Node runs it on a node: `timeout -k 2 N sh -c ...` (TERM, then KILL)
+    result = node.run(f"timeout -k 2 2 sh -c {shlex.quote(command)}", timeout=15, check=False)
+    assert result.exit_code == 124  # timed out
+    assert list(tmp_path.glob("vegeta.*")) == []
 
 
 def test_one_attack_per_load_cpu_shares_the_rate_and_the_counts_read_every_file():

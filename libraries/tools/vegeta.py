@@ -145,7 +145,10 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
     quoted = shlex.quote(binary)
     count = options.processes
     rate = round(options.rate)
+    # the folder goes on every path: a hard timeout signals the shell (TERM), whose exit
+    # removes it after the attacks (signalled with it, as its process group) are gone
     lines = ["d=$(mktemp -d " + shlex.quote(workdir) + "/vegeta.XXXXXX) || exit 1",
+             "trap 'rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP",
              "printf '%s\\n' " + shlex.quote(f"GET {options.url}") + ' > "$d/targets"']
     for number in range(count):
         attack = tool_command([
@@ -169,7 +172,7 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
                    f"\"$d/results.csv\"")
     lines += [f"rc=0; {waits}",
               f"if [ $rc -eq 0 ]; then {report}; rc=$?; fi",
-              'rm -rf "$d"; exit $rc']
+              "exit $rc"]
     return "; ".join(lines)
 
 
