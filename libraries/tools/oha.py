@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import accounted_command
-from libraries.tools.open_loop import check_open_loop_options
+from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node
@@ -108,7 +108,7 @@ def build_oha_command(binary: str, options: OhaOptions, workdir: str) -> str:
     only: it is never given VPP's LD_PRELOAD environment."""
     count = options.processes
     rate = round(options.rate)
-    lines = ["d=$(mktemp -d " + shlex.quote(workdir) + "/oha.XXXXXX) || exit 1"]
+    lines = temporary_folder(workdir, "oha")
     for number in range(count):
         share = rate / count
         argv = [binary, "-z", f"{options.duration:g}s", "-q", f"{share:g}",
@@ -125,7 +125,7 @@ def build_oha_command(binary: str, options: OhaOptions, workdir: str) -> str:
               f"{shlex.quote(_COUNT_AWK)} \"$d\"/*.csv && touch \"$d/durations\" && "
               f"sort -g \"$d/durations\" | awk {shlex.quote(_PERCENTILES_AWK)}")
     lines += [f"rc=0; {waits}", f"if [ $rc -eq 0 ]; then {report}; rc=$?; fi",
-              'rm -rf "$d"; exit $rc']
+              "exit $rc"]
     return "; ".join(lines)
 
 

@@ -1,9 +1,10 @@
-"""What every open-loop generator's options share (vegeta, oha): a URL, a whole rate, positive
-numbers, latency limits and the load CPUs, checked alike with errors that name the tool and the
-option."""
+"""What every open-loop generator shares (vegeta, oha): its options (a URL, a whole rate,
+positive numbers, latency limits and the load CPUs, checked alike with errors that name the
+tool and the option) and the temporary folder of its run's files, removed on every path."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,3 +31,12 @@ def check_open_loop_options(tool: str, options: Any, numbers: tuple[str, ...]) -
     if options.cpus is not None:
         object.__setattr__(options, "cpus", tuple(int(c) for c in options.cpus))
     object.__setattr__(options, "slo_ms", tuple(float(v) for v in options.slo_ms))
+
+
+def temporary_folder(workdir: str, tool: str) -> list[str]:
+    """The shell lines that make ``$d``, a folder under ``workdir`` for one run's files, and
+    remove it on every path: the shell's exit, and a hard timeout's TERM (``timeout -k``,
+    as :meth:`libraries.testbed.node.Node.run` wraps every command), which ends the shell
+    through its exit trap once the generator processes (its process group) are gone."""
+    return [f"d=$(mktemp -d {shlex.quote(workdir)}/{tool}.XXXXXX) || exit 1",
+            "trap 'rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP"]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import accounted_command
-from libraries.tools.open_loop import check_open_loop_options
+from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node
@@ -145,10 +145,7 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
     quoted = shlex.quote(binary)
     count = options.processes
     rate = round(options.rate)
-    # the folder goes on every path: a hard timeout signals the shell (TERM), whose exit
-    # removes it after the attacks (signalled with it, as its process group) are gone
-    lines = ["d=$(mktemp -d " + shlex.quote(workdir) + "/vegeta.XXXXXX) || exit 1",
-             "trap 'rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP",
+    lines = [*temporary_folder(workdir, "vegeta"),
              "printf '%s\\n' " + shlex.quote(f"GET {options.url}") + ' > "$d/targets"']
     for number in range(count):
         attack = tool_command([
