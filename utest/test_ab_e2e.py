@@ -141,7 +141,7 @@ def test_nginx_builds_compared_on_tcp_term_are_skipped_not_judged(tmp_path: Path
     ("a: {name: x}\nb: {name: y, tools: {dut: {nginx: /bin/false}}}\n",
      "b.tools.dut.nginx: /bin/false does not answer its version command"),
     ("a: {name: x}\nb: {name: y, sysctl: {dut: {net.ipv4.no_such_knob: 1}}}\n",
-     "sysctl.net.ipv4.no_such_knob on dut: no such sysctl"),
+     "sysctl net.ipv4.no_such_knob: no such key"),
     ("a: {name: x}\nb: {name: y, tools: {client: {nginx: /x}}}\n",
      "b.tools.client: no node 'client' in topology 3node"),
 ])

@@ -33,6 +33,13 @@ class FakeNode:
         self.commands.append(command)
         return SimpleNamespace(exit_code=0, stdout="", stderr="")
 
+    def which(self, binary: str) -> str:
+        return f"/usr/sbin/{binary}"
+
+    @property
+    def where(self) -> str:
+        return self.name
+
 
 def _session(tmp_path: Path, text: str) -> tuple[AbSession, dict[str, FakeNode], list[str]]:
     path = tmp_path / "ab.yaml"
@@ -91,8 +98,8 @@ def test_sysctls_are_set_per_side_and_the_originals_restored(tmp_path: Path):
                                       "sysctl: {dut: {net.ipv4.tcp_rmem: 4096 131072 262144}}}\n")
     session.switch("b")
     assert events == []  # a sysctl restarts nothing
-    assert nodes["dut"].commands[-1] == ("set -e; sysctl -q -w 'net.ipv4.tcp_rmem=4096 131072 "
-                                         "262144' >/dev/null")
+    assert nodes["dut"].commands[-1] == ("set -e; /usr/sbin/sysctl -q -w 'net.ipv4.tcp_rmem="
+                                         "4096 131072 262144' >/dev/null")
     session.switch("a")
     assert "tcp_rmem=4096 131072 6291456" in nodes["dut"].commands[-1]
     session.switch("b")

@@ -59,6 +59,7 @@ TOOL_UNITS: dict[str, set[str]] = {
     "cpu": set(),
     "bpftime": set(),
     "versions": set(),
+    "sysctl": set(),
     "nginx": {"render"},
     "wrk": {"cpu"},
     "iperf3": {"cpu"},

@@ -26,9 +26,17 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
+from libraries.ab.session import open_session
+from libraries.results.plan import AbSettings
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import parse_topology
+from libraries.tools.sysctl import (
+    pending_originals,
+    read_sysctls,
+    save_originals,
+    write_sysctls,
+)
 from libraries.tools.versions import tool_version
 from libraries.vpp.node import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
@@ -283,3 +291,31 @@ def test_preflight_passes_on_the_intact_lab(lab):
     testbed = lab_testbed(lab)
     testbed.down()
     assert shutil.which("ping")
+
+
+def test_sysctl_sides_work_for_the_sudo_user_and_a_dead_runs_values_come_back(lab, tmp_path):
+    """Issue 34: on a lab with a sudo user a sysctl side stopped the suite with 'no such
+    sysctl (sh: 1: sysctl: not found)'. The sysctl is resolved as the node resolves /usr/sbin
+    tools and written with sudo; a run that died with side b's value set left its originals on
+    the node, and the next run puts them back before reading any original."""
+    comparison = tmp_path / "ab.yaml"
+    comparison.write_text("a: {name: default}\nb:\n  name: tiny\n"
+                          "  sysctl: {dut: {net.ipv4.tcp_rmem: 4096 4096 4096}}\n")
+    testbed = lab_testbed(lab)
+    try:
+        node = testbed.nodes["dut"]
+        key = "net.ipv4.tcp_rmem"
+        original = read_sysctls(node, [key])
+        # a run died with side b active: its value set, its originals left on the node
+        save_originals(node, original, {"pid": 0, "host": "a run that was killed"})
+        write_sysctls(node, {key: "4096 4096 4096"})
+        session = open_session(str(comparison), testbed, AbSettings(look=6, max_rounds=6))
+        assert session.originals == {"dut": original}  # the dead run's value was put back
+        assert pending_originals(node)["values"] == original  # this run's, kept meanwhile
+        session.activate("b")
+        assert read_sysctls(node, [key]) == {key: "4096 4096 4096"}
+        assert session.close() == []
+        assert read_sysctls(node, [key]) == original
+        assert pending_originals(node) is None
+    finally:
+        testbed.down()

@@ -13,7 +13,9 @@ layer (``libraries.keywords.ab``) holds the session of a suite.
 from __future__ import annotations
 
 import logging
+import os
 import shlex
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +29,13 @@ from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.provision import Testbed
+from libraries.tools.sysctl import (
+    clear_originals,
+    pending_originals,
+    read_sysctls,
+    save_originals,
+    write_sysctls,
+)
 from libraries.tools.versions import tool_version
 
 LOG = logging.getLogger(__name__)
@@ -128,7 +137,7 @@ class AbSession:
         self.side = side
         self.testbed.topology = side_topology(self.base, self.sides[side])
         for node, values in self._sysctls(self.sides[side]).items():
-            _write_sysctls(self.testbed.nodes[node], values)
+            write_sysctls(self.testbed.nodes[node], values)
 
     def _sysctls(self, side: Side) -> dict[str, dict[str, str]]:
         return {node: {key: str(side.sysctl.get(node, {}).get(key, original))
@@ -182,9 +191,22 @@ class AbSession:
         errors = []
         for node, values in self.originals.items():
             try:
-                _write_sysctls(self.testbed.nodes[node], values)
+                write_sysctls(self.testbed.nodes[node], values)
             except HostStackError as error:
                 errors.append(str(error))
+        return errors
+
+    def close(self) -> list[str]:
+        """:meth:`restore`, then the originals kept on each node removed (they are back).
+        Returns the errors met; a node whose originals could not be put back keeps them."""
+        errors = self.restore()
+        if self.base.provision is None:
+            for node in self.originals:
+                if not any(node in error for error in errors):
+                    try:
+                        clear_originals(self.testbed.nodes[node])
+                    except HostStackError as error:
+                        errors.append(str(error))
         return errors
 
     # -- measuring -----------------------------------------------------------------------------
@@ -255,12 +277,6 @@ class AbSession:
         return ab_message(self.loaded, self.versions, self.settings, outcome)
 
 
-def _write_sysctls(node: Any, values: dict[str, str]) -> None:
-    if values:
-        command = "; ".join(f"sysctl -q -w {shlex.quote(f'{k}={v}')} >/dev/null"
-                            for k, v in values.items())
-        node.run(f"set -e; {command}", timeout=20, sudo=True)
-
 class NothingToCompare(HostStackError):
     """The running test uses nothing the two sides set differently (the keyword layer skips
     it with this reason)."""
@@ -305,25 +321,32 @@ def side_versions(testbed: Testbed, loaded: ComparisonFile) -> Versions:
 
 
 def sysctl_originals(testbed: Testbed, loaded: ComparisonFile) -> dict[str, dict[str, str]]:
-    """The current value of every sysctl either side sets; each is written back as it is
-    to prove the node lets the test set it."""
+    """The current value of every sysctl either side sets (:mod:`libraries.tools.sysctl`:
+    resolved and written as the node runs privileged commands); each is written back as it
+    is to prove the node lets the test set it. On a lab (not a testbed of this run's own
+    namespaces, which die with it) the originals a dead run left on a node are put back
+    first, and this run's are kept there until :meth:`AbSession.close`."""
     keys: dict[str, set[str]] = {}
     for side in (loaded.comparison.a, loaded.comparison.b):
         for node, values in side.sysctl.items():
             keys.setdefault(node, set()).update(values)
+    lab = testbed.topology.provision is None
     originals: dict[str, dict[str, str]] = {}
     for node, names in keys.items():
         target = testbed.nodes[node]
-        for name in sorted(names):
-            read = target.run(f"sysctl -n {shlex.quote(name)}", timeout=10, check=False,
-                              quiet=True)
-            if read.exit_code != 0:
-                raise HostStackError(f"{loaded.path}: sysctl.{name} on {node}: no such "
-                                     f"sysctl ({(read.stderr or read.stdout).strip()})")
-            originals.setdefault(node, {})[name] = " ".join(read.stdout.split())
         try:
-            _write_sysctls(target, originals[node])
+            left = pending_originals(target) if lab else None
+            if left is not None:
+                LOG.warning("%s: a run that did not finish (%s) left sysctls changed: "
+                            "putting back %s", node, left.get("owner"), left["values"])
+                write_sysctls(target, left["values"])
+                clear_originals(target)
+            originals[node] = read_sysctls(target, sorted(names))
+            write_sysctls(target, originals[node])
+            if lab:
+                save_originals(target, originals[node], {
+                    "comparison": loaded.path, "host": socket.gethostname(),
+                    "pid": os.getpid(), "started": time.time()})
         except HostStackError as error:
-            raise HostStackError(f"{loaded.path}: sysctl on {node}: the node does not let "
-                                 f"the test set {sorted(names)}: {error}") from None
+            raise HostStackError(f"{loaded.path}: sysctl on {node}: {error}") from None
     return originals

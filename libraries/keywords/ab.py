@@ -98,6 +98,16 @@ class AbKeywords:
                     f"looks at rounds {list(settings.looks)} at alpha "
                     f"{settings.alpha_per_look:.3g} each, margin {settings.margin * 100:g} %")
 
+    @keyword("Close A/B Comparison")
+    def close_ab_comparison(self) -> None:
+        """At the suite's end: the original topology and sysctls back, and the originals kept
+        on each lab node removed (no-op outside A/B)."""
+        if self.session is not None:
+            errors = self.session.close()
+            self.session = None
+            if errors:
+                raise HostStackError("A/B: could not restore: " + "; ".join(errors))
+
     @keyword("Restore A/B Sides")
     def restore_ab_sides(self) -> None:
         """Put the original topology and sysctls back after a test (no-op outside A/B)."""
