@@ -219,3 +219,31 @@ def test_missing_store_folder_reads_as_empty_and_records_error_is_a_record_error
     store = Store(tmp_path / "nothing-here")
     assert store.frame().empty and store.runs() == {}
     assert issubclass(StoreError, RecordError)
+
+
+def test_ab_records_are_series_of_their_own_per_comparison_file(tmp_path: Path) -> None:
+    """Issue 34: A/B records entered the history under the plain test ids, so ab_* series of
+    different comparison files mixed in one trend line."""
+    run_dir = tmp_path / "results" / "r1"
+    plain = v3_record("r1", "lab-a", "forward", 10.0)
+    records = [plain]
+    for name, sha in (("nginx builds", "a" * 64), ("nginx builds", "b" * 64), ("knob", "c" * 64)):
+        record = v3_record("r1", "lab-a", "forward", 0.97)
+        record.update(schema_version=4, ab={
+            "comparison": {"path": "ab.yaml", "sha256": sha, "text": "", "name": name,
+                           "aa": False},
+            "sides": {"a": {"name": "a"}, "b": {"name": "b"}},
+            "metrics": {"throughput": {"direction": "higher_is_better", "ratios": [0.97],
+                                       "change": 0.97, "low": None, "high": None,
+                                       "verdict": "inconclusive", "method": "HL"}},
+            "verdict": "inconclusive", "rounds": {"run": 1, "looks": [1], "stopped": "x"},
+            "switch": {"count": 2, "total_s": 0.2}})
+        records.append(record)
+    for record in records:
+        append_record(run_dir / "records.jsonl", record)
+    store = Store(tmp_path / "history")
+    assert ingest([tmp_path / "results"], store).errors == []
+    assert sorted(store.frame()["test_key"]) == [
+        "tcp_term/forward", "tcp_term/forward [A/B knob cccccccccccc]",
+        "tcp_term/forward [A/B nginx builds aaaaaaaaaaaa]",
+        "tcp_term/forward [A/B nginx builds bbbbbbbbbbbb]"]

@@ -179,7 +179,8 @@ COLUMNS = ("test_id", "metric", "unit", "direction", "value", "low", "high", "st
            "topology", "log", "file", "line",
            "lab", "test_key", "trial_values", "ci_low", "ci_high", "ci_level", "ci_method",
            "schema_version", "parameters")
-"""Today's columns first, then: ``lab`` (the topology the test ran on), ``test_key`` (the test id
+"""Today's columns first (``test_id``: an A/B record's carries its comparison, see
+:func:`ab_series_suffix`), then: ``lab`` (the topology the test ran on), ``test_key`` (the test id
 without the lab: the same test on every lab), ``trial_values`` (every trial), the metric's
 ``interval`` (record v3: ``ci_low``, ``ci_high``, ``ci_level``, ``ci_method``; None before),
 ``schema_version`` and ``parameters`` (JSON text, sorted keys)."""
@@ -196,6 +197,17 @@ def _spread(metric: dict[str, Any]) -> tuple[float, float, float]:
     if stdev is None:
         stdev = statistics.stdev(trials) if len(trials) > 1 else 0.0
     return float(low), float(high), float(stdev)
+
+
+def ab_series_suffix(record: dict[str, Any]) -> str:
+    """What keeps an A/B record's series apart: `` [A/B <comparison name> <sha256[:12]>]``
+    after its test id (a plain run of the same test, and A/B runs of other comparison files or
+    another version of the file, are other series); empty for a plain record."""
+    ab = record.get("ab")
+    if not isinstance(ab, dict):
+        return ""
+    comparison = ab.get("comparison") or {}
+    return f" [A/B {comparison.get('name', '?')} {str(comparison.get('sha256', ''))[:12]}]"
 
 
 def test_key(test_id: str, topology: str) -> str:
@@ -286,7 +298,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
                 pass
             validated = True
         versions = _versions_text(record["versions"])
-        key = test_key(record["test_id"], record["topology"])
+        series = record["test_id"] + ab_series_suffix(record)
+        key = test_key(series, record["topology"])
         parameters = json.dumps(record["parameters"], sort_keys=True, default=str)
         for name, metric in record["metrics"].items():
             low, high, stdev = _spread(metric)
@@ -297,7 +310,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
             cv = metric.get("cv")
             if cv is None:  # absent, or null when the mean is 0
                 cv = stdev / abs(value) if value else 0.0
-            rows.append((record["test_id"], name, metric["unit"], metric["direction"], value,
+            rows.append((series, name, metric["unit"], metric["direction"], value,
                          low, high, stdev, float(cv), len(metric["trials"]), record["run_id"],
                          record["start_time"], versions,
                          record.get("project_revision", run_revision), record["verdict"],
