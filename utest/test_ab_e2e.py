@@ -70,6 +70,13 @@ def test_a_crippled_receive_buffer_is_a_regression_and_the_sysctl_comes_back(tmp
     assert block["switch"]["count"] == 12 and block["comparison"]["text"].startswith("name:")
     assert len(record["metrics"]["ab_throughput_ratio"]["trials"]) == 10
     assert set(record["evidence"]["sides"]) == {"a", "b"}
+    # each side's telemetry: every node's CPU per process over that side's trials
+    variants = record["telemetry"]["variants"]
+    assert set(variants) == {"a iperf3", "b iperf3"}
+    assert variants["b iperf3"]["nodes"]["dut"]["processes"]["iperf3-server"]["cpu"] > 0
+    generator = block["sides"]["b"]["load_generator"]
+    assert generator["node"] == "tg" and generator["process"] == "iperf3-client"
+    assert generator["cpu_pct"] > 0 and isinstance(generator["saturated"], bool)
     log = (out / "output.xml").read_text()
     original = log.split("sysctl -n net.ipv4.tcp_rmem")[0]  # read in the suite setup
     assert "net.ipv4.tcp_rmem=4096 4096 4096" in log

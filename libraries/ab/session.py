@@ -26,7 +26,6 @@ from libraries.ab.record import Versions, ab_block, ab_message
 from libraries.ab.rounds import AbOutcome, measure_ab
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
-from libraries.results.telemetry import unavailable_block
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.provision import Testbed
 from libraries.tools.sysctl import (
@@ -250,8 +249,6 @@ class AbSession:
         for metric, comparison in outcome.comparisons.items():
             measurement.add(f"ab_{metric}_ratio", list(comparison.ratios), "ratio",
                             comparison.direction)
-        measurement.telemetry = unavailable_block("A/B run: CPU telemetry is not collected "
-                                                  "per side")
         measurement.evidence["sides"] = {
             side: {"metrics": {name: m.as_record() for name, m in built.metrics.items()},
                    "evidence": built.evidence, "notes": built.notes,

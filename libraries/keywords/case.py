@@ -9,7 +9,9 @@ hands it to :func:`run_case`. The runner owns the branch every case shares:
   telemetry around each trial, runs the case's ``after`` step (the SSL proxy's latency pass)
   and logs each trial's raw output;
 - with ``-v AB:<file>`` the same trials run on both sides (:class:`libraries.ab.session.
-  AbSession`), and a test that uses nothing the sides change is skipped with the reason.
+  AbSession`), with the same telemetry per side (and the load generator's CPU per side,
+  marked when it saturated), and a test that uses nothing the sides change is skipped with
+  the reason.
 
 The set-up keywords report what they start and read a side's settings through
 :mod:`libraries.keywords.ab` (``component_started``, ``side_nginx``, ...), which in a plain
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from robot.api import SkipExecution
+from robot.api import SkipExecution, logger
 
 from libraries.ab.session import NothingToCompare, Use
 from libraries.keywords import current_judge, log_folded
@@ -55,6 +57,14 @@ class Case:
     uses: frozenset[Use] = field(default_factory=frozenset)
     ab_variants: tuple[str, ...] | None = None
     output: str = "output"
+    generator: tuple[str, str] | None = None
+    """``(node, process)`` of the load generator (``("tg", "wrk")``): an A/B side whose
+    generator used :data:`SATURATED` of its core or more is marked."""
+
+
+SATURATED = 90.0
+"""A load generator (one thread: wrk -t1, an iperf3 client) at this % of one core or more
+bounded the side's figure itself."""
 
 
 def run_case(case: Case, telemetry: TrialTelemetry,
@@ -65,11 +75,15 @@ def run_case(case: Case, telemetry: TrialTelemetry,
     if ab is not None:
         chosen = case.ab_variants or tuple(case.variants)
         try:
-            return ab.measure(case.name, case.stack, case.parameters,
-                              {v: case.variants[v] for v in chosen}, case.plan, case.build,
-                              case.compared, ConsoleProgress(), trial_uses=case.uses)
+            measurement = ab.measure(case.name, case.stack, case.parameters,
+                                     {v: case.variants[v] for v in chosen}, case.plan,
+                                     case.build, case.compared,
+                                     AllObservers(ConsoleProgress(), telemetry),
+                                     trial_uses=case.uses)
         except NothingToCompare as error:
             raise SkipExecution(str(error)) from None
+        _side_telemetry(measurement, case, telemetry)
+        return measurement
     measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
                                    AllObservers(ConsoleProgress(), telemetry))
     telemetry.close(measurement)
@@ -81,3 +95,31 @@ def run_case(case: Case, telemetry: TrialTelemetry,
             if raw is not None:
                 log_folded(f"{variant} trial {number}: {case.output}", raw)
     return measurement
+
+
+def _side_telemetry(measurement: Measurement, case: Case, telemetry: TrialTelemetry) -> None:
+    """An A/B test's telemetry: every node's CPU per core and per process (and VPP's runtime)
+    over each side's trials (variants ``a <v>``, ``b <v>``: medians per side), and per side
+    the load generator's CPU, marked when it saturated its core."""
+    message = measurement.notes.pop() if measurement.notes else None  # stays the last note
+    block = telemetry.attach(measurement)
+    telemetry.close(measurement)
+    if message is not None:
+        measurement.notes.append(message)
+    if case.generator is None or not measurement.ab:
+        return
+    node, process = case.generator
+    for side, entry in measurement.ab["sides"].items():
+        shares = [v["nodes"].get(node, {}).get("processes", {}).get(process, {}).get("cpu")
+                  for name, v in block.get("variants", {}).items()
+                  if name.startswith(f"{side} ")]
+        shares = [s for s in shares if isinstance(s, int | float)]
+        cpu = max(shares) if shares else None
+        entry["load_generator"] = {"node": node, "process": process, "cpu_pct": cpu,
+                                   "saturated": cpu is not None and cpu >= SATURATED}
+        if cpu is not None and cpu >= SATURATED:
+            note = (f"A/B side {side} ({entry.get('name')}): the load generator ({process} on "
+                    f"{node}) used {cpu:.0f} % of its core: the side's figure may be the "
+                    "generator's, not the system's")
+            measurement.notes.insert(0, note)
+            logger.warn(note)

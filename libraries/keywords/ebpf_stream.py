@@ -246,7 +246,8 @@ class EbpfStreamKeywords:
                         {subject: "higher_is_better"},
                         {"reverse": bool(reverse), "pinned": self._pinned,
                          "ebpf": "ebpf" in self._proxies, "variants": [subject]},
-                        frozenset(uses), ab_variants=(subject,), output="iperf3 JSON")
+                        frozenset(uses), ab_variants=(subject,), output="iperf3 JSON",
+                        generator=(tg.name, "iperf3-client"))
             return run_case(case, telemetry)
 
     def _cpu_metrics(self, measurement: Measurement, telemetry: TrialTelemetry) -> None:

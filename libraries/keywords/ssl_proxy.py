@@ -327,7 +327,7 @@ class SslProxyKeywords:
                     {"rps": "higher_is_better"},  # A/B: the proxied path is under test
                     {"file_size": size_name(size), "connections": int(connections),
                      "mtls": self._server.mtls}, frozenset(uses), ab_variants=("proxy",),
-                    output="wrk output")
+                    output="wrk output", generator=(tg.name, "wrk"))
         return run_case(case, telemetry, after=lambda measurement: self._latency_pass(
             measurement, tg, client_env(), cpus, telemetry.ledger(tg.name), urls["proxy"],
             plan))

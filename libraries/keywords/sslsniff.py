@@ -329,7 +329,8 @@ class SslsniffKeywords:
         case = Case("sslsniff", "kernel", {"baseline": baseline, "traced": with_tracer}, plan,
                     build, {"traced_rps": "higher_is_better"},
                     {"tracer": variant, "file": path, "connections": int(connections)},
-                    frozenset({("tool", tg.name, flavour), ("env", flavour)}), output="wrk output")
+                    frozenset({("tool", tg.name, flavour), ("env", flavour)}), output="wrk output",
+                    generator=(tg.name, "wrk"))
         return run_case(case, telemetry)
 
 

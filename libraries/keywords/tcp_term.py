@@ -143,7 +143,7 @@ class TcpTermKeywords:
         case = Case("tcp_term", stack, {"iperf3": trial}, plan, build,
                     {"throughput": "higher_is_better"},
                     {"reverse": bool(reverse), "streams": int(streams)}, frozenset(uses),
-                    output="iperf3 JSON")
+                    output="iperf3 JSON", generator=(tg.name, "iperf3-client"))
         return run_case(case, telemetry)
 
     @keyword("Set Link MTU Between Nodes")
