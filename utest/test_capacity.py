@@ -9,7 +9,13 @@ import random
 
 import pytest
 
-from libraries.capacity.search import search_capacity, search_goals
+from libraries.capacity.search import (
+    RETRIES,
+    GeneratorFailed,
+    search_capacity,
+    search_goals,
+    undelivered,
+)
 from libraries.capacity.trials import CapacityTrial
 from libraries.results.settings import (
     LatencyGoal,
@@ -121,6 +127,56 @@ def test_a_failing_trial_stops_every_search_and_is_raised():
     with pytest.raises(HostStackError, match="nginx-proxy died"):
         search_capacity(measure, {"proxy": 5_500.0, "direct": 5_500.0}, _settings())
     assert len(calls) == 3
+
+
+def _silent(seconds: float, rate: float) -> CapacityTrial:
+    """What wrk2 under VPP's LD_PRELOAD gave on real VPP: a handful of the ~800 scheduled
+    requests sent, none late, none failed (its load never started)."""
+    intended = round(rate * seconds)
+    return CapacityTrial(rate=rate, duration=seconds, ran_s=seconds, intended=intended, sent=7,
+                         failed=0, over={10.0: 0}, achieved=7 / seconds, latency={},
+                         generator_cpu=None, tool="wrk2", processes=1, seconds=seconds + 0.3,
+                         extra={"errors": "connect: 0, read: 0"})
+
+
+def test_a_generator_that_does_not_deliver_stops_the_search_and_is_never_loss():
+    calls = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        calls.append(rate)
+        return _silent(seconds, rate)
+
+    with pytest.raises(GeneratorFailed, match=r"proxy path at \d+ requests/s: wrk2 sent 7 of "
+                                              r"\d+ scheduled requests with no late or failed "
+                                              r"answer \(it said: 'connect: 0, read: 0'\), in 3 "
+                                              r"tries: the load generator did not deliver"):
+        search_capacity(measure, {"proxy": 11_000.0}, _settings())
+    assert len(calls) == 1 + RETRIES
+
+
+def test_a_trial_the_generator_failed_once_is_run_again_and_not_kept():
+    path, failed = SimulatedPath(10_000), []
+
+    def measure(p: str, seconds: float, rate: float) -> CapacityTrial:
+        if not failed:
+            failed.append(rate)
+            return _silent(seconds, rate)
+        return path(seconds, rate)
+
+    found = search_capacity(measure, {"proxy": 11_000.0}, _settings())["proxy"]
+    assert found.finished and 9_500 < found.capacity <= 10_000
+    assert all(t.sent > 7 for t in found.trials)  # the undelivered trial is not among them
+
+
+def test_a_system_that_cannot_keep_up_is_loss_not_a_generator_failure():
+    late = CapacityTrial(rate=20_000, duration=1.0, ran_s=1.0, intended=20_000, sent=6_000,
+                         failed=0, over={10.0: 5_900}, achieved=5_900, latency={},
+                         generator_cpu=0.4, tool="vegeta", processes=2, seconds=1.3)
+    refused = CapacityTrial(rate=20_000, duration=1.0, ran_s=1.0, intended=20_000, sent=10,
+                            failed=10, over={10.0: 0}, achieved=0, latency={},
+                            generator_cpu=0.1, tool="vegeta", processes=2, seconds=1.3)
+    assert undelivered(late) == "" and undelivered(refused) == ""
+    assert undelivered(_silent(1.0, 800)).startswith("wrk2 sent 7 of 800 scheduled requests")
 
 
 def test_a_path_failing_at_the_bottom_of_the_range_has_no_capacity():

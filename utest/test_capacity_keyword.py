@@ -204,3 +204,31 @@ def test_the_plain_function_warns_through_logging_and_refuses_what_fails(monkeyp
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == ["proxy capacity 11000 requests/s is above the closed-loop maximum 10000",
                         bound]
+
+
+def test_a_capacity_far_below_the_maximum_with_no_evidence_is_refused():
+    """Issue 35: real VPP passed with a direct capacity of 2,836 requests/s where the
+    closed-loop maximum was 26,700, the sanity check holding with no latency pass at all."""
+    measurement = _measured(24_000, 26_700, None)
+    found = {"proxy": _path("proxy", 20_000.0, [0.4]), "direct": _path("direct", 2_836.0, [0.4])}
+    checks = limits._sanity(measurement, found, {"proxy": 24_000, "direct": 26_700}, GOAL,
+                            {"proxy": "path", "direct": "path"})
+    assert checks["proxy"]["holds"]
+    assert not checks["direct"]["holds"]
+    assert checks["direct"]["why"].startswith("is below 25% of the closed-loop maximum 26700 "
+                                              "with no latency pass to explain it")
+    # the same figure from a generator known to have bounded it stands, as its lower bound
+    bound = limits._sanity(measurement, found, {"proxy": 24_000, "direct": 26_700}, GOAL,
+                           {"proxy": "path", "direct": "load generator"})
+    assert bound["direct"]["holds"]
+
+
+def test_a_proxied_capacity_above_the_direct_one_is_flagged():
+    """Issue 35: real VPP recorded a proxy/direct capacity ratio of 3.74 without a word."""
+    measurement = _measured(10_000, 20_000, None)
+    measurement.add("capacity", [9_000.0], "requests/s")
+    measurement.add("direct_capacity", [3_000.0], "requests/s")
+    limits._ratio(measurement, {"proxy": "path", "direct": "path"})
+    assert measurement.value("capacity_ratio") == 3.0
+    assert measurement.evidence["capacity_ratio_above_one"] is True
+    assert measurement.notes[-1].startswith("capacity_ratio 3.00 > 1: the proxied path kept")
