@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from libraries.ab.rounds import judge, ratio_interval
+from libraries.ab.rounds import judge_at_looks
 from libraries.results.plan import AbSettings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -169,13 +169,7 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
             for _ in range(draws):
                 logs = runs[rng.integers(len(runs))]
                 sample = rng.choice(logs, rounds) + np.log(1 - slowdown)
-                for look in limited.looks:
-                    verdict = judge(ratio_interval(np.exp(sample[:look]),
-                                                   limited.alpha_per_look),
-                                    "higher_is_better", limited.margin)
-                    if verdict != "inconclusive":
-                        break
-                hits += verdict == "regression"
+                hits += judge_at_looks(np.exp(sample), limited)[0] == "regression"
             if hits >= 0.9 * draws:
                 found = slowdown
                 break
@@ -196,12 +190,7 @@ def rates(sampler: Any, settings: AbSettings, draws: int = 600, seed: int = 7) -
         called = 0
         for _ in range(draws):
             logs = sampler(rng, settings.max_rounds) + np.log(1 + shift)
-            for look in settings.looks:
-                verdict = judge(ratio_interval(np.exp(logs[:look]), settings.alpha_per_look),
-                                "higher_is_better", settings.margin)
-                if verdict != "inconclusive":
-                    break
-            called += verdict == "regression"
+            called += judge_at_looks(np.exp(logs), settings)[0] == "regression"
         cells.append(f"{called / draws:.1%}")
     return " | ".join(cells)
 

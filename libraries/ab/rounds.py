@@ -107,6 +107,21 @@ def judge(interval: RatioInterval, direction: Direction, margin: float) -> Verdi
     return classify(interval.change, interval.low, interval.high, direction, margin)
 
 
+def judge_at_looks(ratios: Sequence[float], settings: AbSettings,
+                   direction: Direction = "higher_is_better") -> tuple[Verdict, int]:
+    """The verdict the suite's looks reach on per-round ``ratios`` (b / a, at least
+    ``settings.max_rounds`` of them) and the rounds it took: judged after every look's rounds
+    at ``alpha_per_look`` until one is conclusive, as :func:`measure_ab` judges (the
+    benchmarks and tests replay rounds through it)."""
+    verdict: Verdict = "inconclusive"
+    for look in settings.looks:
+        verdict = judge(ratio_interval(ratios[:look], settings.alpha_per_look), direction,
+                        settings.margin)
+        if verdict != "inconclusive":
+            return verdict, look
+    return verdict, settings.looks[-1]
+
+
 @dataclass(frozen=True)
 class MetricComparison:
     """One metric: its ``direction``, the per-round ``ratios`` (b / a), the interval and the
