@@ -251,9 +251,10 @@ def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processe
     nothing of the schedule.
 
     The stall's effect is what the stalled run counts beyond a quiet run of the same load on
-    the same machine: a busy machine makes requests late in both (quiet up to 300 of 8000
-    over 10 ms with two CPU burners and a robot run beside it, none over 400 ms), and the
-    difference cancels it: 1150-1330 added over 10 ms (14-17 %), 225-275 over 400 ms (3 %).
+    the same machine: a busy machine makes requests late in both (quiet up to 1618 of 8000
+    over 10 ms with two CPU burners and the other unit worker beside it, none over 400 ms),
+    so the difference over 400 ms is the stall's (225-295, ~3 %); over 10 ms the stalled run
+    counts at least those and the stall's ~12 %.
     A wrong schedule (one process's interval not scaled by the process count) makes nearly
     every request late, quiet or not (7969 of 8000), past the upper bounds and the quiet
     run's."""
@@ -271,8 +272,13 @@ def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processe
     added = {limit: stalled.over_limit(limit) - quiet.over_limit(limit)
              for limit in (10.0, 400.0)}
     shown = f"quiet {quiet.over}, stalled {stalled.over} of {stalled.requests} (10, 400 ms)"
-    assert 0.05 < added[10.0] / stalled.requests < 0.35, shown
-    assert 0.01 < added[400.0] / stalled.requests < 0.1, shown
-    # a quiet run's own late requests: whatever the machine adds, well below a stall's
-    assert quiet.over_limit(10.0) < added[10.0] / 2, shown
+    requests = stalled.requests
+    # 400 ms is the stall's own signature: no busy machine made a request that late
+    assert 0.01 < added[400.0] / requests < 0.1, shown
     assert quiet.over_limit(400.0) < added[400.0] / 2, shown
+    # over 10 ms: every request 400 ms late, and the stall's ~12 %, whatever else was late
+    # (a busy quiet run had up to 20 % over 10 ms: 1618 of 8000, which the stall's requests
+    # partly were already); a wrong schedule makes nearly all late, in the quiet run too
+    assert stalled.over_limit(10.0) >= max(stalled.over_limit(400.0), 0.05 * requests), shown
+    assert quiet.over_limit(10.0) < 0.5 * requests and \
+        stalled.over_limit(10.0) < 0.6 * requests, shown
