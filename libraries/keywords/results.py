@@ -52,7 +52,6 @@ from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
-"""An A/B test's record verdict from its comparison (no change and progression pass)."""
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
