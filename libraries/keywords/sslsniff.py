@@ -23,7 +23,7 @@ from libraries.results.efficiency import ProcessCost, RateCost, add_process_cost
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.settings import parse_plan
-from libraries.testbed.errors import HostStackError, ToolMissing
+from libraries.testbed.errors import HostStackError, ParseError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
 from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
 from libraries.tools.sslsniff.kernel import (
@@ -111,11 +111,14 @@ class SslsniffKeywords:
             assert tracer is not None
             pids = sorted(group_pids(dut, server.process.pid))
             params = SslsniffParams(pids=tuple(pids), per_event=bool(per_event))
-            running = start_sslsniff(dut, params, tracer, sudo=True)
-            try:
-                result = run()
-            finally:
-                seen = stop_sslsniff(dut, running)
+            for attempt in (1, 2):  # bpftrace has been seen not to stop on SIGTERM (rarely)
+                running = start_sslsniff(dut, params, tracer, sudo=True)
+                try:
+                    result = run()
+                finally:
+                    seen = _stopped(dut, running, again=attempt == 1)
+                if seen is not None:
+                    break
             leftovers = uprobe_leftovers(dut, footprint=running.footprint)
             if leftovers:
                 raise HostStackError(f"{dut.where}: the tracer left probes attached: "
@@ -332,6 +335,17 @@ class SslsniffKeywords:
                     frozenset({("tool", tg.name, flavour), ("env", flavour)}), output="wrk output",
                     generator=(tg.name, "wrk"))
         return run_case(case, telemetry)
+
+
+def _stopped(dut: Any, running: Any, again: bool) -> SslsniffResult | None:
+    """The tracer's counts; None when it hung on SIGTERM (killed, no maps) and may run again."""
+    try:
+        return stop_sslsniff(dut, running)
+    except ParseError as error:
+        if not again or "killed or cut off" not in str(error):
+            raise
+        logger.warn(f"{dut.where}: the tracer hung on SIGTERM; the trial runs again ({error})")
+        return None
 
 
 def _tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
