@@ -184,28 +184,32 @@ class AbSession:
     def restore(self) -> list[str]:
         """Forget the test's components; the original topology and sysctls back. Returns the
         errors met (each step is tried)."""
+        return list(self._restore().values())
+
+    def _restore(self) -> dict[str, str]:
+        """:meth:`restore`'s work: the error of each node whose sysctls did not go back."""
         self.components = []
         self.side = "a"
         self.testbed.topology = self.base
-        errors = []
+        failed = {}
         for node, values in self.originals.items():
             try:
                 write_sysctls(self.testbed.nodes[node], values)
             except HostStackError as error:
-                errors.append(str(error))
-        return errors
+                failed[node] = str(error)
+        return failed
 
     def close(self) -> list[str]:
         """:meth:`restore`, then the originals kept on each node removed (they are back).
         Returns the errors met; a node whose originals could not be put back keeps them."""
-        errors = self.restore()
+        failed = self._restore()
+        errors = list(failed.values())
         if self.base.provision is None:
-            for node in self.originals:
-                if not any(node in error for error in errors):
-                    try:
-                        clear_originals(self.testbed.nodes[node])
-                    except HostStackError as error:
-                        errors.append(str(error))
+            for node in self.originals.keys() - failed.keys():
+                try:
+                    clear_originals(self.testbed.nodes[node])
+                except HostStackError as error:
+                    errors.append(str(error))
         return errors
 
     # -- measuring -----------------------------------------------------------------------------

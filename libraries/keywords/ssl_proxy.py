@@ -93,7 +93,6 @@ class SslProxyKeywords:
         self._server: _Server | None = None
         self._proxy: NginxHandle | None = None
         self._paths: dict[str, str] = {}
-        self._generator: Generator | None = None
         self._searcher: Generator | None = None
 
     @property
@@ -378,7 +377,6 @@ class SslProxyKeywords:
         generator, why = find_generator(tg, tools, cpus, env, ledger)
         if generator is not None:
             generator = replace(generator, connections=connections)
-        self._generator = generator
         searcher = find_generator(tg, tools, cpus, env, ledger, CAPACITY_PREFERENCE)[0]
         self._searcher = replace(searcher, connections=connections) if searcher else None
         wrk2 = generator is not None and generator.tool == "wrk2"

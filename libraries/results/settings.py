@@ -301,13 +301,6 @@ VARIABLES = {"goals": "LATENCY_SLO", "range": "CAPACITY_RANGE",
 """The Robot variable (``-v NAME:value``) behind each setting."""
 
 
-def _fraction(name: str, value: object) -> float:
-    try:
-        return float(str(value))
-    except ValueError:
-        raise ValueError(f"-v {name}:{value}: expected a number, got {value!r}") from None
-
-
 DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
                                "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
                                "width": 0.02, "max_seconds": 60}
@@ -330,12 +323,12 @@ def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = 
     if len(parts) > 2:
         raise ValueError(f"-v {VARIABLES['durations']}:{durations}: expected initial..final "
                          "seconds (0.5..1) or one duration (1)")
-    initial = _fraction(VARIABLES["durations"], parts[0])
-    final = _fraction(VARIABLES["durations"], parts[-1])
+    initial = _number(VARIABLES["durations"], parts[0])
+    final = _number(VARIABLES["durations"], parts[-1])
     values = {"goals": parse_goals(goals, f"-v {VARIABLES['goals']}"), "low": low,
               "high": high, "initial_duration": initial, "final_duration": final}
     for key in ("exceed_ratio", "duration_sum", "width", "max_seconds"):
-        values[key] = _fraction(VARIABLES[key], locals()[key])
+        values[key] = _number(VARIABLES[key], locals()[key])
     try:
         return SearchSettings(**values)
     except ValueError as error:
