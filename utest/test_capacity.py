@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from MLRsearch import MultipleLossRatioSearch
 
 from libraries.capacity.search import (
     RETRIES,
@@ -115,6 +116,29 @@ def test_a_spent_budget_stops_the_search_and_keeps_the_bounds_so_far():
     assert sum(t.seconds for t in result.trials) < 30 + 7
 
 
+def test_the_bounds_a_budget_stop_keeps_are_mlrsearchs_own_goal_result():
+    """A search its budget ended reports what MLRsearch's GoalResult says of the bounds found
+    so far (its conditional throughput, not one re-derived here)."""
+    path = SimulatedPath(10_000, overhead=2.5)
+    result = search_capacity(lambda p, s, r: path(s, r), {"proxy": 11_000.0},
+                             _settings(max_seconds=60))["proxy"]
+    (goal,) = result.goals
+    assert result.stopped[10.0].startswith("budget spent (") and goal.lower is not None
+    assert goal.conditional_throughput == pytest.approx(goal.lower * 0.998, rel=1e-4)
+
+
+def test_a_result_mlrsearch_no_longer_shapes_as_a_goal_result_is_an_error_naming_it(
+        monkeypatch):
+    """An API change of MLRsearch reads as an error naming its version, never as 'no rate'."""
+    monkeypatch.setattr(MultipleLossRatioSearch, "search",
+                        lambda self, measurer, debug=None: dict.fromkeys(self.config.goals,
+                                                                         object()))
+    with pytest.raises(RuntimeError, match=r"MLRsearch \S+ returned object for the goal "
+                                           r"p99<=10ms: expected a GoalResult"):
+        search_capacity(lambda p, s, r: SimulatedPath(1_000)(s, r), {"proxy": 1_100.0},
+                        _settings())
+
+
 def test_a_failing_trial_stops_every_search_and_is_raised():
     calls = []
 
@@ -191,11 +215,26 @@ def test_a_trial_is_lost_for_errors_for_the_unsent_and_for_lateness():
                           generator_cpu=None, tool="wrk2", processes=1, seconds=2.5)
     assert trial.lost(10.0) == 4 + 6 + 10
     assert trial.loss_ratio(10.0) == pytest.approx(20 / 2000)
-    result = trial.result(10.0)  # MLRsearch's view: what it asked (1 s) at the counts' rate
+    result = trial.result(10.0)  # MLRsearch's view: asked 1 s, sent for 2 s (wrk2)
     assert (result.intended_duration, result.intended_load) == (1.0, 1000)
-    assert (result.offered_count, result.loss_count, result.intended_count) == (995, 5, 1000)
-    assert result.loss_ratio == pytest.approx(0.01)
+    assert (result.offered_count, result.loss_count, result.intended_count) == (1990, 10, 2000)
+    assert result.loss_ratio == pytest.approx(20 / 2000)
+    # the goal's duration sum grows by the 2 s of sending, not by the 2.5 s with overheads
+    assert (result.offered_duration, result.duration_with_overheads) == (2.0, 2.0)
     assert trial.as_record()["over"] == {"10": 6}
+    assert trial.as_record()["overhead_s"] == pytest.approx(0.5)
+
+
+def test_the_same_goal_costs_the_same_sending_seconds_on_every_generator():
+    """Two generators, one with 0.3 s of overhead per trial and one with 2 s: MLRsearch asks
+    the same trials of both (the duration sum counts sending time only)."""
+    asked = []
+    for overhead in (0.3, 2.0):
+        path = SimulatedPath(10_000, overhead=overhead)
+        search_capacity(lambda p, s, r, path=path: path(s, r), {"proxy": 11_000.0},
+                        _settings())
+        asked.append(path.asked)
+    assert asked[0] == asked[1]
 
 
 @pytest.mark.parametrize(("text", "goals"), [

@@ -6,10 +6,12 @@ an unfinished search is never a figure, and the test fails saying why."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
 from libraries.capacity import limits
+from libraries.capacity.confirm import STEP, TRIES, confirm_capacity
 from libraries.capacity.generators import Generator
 from libraries.capacity.limits import (
     _limited_by,
@@ -145,15 +147,29 @@ def test_a_bad_trial_below_the_capacity_does_not_clear_the_generator():
     assert _limited_by({"direct": path}, 10.0, 0.01) == {"direct": "load generator"}
 
 
-def _searched(monkeypatch: pytest.MonkeyPatch, found: dict[str, PathCapacity]):
-    """``search_paths`` answering ``found``; returns what it was asked."""
-    asked: dict[str, object] = {}
+def _searched(monkeypatch: pytest.MonkeyPatch, found: dict[str, PathCapacity],
+              holds: dict[str, float] | None = None):
+    """``search_paths`` answering ``found``, and confirmations run by the real
+    :func:`confirm_capacity` against paths that keep the goal over a whole trial up to
+    ``holds[path]`` requests/s (default: at their knee); returns what they were asked."""
+    asked: dict[str, object] = {"confirmed": []}
 
     def search_paths(generator, urls, max_loads, settings):
         asked.update(generator=generator, urls=urls, max_loads=max_loads, settings=settings)
         return found
 
+    def confirm_paths(generator, urls, knees, goal, settings):
+        def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+            asked["confirmed"].append((path, seconds, round(rate)))
+            limit = (holds or {}).get(path, knees[path])
+            trial = _trial(rate, 0 if rate <= limit * 1.0001 else round(rate * 0.3), 0.4)
+            return replace(trial, duration=seconds, ran_s=seconds,
+                           intended=round(rate * seconds), sent=round(rate * seconds))
+        return {path: confirm_capacity(measure, path, knee, goal, settings.confirm_seconds,
+                                       settings.low) for path, knee in knees.items()}
+
     monkeypatch.setattr(limits, "search_paths", search_paths)
+    monkeypatch.setattr(limits, "confirm_paths", confirm_paths)
     return asked
 
 
@@ -181,9 +197,16 @@ def test_the_plain_function_records_both_capacities_their_ratio_and_the_evidence
         ("vegeta", "12.12.0", [2, 3], 10)
     assert set(measurement.evidence["capacity"]) == {"proxy", "direct"}
     assert measurement.evidence["capacity_limited_by"] == {"proxy": "path", "direct": "path"}
-    assert [title for title, _ in folded] == ["capacity search of the proxy path: 10 ms done",
-                                              "capacity search of the direct path: 10 ms done"]
+    assert [title for title, _ in folded] == [
+        "capacity search of the proxy path: 10 ms done",
+        "capacity search of the direct path: 10 ms done",
+        "confirmation of the proxy path: p99<=10ms over a 10 s confirmation at 9000 requests/s",
+        "confirmation of the direct path: p99<=10ms over a 10 s confirmation at 18000 "
+        "requests/s"]
     assert "req/s x 1 s: achieved" in folded[0][1]
+    assert asked["confirmed"] == [("proxy", 10.0, 9_000), ("direct", 10.0, 18_000)]
+    assert measurement.parameters["capacity_confirm_s"] == 10.0
+    assert measurement.evidence["capacity_confirmation"]["proxy"]["knee"] == 9_000.0
 
 
 def test_the_plain_function_warns_through_logging_and_refuses_what_fails(monkeypatch, caplog):
@@ -199,7 +222,8 @@ def test_the_plain_function_warns_through_logging_and_refuses_what_fails(monkeyp
     bound = ("direct capacity 1000 requests/s is the load generator's (vegeta was saturated in "
              "every failing trial: 90% of its cores, or behind its schedule at 75%): a lower "
              "bound of the path's")
-    assert measurement.notes == [bound]
+    assert measurement.notes == ["direct capacity: p99<=10ms over a 10 s confirmation at 1000 "
+                                 "requests/s (MLRsearch's knee 1000)", bound]
     assert measurement.unavailable["capacity_ratio"] == "no figure for capacity"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == ["proxy capacity 11000 requests/s is above the closed-loop maximum 10000",
@@ -232,3 +256,57 @@ def test_a_proxied_capacity_above_the_direct_one_is_flagged():
     assert measurement.value("capacity_ratio") == 3.0
     assert measurement.evidence["capacity_ratio_above_one"] is True
     assert measurement.notes[-1].startswith("capacity_ratio 3.00 > 1: the proxied path kept")
+
+
+def test_the_reported_capacity_is_the_rate_a_whole_confirmation_held_stepping_down(
+        monkeypatch):
+    """Issue 35: a knee where half the trial time met the goal is not a rate that keeps it:
+    the figure is the first rate, from the knee down, at which a whole 10 s trial did."""
+    asked = _searched(monkeypatch, {"proxy": _path("proxy", 9_000.0, []),
+                                    "direct": _path("direct", 18_000.0, [])},
+                      holds={"proxy": 9_000.0 * 0.92})
+    measurement = _measured(10_000, 20_000, None)
+    search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
+                          "100..1e6", lambda title, text: None)
+    rates = [9_000 * (1 - STEP * k) for k in range(4)]
+    assert asked["confirmed"][:4] == [("proxy", 10.0, round(r)) for r in rates]
+    assert measurement.value("capacity") == pytest.approx(rates[-1])
+    assert measurement.value("direct_capacity") == 18_000.0
+    assert measurement.value("capacity_ratio") == pytest.approx(rates[-1] / 18_000)
+    proxy = measurement.evidence["capacity_confirmation"]["proxy"]
+    assert (proxy["knee"], proxy["held"], [t["held"] for t in proxy["trials"]]) == \
+        (9_000.0, True, [False, False, False, True])
+    assert proxy["semantics"] == "p99<=10ms over a 10 s confirmation at 8190 requests/s"
+
+
+def test_a_knee_no_whole_confirmation_holds_is_no_figure_and_says_so(monkeypatch):
+    asked = _searched(monkeypatch, {"proxy": _path("proxy", 9_000.0, []),
+                                    "direct": _path("direct", 18_000.0, [])},
+                      holds={"proxy": 1_000.0})
+    measurement = _measured(10_000, 20_000, None)
+    search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
+                          "100..1e6", lambda title, text: None)
+    assert len([a for a in asked["confirmed"] if a[0] == "proxy"]) == TRIES
+    lowest = 9_000 * (1 - STEP * (TRIES - 1))
+    refused = (f"proxy path: no rate from 9000 down to {lowest:.0f} requests/s kept p99<=10ms "
+               "over a 10 s confirmation (MLRsearch's knee: 9000)")
+    assert measurement.unavailable["capacity"] == refused and refused in measurement.invalid
+    assert "capacity" not in measurement.metrics and "capacity_ratio" not in measurement.metrics
+
+
+def test_without_confirmation_the_knee_is_reported_and_named_so(monkeypatch):
+    asked = _searched(monkeypatch, {"proxy": _path("proxy", 9_000.0, []),
+                                    "direct": _path("direct", 18_000.0, [])})
+    measurement = _measured(10_000, 20_000, None)
+    settings = parse_capacity_settings(confirm_seconds="0")
+    search_paths_capacity(measurement, GENERATOR, PATHS, settings, "100..1e6",
+                          lambda title, text: None)
+    assert asked["confirmed"] == [] and measurement.value("capacity") == 9_000.0
+    assert measurement.evidence["capacity_confirmation"] is None
+    assert "not confirmed over a whole run (-v CAPACITY_CONFIRM:0)" in measurement.notes[0]
+
+
+@pytest.mark.parametrize("value", ["-1", "ten", "nan"])
+def test_a_bad_confirmation_length_is_refused_naming_the_variable(value):
+    with pytest.raises(ValueError, match=rf"-v CAPACITY_CONFIRM:{value}: "):
+        parse_capacity_settings(confirm_seconds=value)

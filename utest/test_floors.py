@@ -221,6 +221,21 @@ def test_the_latency_chart_axis_keeps_to_the_data():
     assert all(a.get("yref") != "y" or a["y"] <= high for a in layout["annotations"])
 
 
+def test_the_latency_chart_marks_the_knee_and_the_confirmed_capacity_apart():
+    probes = [{"rate": r, "p50_ms": 1.0, "p99_ms": p, "passed": p <= 10, "why": ""}
+              for r, p in ((1000, 0.9), (8000, 8.0), (9000, 48.0))]
+    record = {"name": "1kb-10c-kernel-ssl-proxy-capacity",
+              "parameters": {"latency_slo_ms": 10.0},
+              "evidence": {"capacity": {"proxy": {"capacity": 8000, "probes": probes}},
+                           "capacity_confirmation": {"proxy": {"rate": 7520.0,
+                                                               "duration_s": 10.0}}}}
+    layout = json.loads(capacity_chart(record).to_json())["layout"]
+    texts = sorted(a["text"] for a in layout["annotations"] if "proxy" in a["text"])
+    assert texts == ["proxy capacity 7520 (held 10 s)", "proxy knee 8000"]
+    assert sorted(shape["x0"] for shape in layout["shapes"] if shape["type"] == "line"
+                  and shape.get("x0") == shape.get("x1")) == [7520.0, 8000]
+
+
 def test_a_ceiling_on_a_share_lost_counts_its_headroom_on_what_remains():
     """The sslsniff per-event tracer costs 81-83 % here: against a 90 % ceiling its remaining
     17 % may still fall by 41 % (a relative headroom of 9 % would call it near for nothing)."""

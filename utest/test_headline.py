@@ -96,6 +96,11 @@ def test_ssl_proxy_headline_with_the_capacity_under_the_slo():
     m.add("capacity_ratio", [12500.0 / 30100.0], "ratio")
     assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct 0.42; "
                                 "direct 30.1k)")
+    m.parameters["capacity_confirm_s"] = 10.0
+    assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms over 10 s (proxy/direct "
+                                "0.42; direct 30.1k)")
+    m.parameters["capacity_confirm_s"] = 0
+    assert "capacity 12.5k req/s at p99<=10ms (MLRsearch knee, unconfirmed) (" in headline(m)
 
 
 def test_a_generator_bound_direct_path_has_no_ratio_in_the_headline():

@@ -375,6 +375,26 @@ def test_run_wrk_builds_runs_with_hard_timeout_and_parses():
     assert 2 < default_timeout(options) < 30
 
 
+def test_a_timed_run_reads_wrks_own_cpu_from_the_shells_times():
+    text = (fixture("wrk41_http_latency.txt")
+            + "@@hoststack-cpu\n0m0.001s 0m0.002s\n0m1.250s 0m0.500s\n")
+    node = FakeNode(stdout=text)
+    options = WrkOptions(url="http://127.0.0.1:18431/1kb", duration=2, latency=True, cpus=[1])
+    result = run_wrk(node, "wrk", options, cpu_times=True)
+    assert result.cpu_s == pytest.approx(1.75)  # the children's line: wrk's user + system
+    assert result.requests_per_second == pytest.approx(54366.42)
+    assert node.calls[0]["command"].endswith("; rc=$?; echo @@hoststack-cpu; times; exit $rc")
+    assert run_wrk(FakeNode(stdout=fixture("wrk41_http_latency.txt")), "wrk", options).cpu_s \
+        is None
+
+
+def test_times_that_are_not_two_lines_of_times_are_an_error_quoting_them():
+    text = fixture("wrk41_http_latency.txt") + "@@hoststack-cpu\nsegfault\n"
+    with pytest.raises(ParseError, match=r"two lines of the shell's times after @@hoststack"):
+        run_wrk(FakeNode(stdout=text), "wrk", WrkOptions(url="http://127.0.0.1:1/1kb",
+                                                          duration=2), cpu_times=True)
+
+
 def test_run_wrk_connection_refused_raises_parse_error_naming_the_node():
     node = FakeNode(stderr=fixture("wrk41_conn_refused.txt"), exit_code=1)
     with pytest.raises(ParseError, match=r"^tg: output of 'wrk .*exit 1.*unable to connect"):
@@ -506,6 +526,17 @@ def test_real_wrk_https_pinned_with_taskset(nginx):
     assert result.total_requests / result.duration_s == pytest.approx(
         result.requests_per_second, rel=0.02
     )
+
+
+@pytest.mark.integration
+def test_real_wrk_reports_its_own_cpu_time(nginx):
+    """wrk is busy sending for 2 s: its CPU is more than nothing and at most its 2 s on its
+    one pinned core (plus a margin for start-up)."""
+    options = WrkOptions(url=f"https://127.0.0.1:{nginx['https']}/1kb", threads=1,
+                         connections=4, duration=2, cpus=[1])
+    result = run_wrk(nginx["node"], "wrk", options, cpu_times=True)
+    assert result.total_requests > 0
+    assert 0.0 < result.cpu_s <= 2.0 * 1.2
 
 
 @pytest.mark.integration

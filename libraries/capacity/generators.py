@@ -19,10 +19,11 @@ import math
 import time
 from dataclasses import dataclass
 
+from libraries.capacity.confirm import Confirmation, confirm_capacity
 from libraries.capacity.search import search_capacity
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
-from libraries.results.settings import SearchSettings
+from libraries.results.settings import LatencyGoal, SearchSettings
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.node import Node
 from libraries.tools.oha import OhaOptions, oha_version, run_oha
@@ -124,8 +125,8 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
         p = {name.removeprefix("latency_"): result.percentiles[q] * 1e3
              for q, name in PERCENTILES}
         return CapacityTrial(
-            rate=rate, duration=seconds, ran_s=seconds, intended=round(round(rate) * seconds),
-            sent=result.requests, failed=result.failed,
+            rate=rate, duration=seconds, ran_s=result.duration_s or seconds,
+            intended=round(round(rate) * seconds), sent=result.requests, failed=result.failed,
             over={limit: result.over_limit(limit) for limit in limits_ms},
             achieved=result.achieved, latency=p,
             generator_cpu=_cpu_share(result.attack_cpu_s, result.duration_s or seconds, cpus),
@@ -157,7 +158,8 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
                   WrkOptions(url=url, threads=threads, connections=generator.connections,
                              duration=ran, rate=max(1, round(rate)), latency=True,
                              cpus=cpus or None),
-                  flavour="wrk2", env=generator.env, cpu_ledger=generator.ledger)
+                  flavour="wrk2", env=generator.env, cpu_ledger=generator.ledger,
+                  cpu_times=True)
     window = ran - WRK2_STAGGER_S * (math.ceil(generator.connections / threads) - 1) / 2
     percentile = run.percentiles.get
     return CapacityTrial(
@@ -168,7 +170,8 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
         latency={name.removeprefix("latency_"):
                  (percentile(q * 100) * 1e3 if percentile(q * 100) is not None else None)
                  for q, name in PERCENTILES},
-        generator_cpu=None, tool="wrk2", processes=threads, seconds=time.monotonic() - started,
+        generator_cpu=_cpu_share(run.cpu_s, ran, cpus), tool="wrk2", processes=threads,
+        seconds=time.monotonic() - started,
         extra={"window_s": window, "cpus": cpus})
 
 
@@ -221,3 +224,16 @@ def search_paths(generator: Generator, urls: dict[str, str], max_loads: dict[str
         return constant_rate_trial(generator, urls[path], rate, seconds, settings.limits)
 
     return search_capacity(measure, max_loads, settings)
+
+
+def confirm_paths(generator: Generator, urls: dict[str, str], knees: dict[str, float],
+                  goal: LatencyGoal, settings: SearchSettings) -> dict[str, Confirmation]:
+    """Each path's knee (path -> requests/s) confirmed over ``settings.confirm_seconds`` for
+    ``goal`` (:func:`libraries.capacity.confirm.confirm_capacity`), one path after the other,
+    each trial a :func:`constant_rate_trial` of ``generator``."""
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        return constant_rate_trial(generator, urls[path], rate, seconds, settings.limits)
+
+    return {path: confirm_capacity(measure, path, knee, goal, settings.confirm_seconds,
+                                   settings.low)
+            for path, knee in knees.items()}

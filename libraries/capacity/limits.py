@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from libraries.capacity.generators import Generator, search_paths
+from libraries.capacity.generators import Generator, confirm_paths, search_paths
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
 from libraries.results.settings import LatencyGoal, SearchSettings
@@ -85,22 +85,33 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     measurement.evidence["capacity_limited_by"] = limited
     checks = _sanity(measurement, found, maxima, goal, limited)
     measurement.evidence["capacity_sanity"] = checks
+    knees = {}
     for variant, result in found.items():
         problem = _problem(variant, result, checks[variant], search_range_text)
         if problem:
             measurement.unavailable[NAMES[variant]] = problem
             measurement.invalid.append(problem)
+        else:
+            knees[variant] = result.capacity
+    confirmed = _confirm(measurement, generator, paths, knees, settings, log_folded)
+    for variant, rate in confirmed.items():
+        result = found[variant]
+        if rate is None:
+            said = measurement.evidence["capacity_confirmation"][variant]["semantics"]
+            problem = f"{variant} path: {said} (MLRsearch's knee: {knees[variant]:.0f})"
+            measurement.unavailable[NAMES[variant]] = problem
+            measurement.invalid.append(problem)
             continue
-        measurement.add(NAMES[variant], [result.capacity], "requests/s")
+        measurement.add(NAMES[variant], [rate], "requests/s")
         if not result.finished:
             goal = result.goals[0]
-            note = (f"{variant} capacity {result.capacity:.0f} requests/s: the search's "
-                    f"budget ended it before its width (relevant bounds {goal.lower:.0f}"
+            note = (f"{variant} capacity {rate:.0f} requests/s: the search's budget ended it "
+                    f"before its width (relevant bounds {goal.lower:.0f}"
                     f"..{goal.upper or float('nan'):.0f}): a conservative figure")
             measurement.notes.append(note)
             LOG.warning(note)
         if limited[variant] == "load generator":
-            note = (f"{variant} capacity {result.capacity:.0f} requests/s is the load "
+            note = (f"{variant} capacity {rate:.0f} requests/s is the load "
                     f"generator's ({generator.tool} was saturated in every failing trial:"
                     f" {SATURATED:.0%} of its cores, or behind its schedule at "
                     f"{BEHIND[1]:.0%}): a lower bound of the path's")
@@ -108,6 +119,33 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
             LOG.warning(note)
     _ratio(measurement, limited)
     return measurement
+
+
+def _confirm(measurement: Measurement, generator: Generator, paths: dict[str, str],
+             knees: dict[str, float], settings: SearchSettings,
+             log_folded: LogFolded) -> dict[str, float | None]:
+    """Each standing knee confirmed over all the requests of a ``confirm_seconds`` trial
+    (:mod:`libraries.capacity.confirm`): path -> the rate that held (None: none did). With
+    ``confirm_seconds`` 0 the knees are the figures, and the record and a note say so."""
+    goal = settings.goals[0]
+    measurement.parameters["capacity_confirm_s"] = settings.confirm_seconds
+    if not knees:
+        return {}
+    if not settings.confirm_seconds:
+        measurement.evidence["capacity_confirmation"] = None
+        note = (f"capacity: MLRsearch's knee for {goal.name} (exceed ratio "
+                f"{settings.exceed_ratio:g}: up to that share of its trial time may miss the "
+                "goal), not confirmed over a whole run (-v CAPACITY_CONFIRM:0)")
+        measurement.notes.append(note)
+        return dict(knees)
+    done = confirm_paths(generator, {v: paths[v] for v in knees}, knees, goal, settings)
+    measurement.evidence["capacity_confirmation"] = {v: c.as_record() for v, c in done.items()}
+    for variant, confirmation in done.items():
+        log_folded(f"confirmation of the {variant} path: {confirmation.semantics}",
+                   "\n".join(_trial_line(t, goal.limit_ms) for t in confirmation.trials))
+        measurement.notes.append(f"{variant} capacity: {confirmation.semantics} (MLRsearch's "
+                                 f"knee {confirmation.knee:.0f})")
+    return {v: c.rate for v, c in done.items()}
 
 
 def _ratio(measurement: Measurement, limited: dict[str, str]) -> None:

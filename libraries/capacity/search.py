@@ -26,10 +26,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 
 from MLRsearch import (
     AbstractMeasurer,
     Config,
+    GoalResult,
     MeasurementResult,
     MultipleLossRatioSearch,
     SearchGoal,
@@ -100,13 +102,15 @@ class _Search(AbstractMeasurer):
     def run(self) -> None:
         """The controller's thread: search, then keep the goal results (or why it stopped)."""
         try:
-            found = self.controller.search(self, debug=LOG.debug)
-            self.stopped = "done"
-            self.goals = [self._goal(goal, found[search_goal])
-                          for goal, search_goal in self.pairs]
-        except BudgetSpent as why:
-            self.stopped = f"budget spent ({why})"
-            self.goals = self._so_far()
+            try:
+                found = self.controller.search(self, debug=LOG.debug)
+            except BudgetSpent as why:
+                self.goals = self._so_far()
+                self.stopped = f"budget spent ({why})"
+            else:
+                self.goals = [self._goal(goal, found[search_goal])
+                              for goal, search_goal in self.pairs]
+                self.stopped = "done"
         except _Stopped:
             self.stopped = "stopped: a trial of another search failed"
         except Exception as error:  # kept, raised in the caller's thread
@@ -115,34 +119,42 @@ class _Search(AbstractMeasurer):
         finally:
             self.requests.put(_Finished(self))
 
-    @staticmethod
-    def _goal(goal: object, result: object) -> GoalCapacity:
-        throughput = getattr(result, "conditional_throughput", None)
-        lower = getattr(result, "relevant_lower_bound", None)
-        upper = getattr(result, "relevant_upper_bound", None)
-        return GoalCapacity(goal, None if throughput is None else float(throughput),  # type: ignore[arg-type]
+    def _goal(self, goal: LatencyGoal, result: object) -> GoalCapacity:
+        """MLRsearch's :class:`GoalResult` for ``goal``, read through its public fields (a
+        result without them is an error naming MLRsearch's version, never "no rate")."""
+        if not isinstance(result, GoalResult):
+            raise RuntimeError(f"MLRsearch {_version()} returned {type(result).__name__} for "
+                               f"the goal {goal.name}: expected a GoalResult (relevant_lower_"
+                               "bound, relevant_upper_bound, conditional_throughput)")
+        throughput = result.conditional_throughput
+        lower, upper = result.relevant_lower_bound, result.relevant_upper_bound
+        return GoalCapacity(goal, None if throughput is None else float(throughput),
                             None if lower is None else float(lower),
                             None if upper is None else float(upper))
 
     def _so_far(self) -> list[GoalCapacity]:
-        """The relevant bounds of each goal's final target from the trials measured so far
-        (MLRsearch's own database), for a search its budget ended."""
-        database = getattr(self.controller, "database", None)
-        targets = getattr(getattr(self.controller, "scaling", None), "goal_to_final_target", {})
-        found = []
-        for goal, search_goal in self.pairs:
-            if database is None or search_goal not in targets:
-                found.append(GoalCapacity(goal, None, None, None))
-                continue
-            bounds = database.get_relevant_bounds(target=targets[search_goal])
-            lower, upper = bounds.clo, bounds.chi
-            throughput = None
-            if lower is not None:
-                stat = next(iter(lower.target_to_stat.values()))
-                throughput = float(lower) * (1.0 - stat.pessimistic_loss_ratio)
-            found.append(GoalCapacity(goal, throughput, None if lower is None else float(lower),
-                                      None if upper is None else float(upper)))
-        return found
+        """Each goal's result from the trials measured so far, for a search its budget ended:
+        the relevant bounds of the goal's final target in MLRsearch's own database, made a
+        :class:`GoalResult` as MLRsearch makes its final ones (``GoalResult.from_bounds``).
+        MLRsearch keeps these two (``database``, ``scaling.goal_to_final_target``) as fields
+        of its controller; were they gone, that is an error naming its version."""
+        try:
+            database = self.controller.database
+            targets = self.controller.scaling.goal_to_final_target
+        except AttributeError as error:
+            raise RuntimeError(f"MLRsearch {_version()}: the search's budget ended it and its "
+                               f"controller has no {error.name!r} to read the bounds found "
+                               "so far from") from None
+        return [self._goal(goal, GoalResult.from_bounds(
+            database.get_relevant_bounds(target=targets[search_goal])))
+            for goal, search_goal in self.pairs]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("MLRsearch")
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 def search_capacity(measure: Measure, max_loads: dict[str, float],
@@ -210,7 +222,8 @@ class _Pool:
             return self.at[key][index]
         started = time.monotonic()
         try:
-            trial = self._delivered(search.path, request.duration, request.load)
+            trial = delivered_trial(self.measure, search.path, request.duration,
+                                    request.load)
         except Exception as error:  # raised once every search stopped
             self.failure = error
             return _Stopped()
@@ -223,24 +236,6 @@ class _Pool:
         return trial
 
 
-    def _delivered(self, path: str, duration: float, load: float) -> CapacityTrial:
-        """A trial in which the generator delivered its load: one that did not (see
-        :func:`undelivered`) is no measurement of the system, so it is run again, up to
-        :data:`RETRIES` times, and then stops the search with :class:`GeneratorFailed`
-        quoting what the generator said; it never reaches MLRsearch as loss."""
-        why = ""
-        for _attempt in range(1 + RETRIES):
-            trial = self.measure(path, duration, load)
-            why = undelivered(trial)
-            if not why:
-                return trial
-            LOG.warning("%s: %s: trying the trial again", path, why)
-        raise GeneratorFailed(f"{path} path at {load:.0f} requests/s: {why}, in "
-                              f"{1 + RETRIES} tries: the load generator did not deliver its "
-                              "load (a trial of the generator, not of the system: not counted "
-                              "as loss)")
-
-
 RETRIES = 2
 """A trial the generator did not deliver is run again this many times before the search stops."""
 DELIVERED = 0.5
@@ -251,6 +246,23 @@ every rate, and each such trial was taken as the system missing its goal)."""
 
 class GeneratorFailed(RuntimeError):
     """The load generator did not deliver its load (the message quotes what it said)."""
+
+
+def delivered_trial(measure: Measure, path: str, duration: float, load: float) -> CapacityTrial:
+    """A trial of ``path`` in which the generator delivered its load: one that did not (see
+    :func:`undelivered`) is no measurement of the system, so it is run again, up to
+    :data:`RETRIES` times, and then stops with :class:`GeneratorFailed` quoting what the
+    generator said; it never reaches a search or a confirmation as loss."""
+    why = ""
+    for _attempt in range(1 + RETRIES):
+        trial = measure(path, duration, load)
+        why = undelivered(trial)
+        if not why:
+            return trial
+        LOG.warning("%s: %s: trying the trial again", path, why)
+    raise GeneratorFailed(f"{path} path at {load:.0f} requests/s: {why}, in {1 + RETRIES} "
+                          "tries: the load generator did not deliver its load (a trial of the "
+                          "generator, not of the system: not counted as loss)")
 
 
 def undelivered(trial: CapacityTrial) -> str:

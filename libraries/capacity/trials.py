@@ -35,7 +35,8 @@ class CapacityTrial:
     their scheduled time), ``achieved`` (successful responses per second of the window the
     tool measured), latency percentiles (ms: ``p50``, ``p90``, ``p99``, ``p99_9``), the
     generator's CPU share of its cores (``generator_cpu``), its ``tool`` and ``processes``,
-    the wall ``seconds`` with overheads, and ``extra`` (status codes, error texts, ...)."""
+    the wall ``seconds`` with overheads (SSH, the tool's report, parsing), and ``extra``
+    (status codes, error texts, ...)."""
 
     rate: float
     duration: float
@@ -57,16 +58,17 @@ class CapacityTrial:
         return self.failed + self.over[limit_ms] + max(0, self.intended - self.sent)
 
     def result(self, limit_ms: float) -> MeasurementResult:
-        """MLRsearch's view of this trial for the goals of ``limit_ms`` (its intended duration
-        is what it asked; the counts are the whole window the tool ran)."""
-        scale = self.duration / self.ran_s if self.ran_s else 1.0
-        intended = max(self.intended, self.sent)
+        """MLRsearch's view of this trial for the goals of ``limit_ms``: its intended duration
+        is what the search asked (that decides a short from a full-length trial); the
+        offered duration, and the duration it adds to a goal's duration sum, are the seconds
+        the generator sent for (``ran_s``: wrk2 runs whole seconds, so a 0.5 s trial sends
+        for 1 s and counts 1 s), never the SSH, report and parsing overheads around it
+        (``overhead_s`` in the record); the counts are that whole window's."""
         return MeasurementResult(
             intended_duration=self.duration, intended_load=self.rate,
-            offered_count=round(self.sent * scale),
-            loss_count=round((self.failed + self.over[limit_ms]) * scale),
-            intended_count=round(intended * scale),
-            offered_duration=self.duration, duration_with_overheads=self.seconds * scale)
+            offered_count=self.sent, loss_count=self.failed + self.over[limit_ms],
+            intended_count=max(self.intended, self.sent), offered_duration=self.ran_s,
+            duration_with_overheads=self.ran_s)
 
     def loss_ratio(self, limit_ms: float) -> float:
         """The share of the schedule lost for ``limit_ms``."""
@@ -80,7 +82,8 @@ class CapacityTrial:
                 "loss_ratio": {f"{k:g}": self.loss_ratio(k) for k in self.over},
                 "achieved": self.achieved, **{f"{k}_ms": v for k, v in self.latency.items()},
                 "generator_cpu": self.generator_cpu, "tool": self.tool,
-                "processes": self.processes, "seconds": self.seconds, **self.extra}
+                "processes": self.processes, "seconds": self.seconds,
+                "overhead_s": max(0.0, self.seconds - self.ran_s), **self.extra}
 
 
 @dataclass(frozen=True)

@@ -336,7 +336,7 @@ class SslProxyKeywords:
         self, measurement: Measurement, slo: str = DEFAULT_SLO,
         search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
         trial_duration: str = "0.5..1", duration_sum: str | float = 8,
-        width: str | float = 0.02, budget: str | float = 60,
+        width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 10,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the
         result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
@@ -344,11 +344,14 @@ class SslProxyKeywords:
         bare ``10ms`` is p99), within ``search_range`` (``bottom..top`` requests/s), each
         search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
         ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
-        relative ``width``; ``budget``: seconds of trials per search.
+        relative ``width``; ``budget``: seconds of trials per search; ``confirm``: seconds of
+        the trial that confirms each figure over all its requests, stepping down from the
+        knee until one holds (0: MLRsearch's knee, unconfirmed).
 
-        Adds ``capacity``, ``direct_capacity`` and ``capacity_ratio`` with MLRsearch's result
-        and every trial as evidence (:func:`libraries.capacity.limits.search_paths_capacity`:
-        generator-bound paths, sanity checks). Skips where the load node has no constant-rate
+        Adds ``capacity``, ``direct_capacity`` (the confirmed rates) and ``capacity_ratio``
+        with MLRsearch's result, the confirmations and every trial as evidence
+        (:func:`libraries.capacity.limits.search_paths_capacity`: generator-bound paths,
+        sanity checks). Skips where the load node has no constant-rate
         generator; an A/B test compares the closed-loop rate of its sides instead.
         """
         if measurement.ab:
@@ -359,7 +362,7 @@ class SslProxyKeywords:
             raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
         try:
             settings = parse_capacity_settings(slo, search_range, exceed_ratio, trial_duration,
-                                               duration_sum, width, budget)
+                                               duration_sum, width, budget, confirm)
         except ValueError as error:
             raise HostStackError(str(error)) from None
         if self._searcher is None:

@@ -62,11 +62,20 @@ def capacity_chart(record: dict[str, Any]) -> go.Figure | None:
                               yref="y", yanchor="bottom", showarrow=False,
                               text=f"limit {slo:g} ms")
         values.append(slo)
+    confirmed = (record.get("evidence") or {}).get("capacity_confirmation") or {}
     for variant, search in sorted(searches.items()):
-        if search.get("capacity"):
-            figure.add_vline(x=search["capacity"], line={"color": COLOURS.get(variant, "#666"),
-                                                         "width": 1},
-                             annotation_text=f"{variant} capacity {search['capacity']:.0f}")
+        colour = COLOURS.get(variant, "#666")
+        rate = (confirmed.get(variant) or {}).get("rate")
+        if search.get("capacity"):  # MLRsearch's knee; the figure where a confirmation held
+            label = "knee" if variant in confirmed else "capacity"
+            figure.add_vline(x=search["capacity"], line={"color": colour, "width": 1,
+                                                         "dash": "dot" if rate else "solid"},
+                             annotation_text=f"{variant} {label} {search['capacity']:.0f}")
+        if rate:
+            seconds = confirmed[variant].get("duration_s")
+            figure.add_vline(x=rate, line={"color": colour, "width": 2},
+                             annotation_text=f"{variant} capacity {rate:.0f} (held {seconds:g} s)",
+                             annotation_position="bottom right")
     if values:  # the axis spans the data and the limit, a quarter decade beyond each end
         figure.update_yaxes(range=[math.log10(min(values)) - 0.25,
                                    math.log10(max(values)) + 0.25])

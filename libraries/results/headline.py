@@ -90,6 +90,10 @@ def _ssl_proxy(m: Measurement) -> list[str]:
         slo = m.parameters.get("latency_slo_ms")
         goal = goals[0] if goals else (f"p99<={slo:g}ms" if slo else "")
         text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal else "")
+        if m.parameters.get("capacity_confirm_s"):
+            text += f" over {m.parameters['capacity_confirm_s']:g} s"
+        elif "capacity_confirm_s" in m.parameters:
+            text += " (MLRsearch knee, unconfirmed)"
         inside = []
         if "capacity_ratio" in m.metrics:
             inside.append(f"proxy/direct {m.value('capacity_ratio'):.2f}")

@@ -24,16 +24,14 @@ from typing import TYPE_CHECKING
 
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
-from libraries.tools.cpu import accounted_command
+from libraries.tools.cpu import TIMES_MARKER, accounted_command, children_cpu_s
 from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node
 
 LOG = logging.getLogger(__name__)
-CPU_MARKER = "@@hoststack-cpu"
 COUNT_MARKER = "@@hoststack-oha"
-_TIMES = re.compile(r"(\d+)m([0-9.]+)s\s+(\d+)m([0-9.]+)s")
 _VALUE = r"(nan|\d+(?:\.\d*)?(?:e[+-]?\d+)?)"
 _COUNTS = re.compile(COUNT_MARKER + r" answered=(\d+) failed=(\d+) over=([\d,]*) "
                      rf"p50={_VALUE} p90={_VALUE} p99={_VALUE} p999={_VALUE}$", re.MULTILINE)
@@ -120,7 +118,7 @@ def build_oha_command(binary: str, options: OhaOptions, workdir: str) -> str:
         lines.append(f"{command} & p{number}=$!")
     waits = "; ".join(f"wait $p{n} || rc=$?" for n in range(count))
     limits = " ".join(f"{v / 1e3:.9g}" for v in options.slo_ms)
-    report = (f"echo {CPU_MARKER} && times && awk -v mark={COUNT_MARKER} "
+    report = (f"echo {TIMES_MARKER} && times && awk -v mark={COUNT_MARKER} "
               f"-v lim={shlex.quote(limits)} -v out=\"$d/durations\" "
               f"{shlex.quote(_COUNT_AWK)} \"$d\"/*.csv && touch \"$d/durations\" && "
               f"sort -g \"$d/durations\" | awk {shlex.quote(_PERCENTILES_AWK)}")
@@ -136,14 +134,7 @@ def _number(text: str) -> float | None:
 def parse_oha_output(text: str, source: str = "oha output", slo_ms: Sequence[float] = (),
                      processes: int = 1) -> OhaResult:
     """Parse what :func:`build_oha_command` prints: the shell's ``times`` and the counts."""
-    cpu_s = None
-    if CPU_MARKER in text:
-        lines = text.split(CPU_MARKER, 1)[1].strip().splitlines()
-        match = _TIMES.fullmatch(lines[1].strip()) if len(lines) > 1 else None
-        if match is None:
-            raise ParseError(source, f"two lines of the shell's times after {CPU_MARKER}", text)
-        minutes_u, seconds_u, minutes_s, seconds_s = match.groups()
-        cpu_s = 60 * (int(minutes_u) + int(minutes_s)) + float(seconds_u) + float(seconds_s)
+    cpu_s = children_cpu_s(text, source)
     match = _COUNTS.search(text)
     over = [int(v) for v in match.group(3).split(",") if v] if match else []
     if match is None or len(over) != len(slo_ms):

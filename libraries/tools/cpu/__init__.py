@@ -7,9 +7,11 @@ usage to, and the per-core / per-process usage computed from two snapshots (``te
 
 Other tool families use only the names below (``from libraries.tools.cpu import ...``): a
 runner wraps its command with :func:`accounted_command` so the load generator's own CPU is
-counted.
+counted, and with :func:`timed_command` to read that CPU back itself (``times``).
 """
 
 from libraries.tools.cpu.telemetry import accounted_command
+from libraries.tools.cpu.times import TIMES_MARKER, before_times, children_cpu_s, timed_command
 
-__all__ = ["accounted_command"]
+__all__ = ["TIMES_MARKER", "accounted_command", "before_times", "children_cpu_s",
+           "timed_command"]

@@ -44,7 +44,8 @@ class WrkResult:
     printed nan), ``percentiles`` (percent -> seconds, e.g. ``{50.0: 0.000151, 99.9: ...}``;
     empty without --latency), ``errors`` (:class:`WrkErrors`), ``non_2xx_3xx`` (0 when the line
     is absent, as wrk omits it then), ``threads``, ``connections``, ``url``, ``flavour``
-    (``"wrk"``/``"wrk2"`` when the output shows it, else ``None``) and ``raw`` (the text).
+    (``"wrk"``/``"wrk2"`` when the output shows it, else ``None``), ``raw`` (the text) and
+    ``cpu_s``: wrk's own CPU seconds where the run was timed (:func:`run_wrk`'s ``cpu_times``).
     """
 
     requests_per_second: float
@@ -65,6 +66,7 @@ class WrkResult:
     flavour: Flavour | None
     raw: str = field(default="", repr=False, compare=False)
     spectrum: tuple[tuple[float, int], ...] = field(default=(), repr=False, compare=False)
+    cpu_s: float | None = field(default=None, compare=False)
 
     @property
     def total_errors(self) -> int:

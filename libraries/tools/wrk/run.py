@@ -16,13 +16,18 @@ import logging
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
 from libraries.testbed.shell import tool_command
-from libraries.tools.cpu import accounted_command
+from libraries.tools.cpu import (
+    accounted_command,
+    before_times,
+    children_cpu_s,
+    timed_command,
+)
 from libraries.tools.wrk.output import Flavour, WrkResult, parse_wrk_output
 
 if TYPE_CHECKING:
@@ -204,6 +209,7 @@ def run_wrk(
     flavour: Flavour | None = None,
     env: Mapping[str, str] | None = None,
     cpu_ledger: str | None = None,
+    cpu_times: bool = False,
 ) -> WrkResult:
     """Run wrk on ``node`` with a hard timeout and return the parsed :class:`WrkResult`.
 
@@ -212,18 +218,22 @@ def run_wrk(
     "unable to connect ...") when wrk printed no results, :class:`CommandError` when it
     printed results but exited non-zero, :class:`CommandTimeout` past the timeout. With
     ``cpu_ledger`` (a directory on the node) wrk's CPU time is left there as ``wrk`` for the
-    next telemetry snapshot.
+    next telemetry snapshot; with ``cpu_times`` it is also read back into ``cpu_s`` (the
+    shell's ``times`` after wrk ended: a constant-rate trial's generator share).
     """
     command = build_wrk_command(binary, options, flavour=flavour, env=env)
     limit = default_timeout(options) if timeout is None else timeout
-    wrapped = accounted_command(command, cpu_ledger, "wrk") if cpu_ledger else command
+    timed = timed_command(command) if cpu_times else command
+    wrapped = accounted_command(timed, cpu_ledger, "wrk") if cpu_ledger else timed
     result = node.run(wrapped, timeout=limit, check=False)
     LOG.debug("%s: wrk output:\n%s%s", node.name, result.stdout, result.stderr)
     source = f"{node.name}: output of {command!r} (exit {result.exit_code})"
-    text = result.stdout if "Requests/sec:" in result.stdout else result.stdout + result.stderr
-    parsed = parse_wrk_output(text, source=source)
+    cpu_s = children_cpu_s(result.stdout, source) if cpu_times else None
+    stdout = before_times(result.stdout)
+    text = stdout if "Requests/sec:" in stdout else stdout + result.stderr
+    parsed = replace(parse_wrk_output(text, source=source), cpu_s=cpu_s)
     if result.exit_code != 0:
-        raise CommandError(node.name, command, result.exit_code, result.stdout, result.stderr)
+        raise CommandError(node.name, command, result.exit_code, stdout, result.stderr)
     LOG.info(
         "%s: wrk %.2f req/s, %d requests in %.2f s, %d socket errors, %d non-2xx/3xx",
         node.name, parsed.requests_per_second, parsed.total_requests, parsed.duration_s,

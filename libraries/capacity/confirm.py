@@ -1,0 +1,79 @@
+"""The capacity a test reports keeps its goal over **all** the requests at that rate.
+
+MLRsearch's figure (the conditional throughput at exceed ratio 0.5 over 1 s trials) is the
+knee where half of the trial time meets the goal. Near that knee a proxy is bistable (a trial
+either passes clean or tips into a queue that does not drain: p99 over 100 ms, most requests
+late), so at the knee itself a long run is late far more often than the goal allows. The
+confirmation runs one constant-rate trial of ``seconds`` (10 s by default) at the knee and
+counts its whole window against the goal (failed, unsent and late requests over the goal's
+loss ratio); where it misses, the rate steps down by :data:`STEP` of the knee and runs again,
+up to :data:`TRIES` trials. The rate of the first that held is the capacity a test reports:
+"p99 <= 10 ms over a 10 s confirmation at N requests/s"; the knee is kept beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from libraries.capacity.search import Measure, delivered_trial
+from libraries.capacity.trials import CapacityTrial
+from libraries.results.settings import LatencyGoal
+
+STEP = 0.03
+"""Each confirmation that missed steps the rate down by this share of the knee."""
+TRIES = 6
+"""At most this many confirmation trials per path (the last at 85 % of the knee)."""
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The confirmation of one path: its ``knee`` (MLRsearch's figure), the trials run from
+    it downwards (each ``seconds`` long), and the ``rate`` of the first whose whole window
+    kept ``goal`` (None: none did)."""
+
+    path: str
+    goal: LatencyGoal
+    seconds: float
+    knee: float
+    trials: tuple[CapacityTrial, ...]
+    rate: float | None
+
+    @property
+    def semantics(self) -> str:
+        """What the reported figure claims, in words."""
+        if self.rate is None:
+            return (f"no rate from {self.knee:.0f} down to {self.trials[-1].rate:.0f} "
+                    f"requests/s kept {self.goal.name} over a {self.seconds:g} s confirmation")
+        return (f"{self.goal.name} over a {self.seconds:g} s confirmation at "
+                f"{self.rate:.0f} requests/s")
+
+    def as_record(self) -> dict[str, Any]:
+        """The record's form (each trial's whole-window loss for the goal's limit)."""
+        limit = self.goal.limit_ms
+        return {"goal": self.goal.name, "duration_s": self.seconds, "knee": self.knee,
+                "rate": self.rate, "held": self.rate is not None,
+                "semantics": self.semantics, "step": STEP,
+                "trials": [{"rate": t.rate, "loss_ratio": t.loss_ratio(limit),
+                            "held": t.loss_ratio(limit) <= self.goal.loss_ratio,
+                            "sent": t.sent, "intended": t.intended, "failed": t.failed,
+                            "over": t.over[limit], "p99_ms": t.latency.get("p99"),
+                            "generator_cpu": t.generator_cpu, "seconds": t.seconds}
+                           for t in self.trials]}
+
+
+def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal,
+                     seconds: float, low: float) -> Confirmation:
+    """Confirm ``path``'s ``knee`` (requests/s) for ``goal`` with trials of ``seconds``
+    (``measure(path, seconds, rate)``; a trial the generator did not deliver is run again and
+    then raises, as in the search), stepping down as the module says, never under ``low``."""
+    trials: list[CapacityTrial] = []
+    for attempt in range(TRIES):
+        rate = max(low, knee * (1.0 - STEP * attempt))
+        trial = delivered_trial(measure, path, seconds, rate)
+        trials.append(trial)
+        if trial.loss_ratio(goal.limit_ms) <= goal.loss_ratio:
+            return Confirmation(path, goal, seconds, knee, tuple(trials), rate)
+        if rate <= low:
+            break
+    return Confirmation(path, goal, seconds, knee, tuple(trials), None)
