@@ -3,12 +3,15 @@ test several times on the local 3node testbed, as a nightly runs it.
 
     python -m benchmarks.capacity_bench --runs 5 --out results/bench/capacity.jsonl
     python -m benchmarks.capacity_bench --runs 3 --slowdown cpu:0.5 --out slowed.jsonl
+    python -m benchmarks.capacity_bench --runs 3 --generator vegeta --out vegeta.jsonl
     python -m benchmarks.capacity_bench --analyze results/bench/capacity.jsonl [slowed.jsonl]
     python -m benchmarks.capacity_bench ... -- CAPACITY_WIDTH:0.03 CAPACITY_DURATION_SUM:6
 
-Per path (proxied, direct): each search's capacity (the first goal's conditional throughput),
-their median and the largest distance from it (the issue asks for +-5 %), the trials and
-seconds a search costs (its own trials, overheads included), whether the sanity check held
+Per path (proxied, direct): each test's capacity (the rate a whole confirmation trial held,
+stepping down from MLRsearch's knee), their median and the largest distance from it (the issue
+asks for +-5 %), the knees, the confirmation trials, the seconds a search and its confirmation
+cost (trials with overheads), a separate verification run at each figure (30 s by default,
+``CAPACITY_VERIFY``: did the goal hold over all its requests), whether the sanity check held
 (capacity at most the closed-loop maximum and at least the rate of a 50 % latency pass that
 met the goal), how many searches ended generator-bound (every failing trial with the
 generator at >= 90 % of its cores) and how many recorded no figure (and why). A ``--slowdown``
@@ -26,20 +29,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchmarks.verdict_runs import REPO, Case, run_once
 
 CASE = Case("ssl_proxy", "tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy-capacity",
             ("capacity", "direct_capacity", "capacity_ratio"), "nginx-proxy")
 METRICS = (("proxy", "capacity"), ("direct", "direct_capacity"))
+GENERATORS = ("wrk2", "vegeta", "oha")
 
 
-def collect(runs: int, out: Path, settings: dict[str, Any], slowdown: str | None) -> None:
-    """Append ``runs`` records of the capacity test to ``out``."""
+def collect(runs: int, out: Path, settings: dict[str, Any], slowdown: str | None,
+            generator: str | None = None) -> None:
+    """Append ``runs`` records of the capacity test to ``out`` (``generator``: the only
+    constant-rate generator left on the load node, through a copy of the topology)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
+        if generator:
+            settings = {**settings, "topology": _only(generator, Path(scratch))}
         for index in range(runs):
             record = run_once(CASE, settings, Path(scratch) / f"c{index:03d}", slowdown,
                               REPO / "utest/fixtures/criteria/none.yaml")
+            record["bench"]["generator"] = generator
             with out.open("a") as stream:
                 stream.write(json.dumps(record) + "\n")
             found = {m: record["metrics"].get(m, {}).get("value") for m in CASE.metrics}
@@ -47,12 +58,42 @@ def collect(runs: int, out: Path, settings: dict[str, Any], slowdown: str | None
                   flush=True)
 
 
+def _only(generator: str, folder: Path) -> Path:
+    """A copy of the 3node topology whose load node declares ``generator`` as its only
+    constant-rate generator (the search takes the first it finds: wrk2 where built)."""
+    topology = yaml.safe_load((REPO / "topologies/3node.yaml").read_text())
+    tg = topology["nodes"]["tg"]
+    for other in set(GENERATORS) - {generator}:
+        tg["tools"].pop(other, None)
+        if other in tg.get("optional_tools", []):
+            tg["optional_tools"].remove(other)
+    path = folder / f"3node-{generator}.yaml"
+    path.write_text(yaml.safe_dump(topology, sort_keys=False))
+    return path
+
+
+def _median_span(values: list[float], digits: int = 0) -> str:
+    if not values:
+        return "-"
+    return (f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-"
+            f"{max(values):.{digits}f})")
+
+
 def _row(variant: str, metric: str, records: list[dict[str, Any]], label: str) -> str:
     values = [r["metrics"][metric]["value"] for r in records if metric in r["metrics"]]
     searches = [r["evidence"]["capacity"][variant] for r in records
                 if variant in (r["evidence"].get("capacity") or {})]
-    trials = [len(s["trials"]) for s in searches]
-    seconds = [s["seconds"] for s in searches]
+    knees = [s["capacity"] for s in searches if s.get("capacity")]
+    confirmations = [c[variant] for r in records
+                     if variant in (c := r["evidence"].get("capacity_confirmation") or {})]
+    steps = [len(c["trials"]) for c in confirmations]
+    confirm_s = [sum(t["seconds"] for t in c["trials"]) for c in confirmations]
+    verified = [v[variant] for r in records
+                if variant in (v := r["evidence"].get("capacity_verification") or {})]
+    held = sum(bool(v["held"]) for v in verified)
+    worst = max((v["loss_ratio"] for v in verified), default=float("nan"))
+    tools = sorted({(r["evidence"].get("capacity_search") or {}).get("tool", "?")
+                    for r in records})
     sane = sum(bool((r["evidence"].get("capacity_sanity") or {}).get(variant, {}).get("holds"))
                for r in records)
     bound = sum((r["evidence"].get("capacity_limited_by") or {}).get(variant)
@@ -62,19 +103,20 @@ def _row(variant: str, metric: str, records: list[dict[str, Any]], label: str) -
     median = statistics.median(values) if values else float("nan")
     spread = max((abs(v - median) / median for v in values), default=float("nan"))
     shown = ", ".join(f"{v:.0f}" for v in values) or "-"
-    span = (f"{statistics.median(trials):.0f} ({min(trials)}-{max(trials)}) | "
-            f"{statistics.median(seconds):.0f} ({min(seconds):.0f}-{max(seconds):.0f})"
-            if searches else "- | -")
-    return (f"| {label} | {variant} | {shown} | {median:.0f} | {spread:.1%} | {span} | "
-            f"{sane}/{len(records)} | {bound}/{len(records)} | {len(missing)}"
+    return (f"| {label} | {variant} | {', '.join(tools)} | {shown} | {median:.0f} | "
+            f"{spread:.1%} | {_median_span(knees)} | {_median_span(steps)} | "
+            f"{_median_span([s['seconds'] for s in searches])} | {_median_span(confirm_s)} | "
+            f"{held}/{len(verified)} (worst {worst:.2%}) | {sane}/{len(records)} | "
+            f"{bound}/{len(records)} | {len(missing)}"
             f"{': ' + '; '.join(sorted(set(missing))) if missing else ''} |")
 
 
 def analyse(files: list[Path]) -> str:
     """The markdown table of the searches in each records file."""
-    lines = ["| runs | path | capacities (requests/s) | median | largest distance | trials "
-             "per search | seconds per search | sanity held | generator-bound | no figure |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| runs | path | generator | capacities (requests/s) | median | largest distance "
+             "| knees (MLRsearch) | confirmation trials | seconds per search | seconds of "
+             "confirmation | verification held (loss) | sanity held | generator-bound | no "
+             "figure |", "|" + "---|" * 14]
     for path in files:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         slowed = {r.get("bench", {}).get("slowdown") for r in records} - {None}
@@ -82,9 +124,10 @@ def analyse(files: list[Path]) -> str:
         lines += [_row(variant, metric, records, label) for variant, metric in METRICS]
         ratios = [r["metrics"]["capacity_ratio"]["value"] for r in records
                   if "capacity_ratio" in r["metrics"]]
-        if ratios:
-            lines.append(f"| {label} | ratio | {', '.join(f'{v:.3f}' for v in ratios)} | "
-                         f"{statistics.median(ratios):.3f} | | | | | | |")
+        walls = [r["bench"]["wall_s"] for r in records if "bench" in r]
+        lines.append(f"| {label} | ratio | | {', '.join(f'{v:.3f}' for v in ratios) or '-'} | "
+                     f"{statistics.median(ratios) if ratios else float('nan'):.3f} | | | | | "
+                     f"| test wall {_median_span(walls)} s | | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,12 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/bench/capacity.jsonl"))
     parser.add_argument("--analyze", type=Path, nargs="+", help="only analyse these files")
     parser.add_argument("--slowdown", help="cpu:<fraction> of a core for the proxy's nginx")
+    parser.add_argument("--generator", choices=GENERATORS,
+                        help="the only constant-rate generator the load node keeps")
     parser.add_argument("variables", nargs="*", help="after --: NAME:value Robot variables")
     args = parser.parse_args(argv)
     if args.analyze is None:
-        settings: dict[str, Any] = {"trials": 5, "duration": 2, "warmup": 1}
+        settings: dict[str, Any] = {"trials": 5, "duration": 2, "warmup": 1,
+                                    "capacity_verify": 30}
         settings.update(v.split(":", 1) for v in args.variables)
-        collect(args.runs, args.out, settings, args.slowdown)
+        collect(args.runs, args.out, settings, args.slowdown, args.generator)
     sys.stdout.write(analyse(args.analyze or [args.out]))
     return 0
 

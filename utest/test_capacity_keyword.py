@@ -310,3 +310,35 @@ def test_without_confirmation_the_knee_is_reported_and_named_so(monkeypatch):
 def test_a_bad_confirmation_length_is_refused_naming_the_variable(value):
     with pytest.raises(ValueError, match=rf"-v CAPACITY_CONFIRM:{value}: "):
         parse_capacity_settings(confirm_seconds=value)
+
+
+def test_a_verification_run_is_evidence_and_never_moves_the_figure(monkeypatch, caplog):
+    """CAPACITY_VERIFY: one more trial at each figure (the benchmark's 30 s check); one that
+    missed is a note, the figure stays."""
+    asked = _searched(monkeypatch, {"proxy": _path("proxy", 9_000.0, []),
+                                    "direct": _path("direct", 18_000.0, [])})
+    verified: list[tuple[str, float, float]] = []
+
+    def path_trials(generator, urls, limits_ms):
+        def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+            verified.append((path, seconds, rate))
+            lost = 0 if path == "proxy" else round(rate * seconds * 0.05)
+            return replace(_trial(rate, lost, 0.5), duration=seconds, ran_s=seconds,
+                           intended=round(rate * seconds), sent=round(rate * seconds))
+        return measure
+
+    monkeypatch.setattr(limits, "path_trials", path_trials)
+    measurement = _measured(10_000, 20_000, None)
+    with caplog.at_level(logging.WARNING, logger="libraries.capacity.limits"):
+        search_paths_capacity(measurement, GENERATOR, PATHS,
+                              parse_capacity_settings(verify_seconds="30"), "100..1e6",
+                              lambda title, text: None)
+    assert verified == [("proxy", 30.0, 9_000.0), ("direct", 30.0, 18_000.0)]
+    assert len(asked["confirmed"]) == 2  # the confirmations ran before, apart
+    checks = measurement.evidence["capacity_verification"]
+    assert checks["proxy"]["held"] and not checks["direct"]["held"]
+    assert checks["direct"]["loss_ratio"] == pytest.approx(0.05)
+    assert measurement.value("direct_capacity") == 18_000.0
+    assert measurement.notes[-1] == ("direct capacity 18000 requests/s: a 30 s verification "
+                                     "run lost 5.00% of its requests for p99<=10ms (allowed "
+                                     "1.00%)")

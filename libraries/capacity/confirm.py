@@ -50,16 +50,21 @@ class Confirmation:
 
     def as_record(self) -> dict[str, Any]:
         """The record's form (each trial's whole-window loss for the goal's limit)."""
-        limit = self.goal.limit_ms
         return {"goal": self.goal.name, "duration_s": self.seconds, "knee": self.knee,
                 "rate": self.rate, "held": self.rate is not None,
                 "semantics": self.semantics, "step": STEP,
-                "trials": [{"rate": t.rate, "loss_ratio": t.loss_ratio(limit),
-                            "held": t.loss_ratio(limit) <= self.goal.loss_ratio,
-                            "sent": t.sent, "intended": t.intended, "failed": t.failed,
-                            "over": t.over[limit], "p99_ms": t.latency.get("p99"),
-                            "generator_cpu": t.generator_cpu, "seconds": t.seconds}
-                           for t in self.trials]}
+                "trials": [goal_record(t, self.goal) for t in self.trials]}
+
+
+def goal_record(trial: CapacityTrial, goal: LatencyGoal) -> dict[str, Any]:
+    """One trial judged over its whole window against ``goal``, in the record's form."""
+    limit = goal.limit_ms
+    return {"rate": trial.rate, "duration_s": trial.duration,
+            "loss_ratio": trial.loss_ratio(limit),
+            "held": trial.loss_ratio(limit) <= goal.loss_ratio, "sent": trial.sent,
+            "intended": trial.intended, "failed": trial.failed, "over": trial.over[limit],
+            "p99_ms": trial.latency.get("p99"), "generator_cpu": trial.generator_cpu,
+            "seconds": trial.seconds}
 
 
 def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal,

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from libraries.capacity.confirm import Confirmation, confirm_capacity
-from libraries.capacity.search import search_capacity
+from libraries.capacity.search import Measure, search_capacity
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
 from libraries.results.settings import LatencyGoal, SearchSettings
@@ -215,15 +215,22 @@ def latency_pass(measurement: Measurement, generator: Generator | None, why: str
     return result
 
 
+def path_trials(generator: Generator, urls: dict[str, str],
+                limits_ms: tuple[float, ...]) -> Measure:
+    """``measure(path, seconds, rate)``: one :func:`constant_rate_trial` of ``generator``
+    against ``urls[path]``, counting every limit of ``limits_ms``."""
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        return constant_rate_trial(generator, urls[path], rate, seconds, limits_ms)
+
+    return measure
+
+
 def search_paths(generator: Generator, urls: dict[str, str], max_loads: dict[str, float],
                  settings: SearchSettings) -> dict[str, PathCapacity]:
     """MLRsearch over every path in ``urls`` (:func:`libraries.capacity.search.
     search_capacity`: one search per path and latency limit, trials interleaved), each trial a
     :func:`constant_rate_trial` of ``generator``."""
-    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
-        return constant_rate_trial(generator, urls[path], rate, seconds, settings.limits)
-
-    return search_capacity(measure, max_loads, settings)
+    return search_capacity(path_trials(generator, urls, settings.limits), max_loads, settings)
 
 
 def confirm_paths(generator: Generator, urls: dict[str, str], knees: dict[str, float],
@@ -231,9 +238,7 @@ def confirm_paths(generator: Generator, urls: dict[str, str], knees: dict[str, f
     """Each path's knee (path -> requests/s) confirmed over ``settings.confirm_seconds`` for
     ``goal`` (:func:`libraries.capacity.confirm.confirm_capacity`), one path after the other,
     each trial a :func:`constant_rate_trial` of ``generator``."""
-    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
-        return constant_rate_trial(generator, urls[path], rate, seconds, settings.limits)
-
+    measure = path_trials(generator, urls, settings.limits)
     return {path: confirm_capacity(measure, path, knee, goal, settings.confirm_seconds,
                                    settings.low)
             for path, knee in knees.items()}

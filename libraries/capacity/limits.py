@@ -18,7 +18,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from libraries.capacity.generators import Generator, confirm_paths, search_paths
+from libraries.capacity.confirm import goal_record
+from libraries.capacity.generators import (
+    Generator,
+    confirm_paths,
+    path_trials,
+    search_paths,
+)
+from libraries.capacity.search import delivered_trial
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
 from libraries.results.settings import LatencyGoal, SearchSettings
@@ -118,7 +125,33 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
             measurement.notes.append(note)
             LOG.warning(note)
     _ratio(measurement, limited)
+    _verify(measurement, generator, paths, settings)
     return measurement
+
+
+def _verify(measurement: Measurement, generator: Generator, paths: dict[str, str],
+            settings: SearchSettings) -> None:
+    """With ``verify_seconds``: one more constant-rate trial of that length at each reported
+    capacity, judged over all its requests against the first goal, kept as evidence
+    (``capacity_verification``) and never changing the figure; one that missed is a note."""
+    if not settings.verify_seconds:
+        return
+    goal, measure = settings.goals[0], path_trials(generator, paths, settings.limits)
+    verified = {}
+    for variant in paths:
+        if NAMES[variant] not in measurement.metrics:
+            continue
+        rate = measurement.value(NAMES[variant])
+        record = goal_record(delivered_trial(measure, variant, settings.verify_seconds, rate),
+                             goal)
+        verified[variant] = record
+        if not record["held"]:
+            note = (f"{variant} capacity {rate:.0f} requests/s: a {settings.verify_seconds:g} "
+                    f"s verification run lost {record['loss_ratio']:.2%} of its requests for "
+                    f"{goal.name} (allowed {goal.loss_ratio:.2%})")
+            measurement.notes.append(note)
+            LOG.warning(note)
+    measurement.evidence["capacity_verification"] = verified
 
 
 def _confirm(measurement: Measurement, generator: Generator, paths: dict[str, str],

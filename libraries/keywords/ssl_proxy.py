@@ -337,6 +337,7 @@ class SslProxyKeywords:
         search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
         trial_duration: str = "0.5..1", duration_sum: str | float = 8,
         width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 10,
+        verify: str | float = 0,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the
         result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
@@ -346,7 +347,8 @@ class SslProxyKeywords:
         ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
         relative ``width``; ``budget``: seconds of trials per search; ``confirm``: seconds of
         the trial that confirms each figure over all its requests, stepping down from the
-        knee until one holds (0: MLRsearch's knee, unconfirmed).
+        knee until one holds (0: MLRsearch's knee, unconfirmed); ``verify``: seconds of one
+        more trial at each figure, kept as evidence only (0: none).
 
         Adds ``capacity``, ``direct_capacity`` (the confirmed rates) and ``capacity_ratio``
         with MLRsearch's result, the confirmations and every trial as evidence
@@ -362,7 +364,8 @@ class SslProxyKeywords:
             raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
         try:
             settings = parse_capacity_settings(slo, search_range, exceed_ratio, trial_duration,
-                                               duration_sum, width, budget, confirm)
+                                               duration_sum, width, budget, confirm,
+                                               verify)
         except ValueError as error:
             raise HostStackError(str(error)) from None
         if self._searcher is None:

@@ -243,7 +243,9 @@ class SearchSettings:
     load, and the relative ``width`` between the bounds it stops at; ``max_seconds``: each
     search's own budget (the time of its trials, overheads included); ``confirm_seconds``:
     the length of the trial that confirms the figure over all its requests
-    (:mod:`libraries.capacity.confirm`; 0: MLRsearch's knee is reported unconfirmed)."""
+    (:mod:`libraries.capacity.confirm`; 0: MLRsearch's knee is reported unconfirmed);
+    ``verify_seconds``: one more trial of that length at each reported figure, kept as
+    evidence only (0: none)."""
 
     goals: tuple[LatencyGoal, ...]
     low: float = 100.0
@@ -255,6 +257,7 @@ class SearchSettings:
     width: float = 0.02
     max_seconds: float = 60.0
     confirm_seconds: float = 10.0
+    verify_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.goals:
@@ -269,11 +272,12 @@ class SearchSettings:
         if self.high <= self.low:
             raise ValueError(f"capacity search range: the top ({self.high:g} requests/s) must "
                              f"be above the bottom ({self.low:g})")
-        if isinstance(self.confirm_seconds, bool) or \
-                not isinstance(self.confirm_seconds, int | float) or \
-                not math.isfinite(self.confirm_seconds) or self.confirm_seconds < 0:
-            raise ValueError(f"capacity search confirm_seconds: expected 0 (no confirmation) "
-                             f"or a positive number of seconds, got {self.confirm_seconds!r}")
+        for name in ("confirm_seconds", "verify_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or \
+                    not math.isfinite(value) or value < 0:
+                raise ValueError(f"capacity search {name}: expected 0 (none) or a positive "
+                                 f"number of seconds, got {value!r}")
         if not 0.0 <= self.exceed_ratio < 1.0:
             raise ValueError(f"capacity search exceed_ratio: expected a fraction in [0, 1), "
                              f"e.g. 0.5; got {self.exceed_ratio!r}")
@@ -299,20 +303,22 @@ class SearchSettings:
                 "exceed_ratio": self.exceed_ratio, "initial_duration_s": self.initial_duration,
                 "final_duration_s": self.final_duration, "duration_sum_s": self.duration_sum,
                 "relative_width": self.width, "max_seconds": self.max_seconds,
-                "confirm_seconds": self.confirm_seconds,
+                "confirm_seconds": self.confirm_seconds, "verify_seconds": self.verify_seconds,
                 "controller": "MLRsearch 1.2.1 (FD.io CSIT, PyPI)"}
 
 
 VARIABLES = {"goals": "LATENCY_SLO", "range": "CAPACITY_RANGE",
              "exceed_ratio": "CAPACITY_EXCEED_RATIO", "durations": "CAPACITY_TRIAL_DURATION",
              "duration_sum": "CAPACITY_DURATION_SUM", "width": "CAPACITY_WIDTH",
-             "max_seconds": "CAPACITY_BUDGET", "confirm_seconds": "CAPACITY_CONFIRM"}
+             "max_seconds": "CAPACITY_BUDGET", "confirm_seconds": "CAPACITY_CONFIRM",
+             "verify_seconds": "CAPACITY_VERIFY"}
 """The Robot variable (``-v NAME:value``) behind each setting."""
 
 
 DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
                                "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
-                               "width": 0.02, "max_seconds": 60, "confirm_seconds": 10}
+                               "width": 0.02, "max_seconds": 60, "confirm_seconds": 10,
+                               "verify_seconds": 0}
 
 
 def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
@@ -324,7 +330,8 @@ def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
 def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
                    exceed_ratio: object = 0.5, durations: object = "0.5..1",
                    duration_sum: object = 8, width: object = 0.02,
-                   max_seconds: object = 60, confirm_seconds: object = 10) -> SearchSettings:
+                   max_seconds: object = 60, confirm_seconds: object = 10,
+                   verify_seconds: object = 0) -> SearchSettings:
     """The settings from Robot variables (see :data:`VARIABLES`); ``durations`` is
     ``initial..final`` seconds or one duration for both. ``ValueError`` names the variable."""
     low, high = parse_range(search_range, f"-v {VARIABLES['range']}")
@@ -336,16 +343,17 @@ def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = 
     final = _number(VARIABLES["durations"], parts[-1])
     values = {"goals": parse_goals(goals, f"-v {VARIABLES['goals']}"), "low": low,
               "high": high, "initial_duration": initial, "final_duration": final}
-    for key in ("exceed_ratio", "duration_sum", "width", "max_seconds", "confirm_seconds"):
+    for key in ("exceed_ratio", "duration_sum", "width", "max_seconds", "confirm_seconds",
+                "verify_seconds"):
         values[key] = _number(VARIABLES[key], locals()[key])
     try:
         return SearchSettings(**values)
     except ValueError as error:
         text = str(error)
         key = next((k for k in ("exceed_ratio", "duration_sum", "width", "max_seconds",
-                                "confirm_seconds") if f" {k}" in text),
+                                "confirm_seconds", "verify_seconds") if f" {k}" in text),
                    "durations" if "duration" in text else "range")
         given = {"exceed_ratio": exceed_ratio, "duration_sum": duration_sum, "width": width,
                  "max_seconds": max_seconds, "durations": durations, "range": search_range,
-                 "confirm_seconds": confirm_seconds}
+                 "confirm_seconds": confirm_seconds, "verify_seconds": verify_seconds}
         raise ValueError(f"-v {VARIABLES[key]}:{given[key]}: {text}") from None
