@@ -29,12 +29,14 @@ def test_every_example_loads_against_the_local_testbed(path: Path):
     assert len(loaded.sha256) == 64 and loaded.text == path.read_text()
 
 
-def test_the_examples_hold_an_aa_file_two_builds_a_knob_and_a_sysctl():
+def test_the_examples_hold_an_aa_file_builds_knobs_a_sysctl_and_vpp_sides():
     kinds = {p.name: load_comparison(p, THREE).comparison for p in EXAMPLES}
     assert kinds["ab-aa.yaml"].aa
     assert kinds["ab-nginx-builds.yaml"].b.tools["dut"]["nginx"].startswith("/opt/")
     assert kinds["ab-nginx-knob.yaml"].b.nginx["proxy"].server
     assert kinds["ab-sysctl.yaml"].b.sysctl["dut"]["net.ipv4.tcp_rmem"]
+    assert kinds["ab-vpp-startup.yaml"].b.startup["dut"]["tcp"] == "mtu 1000"
+    assert kinds["ab-vpp-installs.yaml"].b.vpp["dut"].bin == "/opt/vpp-copy/bin/vpp"
 
 
 @pytest.mark.parametrize(("text", "message"), [
