@@ -96,7 +96,8 @@ def test_a_capacity_above_the_closed_loop_maximum_is_refused():
 
 def test_the_real_vpp_defect_a_capacity_below_a_latency_pass_that_met_the_goal_is_refused():
     """Wave 3 on real VPP: 392 requests/s passed while the 50 % pass at 8.86k met p99."""
-    latency = {"rate": 8859.0, "sent": 26577, "failed": 0, "over_slo": 3, "slo_ms": 10.0}
+    latency = {"rate": 8859.0, "sent": 26577, "failed": 0, "over_slo": 3, "slo_ms": 10.0,
+               "tool": "vegeta"}
     path = _path("proxy", 392.0, [])
     checks = _sanity(_measured(17_700, 17_000, latency), {"proxy": path},
                      {"proxy": 17_700}, GOAL)
@@ -342,3 +343,23 @@ def test_a_verification_run_is_evidence_and_never_moves_the_figure(monkeypatch, 
     assert measurement.notes[-1] == ("direct capacity 18000 requests/s: a 30 s verification "
                                      "run lost 5.00% of its requests for p99<=10ms (allowed "
                                      "1.00%)")
+
+
+def test_a_latency_pass_of_another_generator_is_no_estimate_of_the_search():
+    """Issue 35: the sanity check compared a wrk2 search with a vegeta latency pass."""
+    latency = {"rate": 8859.0, "sent": 26577, "failed": 0, "over_slo": 3, "slo_ms": 10.0,
+               "tool": "vegeta"}
+    path = _path("proxy", 6_000.0, [])
+    path.trials[:] = [replace(t, tool="wrk2") for t in path.trials]
+    checks = _sanity(_measured(17_700, 17_000, latency), {"proxy": path},
+                     {"proxy": 17_700}, GOAL)
+    assert checks["proxy"]["holds"] and checks["proxy"]["half_rate_met_goal"] is None
+    assert checks["proxy"]["half_rate_pass_left_out"] == (
+        "the latency pass ran vegeta, the search wrk2: not the same instrument")
+    # with no pass to compare, a figure far below the maximum needs other evidence
+    far = _path("proxy", 2_000.0, [])
+    far.trials[:] = [replace(t, tool="wrk2") for t in far.trials]
+    checks = _sanity(_measured(17_700, 17_000, latency), {"proxy": far}, {"proxy": 17_700},
+                     GOAL, {"proxy": "path"})
+    assert not checks["proxy"]["holds"]
+    assert checks["proxy"]["why"].startswith("is below 25% of the closed-loop maximum")
