@@ -5,7 +5,8 @@ later than 10 ms from their scheduled time), searched by FD.io CSIT's MLRsearch
 measured, each search's highest load a little over the path's closed-loop maximum; which of
 them the load generator, not the path, set (generator-bound: a lower bound, and then no
 ratio); each figure's sanity against independent estimates (the closed-loop maximum, the 50 %
-latency pass); and ``capacity_ratio`` where both figures stand.
+latency pass); each figure confirmed over a whole trial (:mod:`libraries.capacity.confirm`);
+and ``capacity_ratio`` where both figures stand.
 
 Pure of Robot Framework: warnings and notes go to the standard :mod:`logging` (Robot shows a
 Python ``WARNING`` as a warning), folded logs to the ``log_folded(title, text)`` the caller
@@ -62,15 +63,17 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     maximum (at most the top of the range); ``search_range_text``: the range as the user gave
     it (for messages).
 
-    Adds ``capacity`` (proxied) and ``direct_capacity``, the first goal's conditional
-    throughput (requests/s), and ``capacity_ratio``; MLRsearch's result per goal (with the
-    relevant bounds) and every trial (offered and achieved rate, loss per limit, latency
-    percentiles, the generator's CPU share) as evidence. A path whose failing trials all had a
+    Adds ``capacity`` (proxied) and ``direct_capacity``, the rate at which a whole
+    ``confirm_seconds`` trial kept the first goal, stepping down from MLRsearch's knee (its
+    conditional throughput; :mod:`libraries.capacity.confirm`), and ``capacity_ratio``;
+    MLRsearch's result per goal (with the relevant bounds), the confirmations and every trial
+    (offered and achieved rate, loss per limit, latency percentiles, the generator's CPU
+    share) as evidence. A path whose failing trials all had a
     saturated generator is marked generator-bound (a lower bound), and then no ratio is
     recorded (unavailable, with the reason). A capacity above the closed-loop maximum, or
     below the 50 % latency pass that met the goal, or from a search that did not finish, is
-    never recorded: it is unavailable and the measurement invalid, saying why. Each path's
-    trials go to ``log_folded``. Returns ``measurement``."""
+    never recorded, nor is a knee no confirmation held: it is unavailable and the measurement
+    invalid, saying why. Each path's trials go to ``log_folded``. Returns ``measurement``."""
     maxima = {"proxy": measurement.value("rps")}
     if "direct" in paths:
         maxima["direct"] = measurement.value("direct_rps")
@@ -111,10 +114,10 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
             continue
         measurement.add(NAMES[variant], [rate], "requests/s")
         if not result.finished:
-            goal = result.goals[0]
+            bounds = result.goals[0]
             note = (f"{variant} capacity {rate:.0f} requests/s: the search's budget ended it "
-                    f"before its width (relevant bounds {goal.lower:.0f}"
-                    f"..{goal.upper or float('nan'):.0f}): a conservative figure")
+                    f"before its width (relevant bounds {bounds.lower:.0f}"
+                    f"..{bounds.upper or float('nan'):.0f}): a conservative figure")
             measurement.notes.append(note)
             LOG.warning(note)
         if limited[variant] == "load generator":
