@@ -79,6 +79,33 @@ def test_a_vpp_startup_section_restarts_vpp_and_what_runs_on_it_in_order(tmp_pat
     assert session.startup("dut") == (("tcp", "cc-algo newreno"),)
 
 
+def test_components_that_register_again_on_restart_keep_their_start_order(tmp_path: Path):
+    """Real VPP, 1node tcp_term: VPP's and the iperf3 server's restarts register them again;
+    the second switch rendered the client's VCL environment before VPP was up (no LD_PRELOAD:
+    the client ran on the kernel, 'Network is unreachable')."""
+    path = tmp_path / "ab.yaml"
+    path.write_text("a: {name: default}\nb: {name: mtu, startup: {dut: {tcp: mtu 1000}}}\n")
+    session = AbSession(load_comparison(path, THREE),
+                        SimpleNamespace(topology=THREE, nodes={}),  # type: ignore[arg-type]
+                        AbSettings(), {}, {"a": {}, "b": {}})
+    events: list[str] = []
+
+    def register(name: str) -> None:
+        def start() -> None:
+            events.append(f"start {name}")
+            if name != "vcl-client-dut":  # a server's or VPP's set-up registers it again
+                register(name)
+        session.register(name, {("vpp", "dut")}, lambda: events.append(f"stop {name}"), start)
+
+    for name in ("vpp-dut", "iperf3-server", "vcl-client-dut"):
+        register(name)
+    session.switch("b")
+    session.switch("a")
+    order = ["start vpp-dut", "start iperf3-server", "start vcl-client-dut"]
+    stops = ["stop vcl-client-dut", "stop iperf3-server", "stop vpp-dut"]
+    assert events == stops + order + stops + order
+
+
 def test_a_binary_changes_the_topology_the_side_sees_and_switching_back_restores_it(
         tmp_path: Path):
     session, _, events = _session(tmp_path, "a: {name: debian}\nb: {name: candidate, tools: "

@@ -124,9 +124,15 @@ class AbSession:
 
     def register(self, name: str, uses: set[Use], stop: Callable[[], None],
                  start: Callable[[], None]) -> None:
-        """Keep (or replace) the component ``name`` of the running test."""
-        self.components = [c for c in self.components if c.name != name]
-        self.components.append(Component(name, frozenset(uses), stop, start))
+        """Keep the component ``name`` of the running test: a new one after the others (the
+        start order), one registered again (its restart during a switch re-registers it) in
+        its place, so the next switch still starts VPP before what runs on it."""
+        component = Component(name, frozenset(uses), stop, start)
+        names = [c.name for c in self.components]
+        if name in names:
+            self.components[names.index(name)] = component
+        else:
+            self.components.append(component)
 
     # -- switching ------------------------------------------------------------------------------
 
