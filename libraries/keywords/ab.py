@@ -141,7 +141,9 @@ def check_ab_verdict(measurement: Measurement) -> None:
         raise AbRegression(message)
     if verdict == "inconclusive":
         policy = block.get("rounds", {}).get("on_inconclusive", "skip")
-        text = (f"A/B inconclusive: {message}: no look decided (-v AB_INCONCLUSIVE:{policy}; "
+        why = "the load generator bounded both sides" if block.get("generator_bound") else \
+            "no look decided"
+        text = (f"A/B inconclusive: {message}: {why} (-v AB_INCONCLUSIVE:{policy}; "
                 "skip by default: not a pass, not a failure)")
         if policy == "fail":
             raise AbRegression(text)
