@@ -6,10 +6,12 @@ searches of two limits, a budget, a failing trial, a path with no lower bound.""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from MLRsearch import MultipleLossRatioSearch
 
+from libraries.capacity.generators import _summary
 from libraries.capacity.search import (
     RETRIES,
     GeneratorFailed,
@@ -292,3 +294,13 @@ def test_an_slo_and_a_range_parse_strictly():
     assert parse_range("100..500000") == (100.0, 500000.0)
     with pytest.raises(ValueError, match="must be above the bottom"):
         parse_range("10..10")
+
+
+def test_a_wrk2_trial_that_sent_too_little_quotes_wrk2s_summary():
+    """Real VPP 3node: wrk2 sent 1-5 of 3449 requests and the error quoted only the trial's
+    window ("{'window_s': 0.9525, ...}"): the summary lines wrk2 printed are kept instead."""
+    raw = (Path(__file__).parent / "fixtures/wrk/wrk2_real_latency.txt").read_text()
+    summary = _summary(raw)
+    assert "requests in" in summary and "Requests/sec:" in summary
+    assert "Latency Distribution" not in summary
+    assert _summary("garbage only") == "garbage only"

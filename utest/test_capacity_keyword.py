@@ -363,3 +363,26 @@ def test_a_latency_pass_of_another_generator_is_no_estimate_of_the_search():
                      GOAL, {"proxy": "path"})
     assert not checks["proxy"]["holds"]
     assert checks["proxy"]["why"].startswith("is below 25% of the closed-loop maximum")
+
+
+def test_the_ceiling_is_the_best_closed_loop_trial_not_a_median_an_outlier_pulled_down(
+        monkeypatch):
+    """Real VPP, 1node: direct closed-loop trials 10952, 24115, 21145, 23759, 22628 (median
+    22628); the search held 24644 at its top, refused as 'above the closed-loop maximum'."""
+    measurement = Measurement("ssl_proxy", "vpp", {"file_size": "1kb"})
+    measurement.add("rps", [11012.0, 11258.0, 10918.0, 11393.0, 10477.0], "requests/s")
+    measurement.add("direct_rps", [10952.0, 24115.0, 21145.0, 23759.0, 22628.0], "requests/s")
+    found = {"proxy": _path("proxy", 10_869.0, []), "direct": _path("direct", 24_644.0, [])}
+    maxima = {"proxy": 11_012.0, "direct": 22_628.0}
+    best = {"proxy": 11_393.0, "direct": 24_115.0}
+    checks = limits._sanity(measurement, found, maxima, GOAL, None, best)
+    assert checks["direct"]["holds"] and checks["direct"]["closed_loop_best"] == 24_115.0
+    above = {"proxy": _path("proxy", 10_869.0, []), "direct": _path("direct", 25_400.0, [])}
+    checks = limits._sanity(measurement, above, maxima, GOAL, None, best)
+    assert checks["direct"]["why"] == "is above the closed-loop maximum 24115"
+    asked = _searched(monkeypatch, found)
+    search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(), "100..1e6",
+                          lambda title, text: None)
+    assert asked["max_loads"] == {"proxy": pytest.approx(1.1 * 11_393.0),
+                                  "direct": pytest.approx(1.1 * 24_115.0)}
+    assert measurement.value("direct_capacity") == 24_644.0

@@ -172,7 +172,16 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
                  for q, name in PERCENTILES},
         generator_cpu=_cpu_share(run.cpu_s, ran, cpus), tool="wrk2", processes=threads,
         seconds=time.monotonic() - started,
-        extra={"window_s": window, "cpus": cpus})
+        extra={"window_s": window, "cpus": cpus,
+               **({"output": _summary(run.raw)} if run.total_requests < rate * window / 2
+                  else {})})
+
+
+def _summary(raw: str) -> str:
+    """wrk2's summary lines (requests, errors, rate), to quote when a trial sent too little."""
+    keep = ("requests in", "Socket errors", "Non-2xx", "Requests/sec", "unable", "error")
+    return " | ".join(line.strip() for line in raw.splitlines()
+                      if any(k in line for k in keep)) or raw.strip()[-300:]
 
 
 def _cpu_share(cpu_s: float | None, seconds: float, cpus: list[int] | None) -> float | None:

@@ -74,10 +74,12 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     below the 50 % latency pass that met the goal, or from a search that did not finish, is
     never recorded, nor is a knee no confirmation held: it is unavailable and the measurement
     invalid, saying why. Each path's trials go to ``log_folded``. Returns ``measurement``."""
-    maxima = {"proxy": measurement.value("rps")}
-    if "direct" in paths:
-        maxima["direct"] = measurement.value("direct_rps")
-    tops = {p: min(settings.high, OVERLOAD * maxima[p]) for p in paths}
+    closed = {p: {"proxy": "rps", "direct": "direct_rps"}[p] for p in paths}
+    maxima = {p: measurement.value(name) for p, name in closed.items()}
+    # the best closed-loop trial: on real VPP (1node) one of five direct trials read 11.0k
+    # against 21.1-24.1k, and the median put the ceiling under rates the path held
+    best = {p: max(measurement.metrics[name].summary.values) for p, name in closed.items()}
+    tops = {p: min(settings.high, OVERLOAD * best[p]) for p in paths}
     found = search_paths(generator, paths, tops, settings)
     goal = settings.goals[0]
     measurement.parameters["latency_slo_ms"] = goal.limit_ms
@@ -93,7 +95,7 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
                    "\n".join(_trial_line(t, goal.limit_ms) for t in result.trials))
     limited = _limited_by(found, goal.limit_ms, goal.loss_ratio)
     measurement.evidence["capacity_limited_by"] = limited
-    checks = _sanity(measurement, found, maxima, goal, limited)
+    checks = _sanity(measurement, found, maxima, goal, limited, best)
     measurement.evidence["capacity_sanity"] = checks
     knees = {}
     for variant, result in found.items():
@@ -269,10 +271,12 @@ def _trial_line(trial: CapacityTrial, limit_ms: float) -> str:
 
 def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
             maxima: dict[str, float], goal: LatencyGoal,
-            limited: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """Each capacity against independent estimates: at most the closed-loop maximum (5 % for
-    that maximum's own noise), and for the proxied path at least the rate of the 50 % latency
-    pass when that pass met the first goal (counted as the search counts). A pass that missed
+            limited: dict[str, str] | None = None,
+            best: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
+    """Each capacity against independent estimates: at most the closed-loop maximum (its best
+    trial where ``best`` gives it, else the median; 5 % for its own noise), and for the proxied
+    path at least the rate of the 50 % latency pass when that pass met the first goal (counted
+    as the search counts). A pass that missed
     the goal is one 3 s trial against a whole search: a capacity above it is logged as a
     warning, not refused. A capacity under :data:`FAR_BELOW` of the closed-loop maximum with
     no latency pass to explain it is refused, unless the generator is known to have bounded it
@@ -298,9 +302,10 @@ def _sanity(measurement: Measurement, found: dict[str, PathCapacity],
                 f"{', '.join(sorted(tools - {latency.get('tool')}))}: not the same instrument")
         if capacity is None:
             continue
-        if capacity > maxima[variant] * 1.05:
-            check.update(holds=False, why=f"is above the closed-loop maximum "
-                                          f"{maxima[variant]:.0f}")
+        ceiling = (best or maxima)[variant]
+        check["closed_loop_best"] = ceiling
+        if capacity > ceiling * 1.05:
+            check.update(holds=False, why=f"is above the closed-loop maximum {ceiling:.0f}")
             continue
         if variant != "proxy" or half is None or over is None or not sent or \
                 "half_rate_pass_left_out" in check:
