@@ -14,6 +14,7 @@ from MLRsearch import MultipleLossRatioSearch
 from libraries.capacity.generators import _summary
 from libraries.capacity.search import (
     RETRIES,
+    RETRY_SECONDS,
     GeneratorFailed,
     search_capacity,
     search_goals,
@@ -192,6 +193,9 @@ def test_a_trial_the_generator_failed_once_is_run_again_and_not_kept():
     found = search_capacity(measure, {"proxy": 11_000.0}, _settings())["proxy"]
     assert found.finished and 9_500 < found.capacity <= 10_000
     assert all(t.sent > 7 for t in found.trials)  # the undelivered trial is not among them
+    # the trial run again ran 2 s (RETRY_SECONDS) and keeps the 0.5 s MLRsearch asked
+    assert path.asked[0] == (RETRY_SECONDS, failed[0])
+    assert (found.trials[0].duration, found.trials[0].ran_s) == (0.5, RETRY_SECONDS)
 
 
 def test_a_system_that_cannot_keep_up_is_loss_not_a_generator_failure():

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from libraries.capacity import limits
-from libraries.capacity.confirm import STEP, TRIES, confirm_capacity
+from libraries.capacity.confirm import STEPS, TRIES, confirm_capacity
 from libraries.capacity.generators import Generator
 from libraries.capacity.limits import (
     _limited_by,
@@ -269,7 +269,7 @@ def test_the_reported_capacity_is_the_rate_a_whole_confirmation_held_stepping_do
     measurement = _measured(10_000, 20_000, None)
     search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
                           "100..1e6", lambda title, text: None)
-    rates = [9_000 * (1 - STEP * k) for k in range(4)]
+    rates = [9_000 * (1 - step) for step in STEPS[:4]]
     assert asked["confirmed"][:4] == [("proxy", 10.0, round(r)) for r in rates]
     assert measurement.value("capacity") == pytest.approx(rates[-1])
     assert measurement.value("direct_capacity") == 18_000.0
@@ -288,7 +288,7 @@ def test_a_knee_no_whole_confirmation_holds_is_no_figure_and_says_so(monkeypatch
     search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
                           "100..1e6", lambda title, text: None)
     assert len([a for a in asked["confirmed"] if a[0] == "proxy"]) == TRIES
-    lowest = 9_000 * (1 - STEP * (TRIES - 1))
+    lowest = 9_000 * (1 - STEPS[-1])
     refused = (f"proxy path: no rate from 9000 down to {lowest:.0f} requests/s kept p99<=10ms "
                "over a 10 s confirmation (MLRsearch's knee: 9000)")
     assert measurement.unavailable["capacity"] == refused and refused in measurement.invalid
