@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.analyze is None:
         settings: dict[str, Any] = {"trials": 5, "duration": 2, "warmup": 1,
-                                    "capacity_verify": 30}
+                                    "capacity_verify": 30, "extended": "yes"}
         settings.update(v.split(":", 1) for v in args.variables)
         collect(args.runs, args.out, settings, args.slowdown, args.generator)
     sys.stdout.write(analyse(args.analyze or [args.out]))

@@ -201,12 +201,13 @@ def test_the_plain_function_records_both_capacities_their_ratio_and_the_evidence
     assert [title for title, _ in folded] == [
         "capacity search of the proxy path: 10 ms done",
         "capacity search of the direct path: 10 ms done",
-        "confirmation of the proxy path: p99<=10ms over a 10 s confirmation at 9000 requests/s",
-        "confirmation of the direct path: p99<=10ms over a 10 s confirmation at 18000 "
-        "requests/s"]
+        "confirmation of the proxy path: p99<=10ms over a 30 s confirmation at 9000 requests/s "
+        "(at most 0.5% lost)",
+        "confirmation of the direct path: p99<=10ms over a 30 s confirmation at 18000 "
+        "requests/s (at most 0.5% lost)"]
     assert "req/s x 1 s: achieved" in folded[0][1]
-    assert asked["confirmed"] == [("proxy", 10.0, 9_000), ("direct", 10.0, 18_000)]
-    assert measurement.parameters["capacity_confirm_s"] == 10.0
+    assert asked["confirmed"] == [("proxy", 30.0, 9_000), ("direct", 30.0, 18_000)]
+    assert measurement.parameters["capacity_confirm_s"] == 30.0
     assert measurement.evidence["capacity_confirmation"]["proxy"]["knee"] == 9_000.0
 
 
@@ -223,8 +224,8 @@ def test_the_plain_function_warns_through_logging_and_refuses_what_fails(monkeyp
     bound = ("direct capacity 1000 requests/s is the load generator's (vegeta was saturated in "
              "every failing trial: 90% of its cores, or behind its schedule at 75%): a lower "
              "bound of the path's")
-    assert measurement.notes == ["direct capacity: p99<=10ms over a 10 s confirmation at 1000 "
-                                 "requests/s (MLRsearch's knee 1000)", bound]
+    assert measurement.notes == ["direct capacity: p99<=10ms over a 30 s confirmation at 1000 "
+                                 "requests/s (at most 0.5% lost) (MLRsearch's knee 1000)", bound]
     assert measurement.unavailable["capacity_ratio"] == "no figure for capacity"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == ["proxy capacity 11000 requests/s is above the closed-loop maximum 10000",
@@ -270,14 +271,15 @@ def test_the_reported_capacity_is_the_rate_a_whole_confirmation_held_stepping_do
     search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
                           "100..1e6", lambda title, text: None)
     rates = [9_000 * (1 - step) for step in STEPS[:4]]
-    assert asked["confirmed"][:4] == [("proxy", 10.0, round(r)) for r in rates]
+    assert asked["confirmed"][:4] == [("proxy", 30.0, round(r)) for r in rates]
     assert measurement.value("capacity") == pytest.approx(rates[-1])
     assert measurement.value("direct_capacity") == 18_000.0
     assert measurement.value("capacity_ratio") == pytest.approx(rates[-1] / 18_000)
     proxy = measurement.evidence["capacity_confirmation"]["proxy"]
     assert (proxy["knee"], proxy["held"], [t["held"] for t in proxy["trials"]]) == \
         (9_000.0, True, [False, False, False, True])
-    assert proxy["semantics"] == "p99<=10ms over a 10 s confirmation at 8190 requests/s"
+    assert proxy["semantics"] == ("p99<=10ms over a 30 s confirmation at 8190 requests/s (at "
+                                  "most 0.5% lost)")
 
 
 def test_a_knee_no_whole_confirmation_holds_is_no_figure_and_says_so(monkeypatch):
@@ -290,7 +292,7 @@ def test_a_knee_no_whole_confirmation_holds_is_no_figure_and_says_so(monkeypatch
     assert len([a for a in asked["confirmed"] if a[0] == "proxy"]) == TRIES
     lowest = 9_000 * (1 - STEPS[-1])
     refused = (f"proxy path: no rate from 9000 down to {lowest:.0f} requests/s kept p99<=10ms "
-               "over a 10 s confirmation (MLRsearch's knee: 9000)")
+               "over a 30 s confirmation (at most 0.5% lost) (MLRsearch's knee: 9000)")
     assert measurement.unavailable["capacity"] == refused and refused in measurement.invalid
     assert "capacity" not in measurement.metrics and "capacity_ratio" not in measurement.metrics
 
@@ -386,3 +388,18 @@ def test_the_ceiling_is_the_best_closed_loop_trial_not_a_median_an_outlier_pulle
     assert asked["max_loads"] == {"proxy": pytest.approx(1.1 * 11_393.0),
                                   "direct": pytest.approx(1.1 * 24_115.0)}
     assert measurement.value("direct_capacity") == 24_644.0
+
+
+def test_a_confirmation_within_the_goal_but_not_its_margin_steps_down():
+    """Kernel 3node: a 10 s confirmation held at 0.94 % late and the next 30 s run at that rate
+    lost 3.75 %: a confirmation holds only within half the goal's loss ratio."""
+    losses = iter([0.009, 0.004])
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        sent = round(rate * seconds)
+        return replace(_trial(rate, round(sent * next(losses)), 0.3), duration=seconds,
+                       ran_s=seconds, intended=sent, sent=sent)
+
+    confirmation = confirm_capacity(measure, "proxy", 19_195.0, GOAL, 30.0, 100.0)
+    assert [round(t.rate) for t in confirmation.trials] == [19_195, round(19_195 * 0.97)]
+    assert confirmation.rate == pytest.approx(19_195 * 0.97)

@@ -83,7 +83,7 @@ def test_extended_rows_are_never_seed_rows_and_their_suites_skip_them_by_default
     extended = {t.name for t in tests if "EXTENDED" in t.tags}
     assert extended == {"1kb-20c-kernel-ssl-proxy", "64kb-20c-kernel-ssl-proxy",
                         "1kb-20c-kernel-ssl-proxy-mtls", "4s-kernel-tcp-term",
-                        "1kb-10c-kernel-sslsniff-count"}
+                        "1kb-10c-kernel-sslsniff-count", "1kb-10c-kernel-ssl-proxy-capacity"}
     assert {t.name for t in tests} - extended >= SEED_ROWS
     for test in tests:
         if "EXTENDED" in test.tags:

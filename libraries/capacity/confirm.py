@@ -4,11 +4,16 @@ MLRsearch's figure (the conditional throughput at exceed ratio 0.5 over 1 s tria
 knee where half of the trial time meets the goal. Near that knee a proxy is bistable (a trial
 either passes clean or tips into a queue that does not drain: p99 over 100 ms, most requests
 late), so at the knee itself a long run is late far more often than the goal allows. The
-confirmation runs one constant-rate trial of ``seconds`` (10 s by default) at the knee and
-counts its whole window against the goal (failed, unsent and late requests over the goal's
-loss ratio); where it misses, the rate steps down (:data:`STEPS`) and runs again, down to
-half the knee. The rate of the first that held is the capacity a test reports:
-"p99 <= 10 ms over a 10 s confirmation at N requests/s"; the knee is kept beside it.
+confirmation runs one constant-rate trial of ``seconds`` (30 s by default) at the knee and
+counts its whole window against the goal: it holds when the failed, unsent and late requests
+are at most :data:`HOLD` of the goal's loss ratio (a margin: a rate that held at just under
+the goal tipped in the next run); where it misses, the rate steps down (:data:`STEPS`) and
+runs again, down to half the knee. The rate of the first that held is the capacity a test reports:
+"p99 <= 10 ms over a 30 s confirmation at N requests/s"; the knee is kept beside it.
+
+Why 30 s and the margin (kernel 3node, wrk2): a 10 s confirmation held at 18,044 requests/s
+with 0.94 % late, and a 30 s run at that rate then lost 3.75 %; on the direct path a 10 s
+trial with 0.01 % late was followed by a 30 s one with 5.65 % (a tip within the longer window).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ STEPS = (0.0, 0.03, 0.06, 0.09, 0.12, 0.15, 0.2, 0.3, 0.4, 0.5)
 10 s trial held within 15 % of the knee; its 50 % latency pass met the goal), the last at
 half the knee."""
 TRIES = len(STEPS)
+HOLD = 0.5
+"""A confirmation holds when it lost at most this share of the goal's loss ratio (0.5 % of the
+requests for p99)."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +54,10 @@ class Confirmation:
         """What the reported figure claims, in words."""
         if self.rate is None:
             return (f"no rate from {self.knee:.0f} down to {self.trials[-1].rate:.0f} "
-                    f"requests/s kept {self.goal.name} over a {self.seconds:g} s confirmation")
+                    f"requests/s kept {self.goal.name} over a {self.seconds:g} s confirmation "
+                    f"(at most {HOLD * self.goal.loss_ratio:.1%} lost)")
         return (f"{self.goal.name} over a {self.seconds:g} s confirmation at "
-                f"{self.rate:.0f} requests/s")
+                f"{self.rate:.0f} requests/s (at most {HOLD * self.goal.loss_ratio:.1%} lost)")
 
     def as_record(self) -> dict[str, Any]:
         """The record's form (each trial's whole-window loss for the goal's limit)."""
@@ -63,7 +72,7 @@ def goal_record(trial: CapacityTrial, goal: LatencyGoal) -> dict[str, Any]:
     limit = goal.limit_ms
     return {"rate": trial.rate, "duration_s": trial.duration,
             "loss_ratio": trial.loss_ratio(limit),
-            "held": trial.loss_ratio(limit) <= goal.loss_ratio, "sent": trial.sent,
+            "held": trial.loss_ratio(limit) <= HOLD * goal.loss_ratio, "sent": trial.sent,
             "intended": trial.intended, "failed": trial.failed, "over": trial.over[limit],
             "p99_ms": trial.latency.get("p99"), "generator_cpu": trial.generator_cpu,
             "seconds": trial.seconds}
@@ -79,7 +88,7 @@ def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal
         rate = max(low, knee * (1.0 - step))
         trial = delivered_trial(measure, path, seconds, rate)
         trials.append(trial)
-        if trial.loss_ratio(goal.limit_ms) <= goal.loss_ratio:
+        if trial.loss_ratio(goal.limit_ms) <= HOLD * goal.loss_ratio:
             return Confirmation(path, goal, seconds, knee, tuple(trials), rate)
         if rate <= low:
             break

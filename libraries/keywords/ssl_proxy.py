@@ -336,7 +336,7 @@ class SslProxyKeywords:
         self, measurement: Measurement, slo: str = DEFAULT_SLO,
         search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
         trial_duration: str = "0.5..1", duration_sum: str | float = 8,
-        width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 10,
+        width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 30,
         verify: str | float = 0,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the

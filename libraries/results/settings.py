@@ -256,7 +256,7 @@ class SearchSettings:
     duration_sum: float = 8.0
     width: float = 0.02
     max_seconds: float = 60.0
-    confirm_seconds: float = 10.0
+    confirm_seconds: float = 30.0
     verify_seconds: float = 0.0
 
     def __post_init__(self) -> None:
@@ -317,7 +317,7 @@ VARIABLES = {"goals": "LATENCY_SLO", "range": "CAPACITY_RANGE",
 
 DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
                                "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
-                               "width": 0.02, "max_seconds": 60, "confirm_seconds": 10,
+                               "width": 0.02, "max_seconds": 60, "confirm_seconds": 30,
                                "verify_seconds": 0}
 
 
@@ -330,7 +330,7 @@ def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
 def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
                    exceed_ratio: object = 0.5, durations: object = "0.5..1",
                    duration_sum: object = 8, width: object = 0.02,
-                   max_seconds: object = 60, confirm_seconds: object = 10,
+                   max_seconds: object = 60, confirm_seconds: object = 30,
                    verify_seconds: object = 0) -> SearchSettings:
     """The settings from Robot variables (see :data:`VARIABLES`); ``durations`` is
     ``initial..final`` seconds or one duration for both. ``ValueError`` names the variable."""
