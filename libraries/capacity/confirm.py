@@ -64,15 +64,16 @@ class Confirmation:
         return {"goal": self.goal.name, "duration_s": self.seconds, "knee": self.knee,
                 "rate": self.rate, "held": self.rate is not None,
                 "semantics": self.semantics, "steps": list(STEPS),
-                "trials": [goal_record(t, self.goal) for t in self.trials]}
+                "trials": [goal_record(t, self.goal, HOLD) for t in self.trials]}
 
 
-def goal_record(trial: CapacityTrial, goal: LatencyGoal) -> dict[str, Any]:
-    """One trial judged over its whole window against ``goal``, in the record's form."""
+def goal_record(trial: CapacityTrial, goal: LatencyGoal, share: float = 1.0) -> dict[str, Any]:
+    """One trial judged over its whole window against ``goal`` (held: it lost at most
+    ``share`` of the goal's loss ratio), in the record's form."""
     limit = goal.limit_ms
     return {"rate": trial.rate, "duration_s": trial.duration,
             "loss_ratio": trial.loss_ratio(limit),
-            "held": trial.loss_ratio(limit) <= HOLD * goal.loss_ratio, "sent": trial.sent,
+            "held": trial.loss_ratio(limit) <= share * goal.loss_ratio, "sent": trial.sent,
             "intended": trial.intended, "failed": trial.failed, "over": trial.over[limit],
             "p99_ms": trial.latency.get("p99"), "generator_cpu": trial.generator_cpu,
             "seconds": trial.seconds}
