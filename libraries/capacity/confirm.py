@@ -67,13 +67,18 @@ class Confirmation:
                 "trials": [goal_record(t, self.goal, HOLD) for t in self.trials]}
 
 
+def holds(trial: CapacityTrial, goal: LatencyGoal, share: float = 1.0) -> bool:
+    """``trial`` lost at most ``share`` of ``goal``'s loss ratio over its whole window."""
+    return trial.loss_ratio(goal.limit_ms) <= share * goal.loss_ratio
+
+
 def goal_record(trial: CapacityTrial, goal: LatencyGoal, share: float = 1.0) -> dict[str, Any]:
     """One trial judged over its whole window against ``goal`` (held: it lost at most
     ``share`` of the goal's loss ratio), in the record's form."""
     limit = goal.limit_ms
     return {"rate": trial.rate, "duration_s": trial.duration,
             "loss_ratio": trial.loss_ratio(limit),
-            "held": trial.loss_ratio(limit) <= share * goal.loss_ratio, "sent": trial.sent,
+            "held": holds(trial, goal, share), "sent": trial.sent,
             "intended": trial.intended, "failed": trial.failed, "over": trial.over[limit],
             "p99_ms": trial.latency.get("p99"), "generator_cpu": trial.generator_cpu,
             "seconds": trial.seconds}
@@ -89,7 +94,7 @@ def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal
         rate = max(low, knee * (1.0 - step))
         trial = delivered_trial(measure, path, seconds, rate)
         trials.append(trial)
-        if trial.loss_ratio(goal.limit_ms) <= HOLD * goal.loss_ratio:
+        if holds(trial, goal, HOLD):
             return Confirmation(path, goal, seconds, knee, tuple(trials), rate)
         if rate <= low:
             break
