@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
+from libraries.testbed.errors import HostStackError
 from libraries.testbed.interrupt import InterruptGuard
+from libraries.testbed.provision import Testbed
+from libraries.testbed.teardown import pid_alive, process_state
 
 REPO = Path(__file__).resolve().parent.parent
 ROBOT = [sys.executable, "-m", "robot"]
@@ -80,6 +83,38 @@ def test_without_robot_the_first_ctrl_c_is_a_keyboard_interrupt(restore_handlers
     guard = InterruptGuard.install()
     with pytest.raises(KeyboardInterrupt):
         guard(signal.SIGINT, None)
+
+
+class _Node:
+    def __init__(self, events: list[str], name: str, on_close=None):
+        self.events, self.name, self.on_close = events, name, on_close
+
+    def close(self, remove_workdir: bool = False) -> None:
+        self.events.append(f"close {self.name}")
+        if self.on_close is not None:
+            self.on_close()
+            raise HostStackError(f"{self.name}: connection lost")  # its sshd was just killed
+
+    def abandon(self) -> None:
+        self.events.append(f"abandon {self.name}")
+
+
+class _Local:
+    def __init__(self, events: list[str]):
+        self.events = events
+
+    def down(self) -> None:
+        self.events.append("namespaces removed")
+
+
+def test_a_second_signal_during_teardown_removes_the_rest_and_the_teardown_ends_quietly():
+    events: list[str] = []
+    testbed = Testbed(topology=None, run_id="t", local=_Local(events))  # type: ignore[arg-type]
+    testbed.nodes = {"tg": _Node(events, "tg", on_close=testbed.remove_now),
+                     "dut": _Node(events, "dut")}
+    testbed.down()  # the signal's removal ran inside it: no error, no SSH to the dead nodes
+    assert events == ["close tg", "namespaces removed", "abandon dut"]
+    assert testbed.removed and testbed.nodes == {}
 
 
 # -- real runs --------------------------------------------------------------------------------
@@ -151,7 +186,10 @@ def test_double_ctrl_c_mid_trial_leaves_nothing_and_a_readable_output(tmp_path, 
     assert {"sshd", load} <= set(processes.values())
     while time.monotonic() < exited + 5:
         left_ns = {ns for ns in _namespaces() if ns.startswith(prefix + "-")}
-        left = {pid: comm for pid, comm in processes.items() if Path(f"/proc/{pid}").exists()}
+        # a zombie is dead: these processes run in their own session, so once killed they
+        # wait for PID 1 to reap them, which a container's init does when it gets to it
+        left = {pid: f"{comm} ({process_state(pid)})" for pid, comm in processes.items()
+                if pid_alive(pid)}
         if not left_ns and not left:
             break
         time.sleep(0.1)

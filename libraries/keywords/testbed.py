@@ -102,11 +102,12 @@ class TestbedKeywords:
     def _discard_testbed(self) -> None:
         testbed, self._testbed = self._testbed, None
         if testbed is not None:
-            self._unguard(testbed)
             try:
                 testbed.down()
             except HostStackError as error:
                 logger.warn(f"testbed teardown after a failed set-up: {error}")
+            finally:
+                self._unguard(testbed)
 
     @keyword("Tear Down Testbed")
     def tear_down_testbed(self) -> None:
@@ -117,10 +118,12 @@ class TestbedKeywords:
             if self._testbed is None:
                 return
             testbed, self._testbed = self._testbed, None
-            self._unguard(testbed)
             if testbed.removed:
                 logger.info(f"testbed {testbed.run_id} was already removed after the interrupt")
-            testbed.down()
+            try:
+                testbed.down()
+            finally:  # a second Ctrl-C while down() runs still removes everything at once
+                self._unguard(testbed)
         finally:
             if pool is not None:
                 pool.release()

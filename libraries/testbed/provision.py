@@ -88,7 +88,8 @@ class Testbed:
         """Stop every tracked process, disconnect, and remove a provisioned testbed.
 
         Runs every step even when one fails, then raises the first failure. After
-        :meth:`remove_now` it only drops the connections to the nodes, which are gone.
+        :meth:`remove_now` it only drops the connections to the nodes, which are gone; that
+        holds too when :meth:`remove_now` runs in the middle of it (a signal handler's).
         """
         if self.removed:
             for node in self.nodes.values():
@@ -97,11 +98,15 @@ class Testbed:
             return
         failures: list[str] = []
         for node in self.nodes.values():
+            if self.removed:  # a second signal removed the testbed while this ran
+                node.abandon()
+                continue
             try:
                 node.close(remove_workdir=self.local is None)
             except HostStackError as error:
-                failures.append(str(error))
-        if self.local is not None:
+                if not self.removed:
+                    failures.append(str(error))
+        if self.local is not None and not self.removed:
             try:
                 self.local.down()
             except (HostStackError, OSError) as error:
