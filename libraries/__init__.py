@@ -16,5 +16,6 @@ Packages, lowest layer first (a package imports only from the layers below it; t
                one run against another;
 - ``report``   the pages people read (trend dashboard, run report) and the trend command;
 - ``nightly``  the nightly runner and the lab pool;
+- ``bisect``   from two builds that differ to the build that did it, by A/B runs of one test;
 - ``keywords`` the Robot Framework surface composing all of the above.
 """

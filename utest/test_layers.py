@@ -1,9 +1,9 @@
 """Tests of the package layout: imports point only downward, modules stay small, no circles.
 
 Layers, lowest first: testbed < tools, results < ab, capacity < vpp < history < trend <
-report < nightly < keywords (see ``libraries/__init__.py``). ``tools`` and ``results`` are side
-by side (neither imports the other), so are ``ab`` and ``capacity``. ``results``, ``ab`` and
-``capacity`` hold no Robot Framework code, and ``results`` runs nothing on a node.
+report < nightly < bisect < keywords (see ``libraries/__init__.py``). ``tools`` and ``results``
+are side by side (neither imports the other), so are ``ab`` and ``capacity``. ``results``,
+``ab`` and ``capacity`` hold no Robot Framework code, and ``results`` runs nothing on a node.
 Inside ``tools``, each tool family (a sub-package) or single-module tool is a unit: a unit uses
 another only through that unit's package (its ``__init__``), never its modules, and the units
 depend on each other as :data:`TOOL_UNITS` allows, without a circle. No module imports itself
@@ -32,6 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
     "nightly": {"testbed", "results", "history", "trend", "report"},
+    "bisect": {"testbed", "tools", "results", "ab"},
     "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
                  "report", "nightly"},
 }
@@ -158,7 +159,7 @@ def test_no_module_imports_an_alias():
 
 def test_allowed_imports_have_no_cycle():
     order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
-             "report", "nightly", "keywords"]
+             "report", "nightly", "bisect", "keywords"]
     for package, allowed in ALLOWED.items():
         assert all(order.index(lower) < order.index(package) for lower in allowed)
 

@@ -1,0 +1,10 @@
+"""Bisection: from "this got slower" to the build that did it, with the A/B engine.
+
+``python -m libraries.bisect`` (:mod:`libraries.bisect.cli`) takes a topology, one test and an
+ordered list of builds (:mod:`libraries.bisect.builds`: comparison sides, or a template over
+revisions with an optional build command), compares the ends, and divides the range into both
+halves wherever their ends differ (:mod:`libraries.bisect.search`, plain Python), each
+comparison one Robot A/B run of the test (:mod:`libraries.bisect.runner`). The culprits, the
+chain of comparisons and the ratio at each build go to ``bisect.json``, ``bisect.html``
+(:mod:`libraries.bisect.report`) and the exit code.
+"""

@@ -1,0 +1,116 @@
+"""From "this got slower" to the build that did it::
+
+    python -m libraries.bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy \\
+        --builds builds.yaml [--metric rps] [--results results/bisect] \\
+        [--max-rounds 60] [--budget 600] [-- -v DURATION:2 ...]
+
+``--builds`` lists the builds oldest first (:mod:`libraries.bisect.builds`); ``--test`` is a
+test name, ``<case>/<name>`` or a record's test id. Everything is checked before anything is
+measured: the topology, the test, the builds file against the topology, and on a local
+topology every binary a build names (it exists and answers its version command, unless a build
+command can make it). Then the ends are compared; a regression between them is bisected
+(:mod:`libraries.bisect.search`), each comparison one Robot A/B run
+(:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``. The result goes
+to ``bisect.json`` and ``bisect.html`` there, and to the exit code:
+
+    0 no regression between the ends (or only progressions)
+    3 a culprit found (the last good and first bad build, printed)
+    2 bad input (nothing measured)
+    4 could not decide (an end or a half stayed inconclusive, or a comparison failed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
+from libraries.bisect.report import write_report
+from libraries.bisect.runner import RobotComparisons, find_test
+from libraries.bisect.search import BAD_INPUT, bisect
+from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology_file import load_topology
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m libraries.bisect",
+        description="Find the build that changed a test's figure by A/B comparisons.")
+    parser.add_argument("--topology", required=True, help="topology name or file (the "
+                        "testbed; the builds override its binaries, VPP installs, ...)")
+    parser.add_argument("--test", required=True, help="test name, <case>/<name> or test id")
+    parser.add_argument("--builds", required=True, type=Path, help="the builds, oldest first")
+    parser.add_argument("--metric", help="metric to follow (default: the test's first A/B "
+                        "metric, e.g. rps or throughput)")
+    parser.add_argument("--results", type=Path, default=Path("results/bisect"),
+                        help="parent folder of this bisection's folder")
+    parser.add_argument("--max-rounds", type=int, default=60,
+                        help="A/B rounds of a first attempt (doubled for a second)")
+    parser.add_argument("--budget", type=float, default=600.0,
+                        help="A/B seconds of a first attempt (doubled for a second)")
+    parser.add_argument("robot_args", nargs="*", help="after --: extra robot arguments")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a bisection; the exit code of the module docstring."""
+    args = _parser().parse_args(argv)
+    try:
+        topology = load_topology(args.topology)
+        test = find_test(args.test)
+        builds = load_builds(args.builds, topology)
+    except (TopologyError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return BAD_INPUT
+    problems = check_builds(builds, topology)
+    if problems:
+        print("error: " + "\n".join(problems), file=sys.stderr)
+        return BAD_INPUT
+    if args.max_rounds < 1 or args.budget <= 0:
+        print("error: --max-rounds and --budget must be positive", file=sys.stderr)
+        return BAD_INPUT
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = args.results / f"{stamp}-{secrets.token_hex(2)}"
+    compare = RobotComparisons(topology=args.topology, test=test, builds=builds, out=out,
+                               metric=args.metric, max_rounds=args.max_rounds,
+                               budget_s=args.budget, extra=tuple(args.robot_args))
+
+    def available(index: int) -> bool:
+        if topology.provision != "netns" or not local_problems(builds.sides[index]):
+            return True
+        why = make_build(builds, index, out / "builds" / f"{builds.names[index]}.log")
+        if why is not None:
+            print(f"build {builds.names[index]}: skipped: {why}", file=sys.stderr)
+        return why is None
+
+    print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
+          f"on {args.topology}; comparisons in {out}")
+    try:
+        result = bisect(len(builds.sides), compare, available)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return BAD_INPUT
+    meta = {"title": builds.title, "builds_file": str(args.builds), "topology": args.topology,
+            "test": f"{test.case}/{test.name}", "metric": args.metric,
+            "max_rounds": args.max_rounds, "budget_s": args.budget,
+            "robot_args": list(args.robot_args)}
+    json_path, html_path = write_report(out, result, builds.names, meta)
+    names = builds.names
+    for culprit in result.culprits:
+        o = culprit.outcome
+        print(f"{o.verdict}: last good {names[culprit.good]}, first bad {names[culprit.bad]}: "
+              f"{o.change_pct:+.1f} % [{o.low_pct:+.1f}, {o.high_pct:+.1f}] after {o.rounds} "
+              f"rounds" if o.change_pct is not None and o.low_pct is not None
+              and o.high_pct is not None else f"{o.verdict}: {names[culprit.good]} -> "
+              f"{names[culprit.bad]}")
+    for a, b, why in result.undecided:
+        print(f"undecided between {names[a]} and {names[b]}: {why}")
+    if not result.culprits and not result.undecided and result.ends is not None:
+        print(f"no regression between {names[0]} and {names[-1]}: {result.ends.verdict}")
+    print(f"{len(result.comparisons)} comparisons, {result.minutes:.1f} min: {json_path}, "
+          f"{html_path}")
+    return result.exit_code

@@ -1,0 +1,149 @@
+"""A bisection's result as JSON (``bisect.json``) and as a page (``bisect.html``).
+
+The page, like the run report, is self-contained: the verdict (culprits, each with its direct
+A/B change and interval; ranges left undecided), a chart of the followed metric's ratio at each
+build against the first (chained through the comparisons made, with the chained interval where
+every link has one), and the table of every comparison (sides, rounds, verdict, minutes).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from libraries.bisect.search import Bisection, Outcome
+
+
+def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, float, float]]:
+    """Per build reachable from build 0 through decided comparisons (each link a ``a -> b``
+    comparison with a change): the ratio to build 0 (product of the links' changes), with the
+    interval ends multiplied the same way (a rough chain: each link's interval at its own
+    level)."""
+    links: dict[int, list[Outcome]] = {}
+    for outcome in result.comparisons:
+        if outcome.change_pct is not None:
+            links.setdefault(outcome.a, []).append(outcome)
+    known: dict[int, tuple[float, float, float]] = {0: (1.0, 1.0, 1.0)}
+    frontier = [0]
+    while frontier:
+        start = frontier.pop()
+        for outcome in links.get(start, []):
+            if outcome.b in known or outcome.b >= count:
+                continue
+            ratio, low, high = known[start]
+            lo = outcome.low_pct if outcome.low_pct is not None else outcome.change_pct
+            hi = outcome.high_pct if outcome.high_pct is not None else outcome.change_pct
+            assert outcome.change_pct is not None
+            known[outcome.b] = (ratio * (1 + outcome.change_pct / 100), low * (1 + lo / 100),
+                                high * (1 + hi / 100))
+            frontier.append(outcome.b)
+    return known
+
+
+def as_json(result: Bisection, names: list[str], meta: dict[str, Any]) -> dict[str, Any]:
+    """The JSON document: the inputs (``meta``), the builds, the status and exit code, the
+    culprits, the undecided ranges, every comparison, the chained ratios."""
+    status = {0: "no culprit", 3: "culprit found", 4: "could not decide"}[result.exit_code]
+    return {
+        **meta, "builds": names, "status": status, "exit_code": result.exit_code,
+        "minutes": round(result.minutes, 2),
+        "ends": result.ends.as_record(names) if result.ends else None,
+        "culprits": [{"last_good": names[c.good], "first_bad": names[c.bad],
+                      "direction": c.outcome.verdict, "change_pct": c.outcome.change_pct,
+                      "low_pct": c.outcome.low_pct, "high_pct": c.outcome.high_pct,
+                      "rounds": c.outcome.rounds,
+                      "skipped_between": [names[i] for i in c.skipped]}
+                     for c in result.culprits],
+        "undecided": [{"from": names[a], "to": names[b], "why": why}
+                      for a, b, why in result.undecided],
+        "unbuildable": [names[i] for i in result.unbuildable],
+        "comparisons": [o.as_record(names) for o in result.comparisons],
+        "ratio_to_first": {names[i]: {"ratio": r, "low": lo, "high": hi}
+                           for i, (r, lo, hi) in sorted(chained_ratios(
+                               result, len(names)).items())},
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None or not math.isfinite(value) else f"{value:+.1f} %"
+
+
+def _summary(doc: dict[str, Any]) -> str:
+    lines = []
+    for c in doc["culprits"]:
+        skipped = (f" (somewhere in between: {', '.join(c['skipped_between'])} could not be "
+                   f"built)" if c["skipped_between"] else "")
+        lines.append(f"<li><b>{html.escape(c['direction'])}</b> between last good "
+                     f"<code>{html.escape(c['last_good'])}</code> and first bad "
+                     f"<code>{html.escape(c['first_bad'])}</code>: {_pct(c['change_pct'])} "
+                     f"[{_pct(c['low_pct'])}, {_pct(c['high_pct'])}] after {c['rounds']} "
+                     f"rounds{skipped}</li>")
+    for u in doc["undecided"]:
+        lines.append(f"<li>undecided between <code>{html.escape(u['from'])}</code> and "
+                     f"<code>{html.escape(u['to'])}</code>: {html.escape(u['why'])}</li>")
+    if not lines:
+        ends = doc["ends"] or {}
+        lines.append(f"<li>no regression between the ends: {html.escape(ends.get('verdict', '?'))}"
+                     f" {_pct(ends.get('change_pct'))}</li>")
+    return "<ul>" + "".join(lines) + "</ul>"
+
+
+def _chart(doc: dict[str, Any]) -> str:
+    chain = doc["ratio_to_first"]
+    if len(chain) < 2:
+        return "<p>No chain of decided comparisons from the first build.</p>"
+    names = [n for n in doc["builds"] if n in chain]
+    ratio = [chain[n]["ratio"] for n in names]
+    figure = go.Figure(go.Scatter(
+        x=names, y=ratio, mode="lines+markers", name="ratio to the first build",
+        error_y={"type": "data", "symmetric": False,
+                 "array": [chain[n]["high"] - chain[n]["ratio"] for n in names],
+                 "arrayminus": [chain[n]["ratio"] - chain[n]["low"] for n in names]}))
+    figure.update_layout(title=f"{doc['metric'] or 'metric'}: ratio to {doc['builds'][0]}",
+                         xaxis_title="build", yaxis_title="ratio", height=360,
+                         margin={"l": 60, "r": 20, "t": 50, "b": 60})
+    return figure.to_html(full_html=False, include_plotlyjs=False)
+
+
+def as_html(doc: dict[str, Any]) -> str:
+    """The page (see the module docstring)."""
+    rows = "".join(
+        f"<tr><td>{html.escape(o['a'])}</td><td>{html.escape(o['b'])}</td>"
+        f"<td>{html.escape(o['verdict'])}</td><td>{_pct(o['change_pct'])}</td>"
+        f"<td>[{_pct(o['low_pct'])}, {_pct(o['high_pct'])}]</td><td>{o['rounds']}</td>"
+        f"<td>{o['attempt']}</td><td>{o['minutes']:.1f}</td>"
+        f"<td>{html.escape(o['detail'])}</td></tr>" for o in doc["comparisons"])
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>bisect {html.escape(doc['title'])}</title>
+<script>{get_plotlyjs()}</script>
+<style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 6px;font-size:90%}}</style></head><body>
+<h1>Bisect {html.escape(doc['title'])}: {html.escape(doc['status'])}</h1>
+<p>Test <code>{html.escape(doc['test'])}</code> on topology
+<code>{html.escape(doc['topology'])}</code>, metric <code>{html.escape(str(doc['metric']))}
+</code>; {len(doc['builds'])} builds, {len(doc['comparisons'])} comparisons,
+{doc['minutes']:.1f} minutes; exit code {doc['exit_code']}.</p>
+{_summary(doc)}
+{_chart(doc)}
+<h2>Comparisons, in the order made</h2>
+<table><tr><th>a</th><th>b</th><th>verdict</th><th>change</th><th>interval</th><th>rounds</th>
+<th>attempt</th><th>minutes</th><th>detail</th></tr>{rows}</table>
+</body></html>
+"""
+
+
+def write_report(out: Path, result: Bisection, names: list[str],
+                 meta: dict[str, Any]) -> tuple[Path, Path]:
+    """Write ``bisect.json`` and ``bisect.html`` into ``out``; their paths."""
+    doc = as_json(result, names, meta)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = out / "bisect.json", out / "bisect.html"
+    json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    html_path.write_text(as_html(doc), encoding="utf-8")
+    return json_path, html_path

@@ -1,0 +1,167 @@
+"""One comparison of a bisection as a Robot A/B run of one test.
+
+For builds ``a`` and ``b`` the runner writes a comparison file (side a = build a, side b =
+build b) into the comparison's folder, runs ``robot -v AB:<file> -t <test>`` on the suite
+folder of the test's case, and reads the A/B verdict of the followed metric from the record
+the run wrote. A second attempt (after an inconclusive first) runs with the round count and
+the budget doubled. Every comparison is its own Robot run: its suite setup builds the testbed
+and its teardown removes it, failures included, so nothing stays running or configured between
+comparisons.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from robot.api import TestSuiteBuilder
+
+from libraries.bisect.builds import Builds
+from libraries.bisect.search import Outcome
+from libraries.results.records import RecordError, find_record_files, iter_records
+
+REPO = Path(__file__).resolve().parents[2]
+ROBOT_MARGIN_S = 600.0
+"""Seconds a comparison's Robot run may take beyond its A/B budget (testbed, warm-ups, the
+last round) before it is stopped."""
+
+
+@dataclass(frozen=True)
+class TestRef:
+    """A test found in the suites: its name, its case folder (``tests/<case>``) and the
+    suite file."""
+
+    __test__ = False
+
+    name: str
+    case: str
+    source: Path
+
+
+def find_test(wanted: str, tests_dir: Path = REPO / "tests") -> TestRef:
+    """The test ``wanted`` names: a test name, ``<case>/<name>`` or a record's test id
+    ``<topology>/<case>/<name>``. ``ValueError`` naming what was looked for and where."""
+    parts = wanted.strip("/").split("/")
+    name, case = parts[-1], (parts[-2] if len(parts) > 1 else None)
+    found: list[TestRef] = []
+
+    def walk(suite: Any) -> None:
+        for test in suite.tests:
+            source = Path(test.source)
+            if test.name == name and (case is None or source.parent.name == case):
+                found.append(TestRef(test.name, source.parent.name, source))
+        for child in suite.suites:
+            walk(child)
+
+    walk(TestSuiteBuilder().build(str(tests_dir)))
+    if not found:
+        raise ValueError(f"unknown test {wanted!r}: no test named {name!r}"
+                         + (f" in case {case}" if case else "") + f" under {tests_dir}")
+    if len(found) > 1:
+        raise ValueError(f"test {wanted!r} is ambiguous: " + ", ".join(
+            f"{ref.case}/{ref.name} ({ref.source})" for ref in found) + ": give <case>/<name>")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class RobotComparisons:
+    """How to run the comparisons: topology, test, followed metric (None: the test's first
+    A/B metric), the A/B round limit and budget of a first attempt, the output folder, extra
+    Robot arguments (``-v DURATION:...``)."""
+
+    topology: str
+    test: TestRef
+    builds: Builds
+    out: Path
+    metric: str | None = None
+    max_rounds: int = 60
+    budget_s: float = 600.0
+    extra: tuple[str, ...] = ()
+    robot: tuple[str, ...] = (sys.executable, "-m", "robot")
+    made: list[Path] = field(default_factory=list)
+
+    def __call__(self, a: int, b: int, attempt: int) -> Outcome:
+        """Compare build ``a`` with build ``b`` (see the module docstring)."""
+        names = self.builds.names
+        folder = self.out / f"{len(self.made) + 1:02d}-{_safe(names[a])}-vs-{_safe(names[b])}"
+        self.made.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        sides = self.builds.sides
+        comparison = {"name": f"bisect {self.builds.title}: {names[a]} vs {names[b]}",
+                      "a": {"name": names[a], **sides[a].changes()},
+                      "b": {"name": names[b], **sides[b].changes()}}
+        (folder / "comparison.yaml").write_text(yaml.safe_dump(comparison, sort_keys=False),
+                                                encoding="utf-8")
+        rounds, budget = self.max_rounds * attempt, self.budget_s * attempt
+        command = [*self.robot, "-v", f"TOPOLOGY:{self.topology}",
+                   "-v", f"AB:{folder / 'comparison.yaml'}", "-v", f"AB_MAX_ROUNDS:{rounds}",
+                   "-v", f"AB_BUDGET:{budget:g}", "-v", "AB_INCONCLUSIVE:pass",
+                   "-v", "TREND_STORE:NONE", *self.extra, "-d", str(folder),
+                   "-t", self.test.name, str(REPO / "tests" / self.test.case)]
+        started = time.monotonic()
+        with (folder / "console.log").open("w", encoding="utf-8") as console:
+            try:
+                run = subprocess.run(command, stdout=console, stderr=subprocess.STDOUT,
+                                     cwd=REPO, timeout=budget + ROBOT_MARGIN_S, check=False)
+                exit_code: int | str = run.returncode
+            except subprocess.TimeoutExpired:
+                exit_code = f"timed out after {budget + ROBOT_MARGIN_S:g} s"
+        minutes = (time.monotonic() - started) / 60
+        return read_outcome(folder, self.test.name, self.metric, a, b, attempt, minutes,
+                            exit_code)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:40]
+
+
+def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, attempt: int,
+                 minutes: float, exit_code: int | str) -> Outcome:
+    """The followed metric's A/B verdict in the record ``folder``'s run wrote for ``test``;
+    ``failed`` with why when there is none (the test's message from ``tests.jsonl``)."""
+    base = {"a": a, "b": b, "attempt": attempt, "minutes": minutes}
+    records = []
+    problems: list[str] = []
+    try:
+        for path in find_record_files([folder]):
+            records += [r for r in iter_records(path, problems) if r.get("name") == test]
+    except RecordError as error:
+        problems.append(str(error))
+    record = records[-1] if records else None
+    block = (record or {}).get("ab") or {}
+    metrics = block.get("metrics") or {}
+    chosen = metric or next(iter(metrics), None)
+    if chosen is None or chosen not in metrics:
+        why = (f"metric {metric!r} not compared (the test compared: "
+               f"{', '.join(metrics) or 'nothing'})" if metrics else
+               f"no A/B record (robot exit {exit_code}): {_message(folder, test)}")
+        if problems:
+            why += f"; unreadable records: {'; '.join(problems)}"
+        return Outcome(verdict="failed", detail=why + f" (see {folder})", **base)
+    entry = metrics[chosen]
+    if record is not None and record.get("invalid"):
+        return Outcome(verdict="failed", detail=f"a side's result is invalid: "
+                       f"{record['invalid']} (see {folder})", **base)
+    pct = lambda ratio: None if ratio is None else (ratio - 1) * 100  # noqa: E731
+    return Outcome(verdict=entry["verdict"], change_pct=entry.get("change_pct"),
+                   low_pct=pct(entry.get("low")), high_pct=pct(entry.get("high")),
+                   rounds=int((block.get("rounds") or {}).get("run") or 0),
+                   detail=f"{chosen} (see {folder})", **base)
+
+
+def _message(folder: Path, test: str) -> str:
+    for path in sorted(folder.glob("*/tests.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if entry.get("name") == test:
+                return f"{entry.get('status')}: {entry.get('message') or '(no message)'}"
+    return "the test wrote nothing (see console.log)"

@@ -1,0 +1,168 @@
+"""Bisection of an ordered range of builds by pairwise A/B comparisons.
+
+The range runs from a build believed good (the first) to one believed bad (the last). The ends
+are compared first: no regression between them, nothing to look for. Otherwise the range is
+cut at the middle build and *both* halves are compared; every half whose ends differ
+(regression or progression) is cut again, so two separate steps in one range are both found,
+down to adjacent pairs: the culprits. The comparison that brings the search to an adjacent
+pair is that pair's own A/B run, so a culprit's size and interval come from a direct
+comparison of the two builds.
+
+A comparison that cannot decide (``inconclusive``) is run once more with a larger round budget
+(``attempt`` 2); still undecided, its half is reported as such. A build that cannot be made
+(``available`` says no) is skipped as ``git bisect skip`` does: the nearest build to the middle
+is taken instead, and where none is left between two ends the culprit is the whole range,
+with the skipped builds named. A step that shows across a range but in neither half (each
+half's change within the margin) is reported as spread over the range.
+
+Plain Python, no Robot and no node command: the comparison and the builds are injected
+(:mod:`libraries.bisect.runner` runs each comparison as a Robot A/B run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+DIFFERS = ("regression", "progression")
+UNDECIDED = ("inconclusive", "failed")
+NO_CULPRIT, CULPRIT, BAD_INPUT, UNDECIDABLE = 0, 3, 2, 4
+"""Exit codes: no regression between the ends; a culprit found; bad input (before anything
+was measured); the search could not decide."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One A/B comparison of builds ``a`` (baseline) and ``b`` (indices in the range).
+
+    ``verdict``: the A/B engine's for the metric followed (``regression``, ``progression``,
+    ``no change``, ``inconclusive``), or ``failed`` when the run gave no verdict (``detail``
+    says why). Changes are b against a, in percent, with the interval's ends."""
+
+    a: int
+    b: int
+    verdict: str
+    change_pct: float | None = None
+    low_pct: float | None = None
+    high_pct: float | None = None
+    rounds: int = 0
+    minutes: float = 0.0
+    attempt: int = 1
+    detail: str = ""
+
+    def as_record(self, names: list[str]) -> dict[str, Any]:
+        """The JSON form, with the builds' names."""
+        return {"a": names[self.a], "b": names[self.b], "a_index": self.a, "b_index": self.b,
+                "verdict": self.verdict, "change_pct": self.change_pct,
+                "low_pct": self.low_pct, "high_pct": self.high_pct, "rounds": self.rounds,
+                "minutes": round(self.minutes, 2), "attempt": self.attempt,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The last good and the first bad build of one step, the direct comparison of the pair,
+    and the builds between them that could not be made (then the step is somewhere in
+    ``good``..``bad``, not necessarily at ``bad``)."""
+
+    good: int
+    bad: int
+    outcome: Outcome
+    skipped: tuple[int, ...] = ()
+
+
+@dataclass
+class Bisection:
+    """What the search found: every comparison in the order made, the culprits, the ranges
+    left undecided (with why), and the builds that could not be made."""
+
+    ends: Outcome | None = None
+    comparisons: list[Outcome] = field(default_factory=list)
+    culprits: list[Culprit] = field(default_factory=list)
+    undecided: list[tuple[int, int, str]] = field(default_factory=list)
+    unbuildable: list[int] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """:data:`CULPRIT` when a regression's culprit was found, :data:`UNDECIDABLE` when
+        the ends or a half could not be decided, else :data:`NO_CULPRIT`."""
+        if any(c.outcome.verdict == "regression" for c in self.culprits):
+            return CULPRIT
+        if self.undecided:
+            return UNDECIDABLE
+        return NO_CULPRIT
+
+    @property
+    def minutes(self) -> float:
+        """Minutes spent in comparisons."""
+        return sum(o.minutes for o in self.comparisons)
+
+
+Compare = Callable[[int, int, int], Outcome]
+"""``compare(a, b, attempt)``: A/B of build ``a`` against build ``b``; ``attempt`` 2 asks for
+more rounds after an inconclusive first attempt."""
+Available = Callable[[int], bool]
+"""``available(i)``: build ``i`` exists (made now if it can be); False: skip it."""
+
+
+def bisect(count: int, compare: Compare, available: Available | None = None) -> Bisection:
+    """Search builds ``0..count-1`` (oldest first) for the steps between the ends (see the
+    module docstring). ``ValueError`` for fewer than two builds or an end that cannot be
+    made."""
+    if count < 2:
+        raise ValueError(f"a bisection needs at least two builds, got {count}")
+    result = Bisection()
+    made: dict[int, bool] = {}
+
+    def can_use(index: int) -> bool:
+        if index not in made:
+            made[index] = True if available is None else bool(available(index))
+            if not made[index]:
+                result.unbuildable.append(index)
+        return made[index]
+
+    for end in (0, count - 1):
+        if not can_use(end):
+            raise ValueError(f"build {end} (an end of the range) could not be made")
+
+    def decide(a: int, b: int) -> Outcome:
+        outcome = compare(a, b, 1)
+        result.comparisons.append(outcome)
+        if outcome.verdict == "inconclusive":
+            outcome = compare(a, b, 2)
+            result.comparisons.append(outcome)
+        return outcome
+
+    def middle(low: int, high: int) -> int | None:
+        centre = (low + high) / 2
+        for index in sorted(range(low + 1, high), key=lambda i: (abs(i - centre), i)):
+            if can_use(index):
+                return index
+        return None
+
+    def split(low: int, high: int, outcome: Outcome) -> None:
+        mid = middle(low, high)
+        if mid is None:
+            result.culprits.append(Culprit(low, high, outcome, tuple(range(low + 1, high))))
+            return
+        halves = [(low, mid, decide(low, mid)), (mid, high, decide(mid, high))]
+        for a, b, half in halves:
+            if half.verdict in DIFFERS:
+                split(a, b, half)
+            elif half.verdict in UNDECIDED:
+                result.undecided.append((a, b, f"{half.verdict}: {half.detail}"
+                                         if half.detail else half.verdict))
+        if all(half.verdict == "no change" for _, _, half in halves):
+            result.undecided.append(
+                (low, high, f"{outcome.verdict} across the range but no change in either "
+                            f"half (at {mid}): the step is spread over several builds or "
+                            f"within each half's margin"))
+
+    result.ends = decide(0, count - 1)
+    if result.ends.verdict in UNDECIDED:
+        result.undecided.append((0, count - 1, f"the ends: {result.ends.verdict}"
+                                 + (f": {result.ends.detail}" if result.ends.detail else "")))
+    elif result.ends.verdict == "regression":
+        split(0, count - 1, result.ends)
+    return result

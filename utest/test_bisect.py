@@ -1,0 +1,318 @@
+"""Bisection: the search over a simulated range (steps at known builds, comparisons that
+decide only above a margin, inconclusive and failed runs, builds that cannot be made), the
+builds file, reading a comparison's verdict from its record, the page and the command's bad
+input (exit 2 before anything is measured)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from libraries.bisect import cli
+from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
+from libraries.bisect.report import as_html, as_json, chained_ratios
+from libraries.bisect.runner import find_test, read_outcome
+from libraries.bisect.search import CULPRIT, NO_CULPRIT, UNDECIDABLE, Outcome, bisect
+from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology_file import load_topology
+
+
+def simulated(levels: list[float], margin: float = 0.01, noise: float = 0.005,
+              inconclusive: set[tuple[int, int]] | None = None,
+              failed: set[tuple[int, int]] | None = None):
+    """A comparison of builds whose metric is ``levels[i]`` (higher is better): a change
+    beyond the margin plus noise is decided, one within the margin is "no change"; pairs in
+    ``inconclusive`` stay so on the first attempt only; pairs in ``failed`` fail."""
+    calls: list[tuple[int, int, int]] = []
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        calls.append((a, b, attempt))
+        change = (levels[b] / levels[a] - 1) * 100
+        low, high = change - noise * 100, change + noise * 100
+        if failed and (a, b) in failed:
+            return Outcome(a, b, "failed", attempt=attempt, detail="nginx did not start")
+        if inconclusive and (a, b) in inconclusive and attempt == 1:
+            verdict = "inconclusive"
+        elif high < -margin * 100:
+            verdict = "regression"
+        elif low > margin * 100:
+            verdict = "progression"
+        elif low > -margin * 100 and high < margin * 100:
+            verdict = "no change"
+        else:
+            verdict = "inconclusive"
+        return Outcome(a, b, verdict, change, low, high, rounds=10 * attempt, minutes=2.0,
+                       attempt=attempt)
+
+    return compare, calls
+
+
+def test_one_step_is_found_with_its_direct_comparison():
+    levels = [100.0] * 6 + [95.0] * 10  # build 6 is 5 % slower
+    compare, calls = simulated(levels)
+    result = bisect(len(levels), compare)
+    assert [(c.good, c.bad) for c in result.culprits] == [(5, 6)]
+    culprit = result.culprits[0].outcome
+    assert (culprit.a, culprit.b, culprit.verdict) == (5, 6, "regression")
+    assert culprit.change_pct == pytest.approx(-5.0)
+    assert (5, 6, 1) in calls  # the size comes from an A/B of the adjacent pair itself
+    assert result.exit_code == CULPRIT and not result.undecided
+    assert len(calls) <= 2 * 4 + 1  # ends + two halves per level of a 16-build range
+
+
+def test_two_separate_steps_in_one_range_are_both_found():
+    levels = [100.0] * 3 + [96.0] * 6 + [90.0] * 7  # steps at builds 3 and 9
+    compare, _ = simulated(levels)
+    result = bisect(len(levels), compare)
+    assert sorted((c.good, c.bad) for c in result.culprits) == [(2, 3), (8, 9)]
+    assert {c.outcome.verdict for c in result.culprits} == {"regression"}
+
+
+def test_a_progression_inside_a_regressing_range_is_named_as_such():
+    levels = [100.0, 100.0, 106.0, 106.0, 90.0, 90.0]
+    compare, _ = simulated(levels)
+    result = bisect(len(levels), compare)
+    found = {(c.good, c.bad): c.outcome.verdict for c in result.culprits}
+    assert found == {(1, 2): "progression", (3, 4): "regression"}
+    assert result.exit_code == CULPRIT
+
+
+def test_no_regression_between_the_ends_stops_after_one_comparison():
+    compare, calls = simulated([100.0, 100.0, 99.9, 100.2, 100.0])
+    result = bisect(5, compare)
+    assert calls == [(0, 4, 1)] and result.culprits == [] and result.exit_code == NO_CULPRIT
+    compare, calls = simulated([100.0, 104.0, 108.0])  # faster: not what a bisection is for
+    assert bisect(3, compare).exit_code == NO_CULPRIT and calls == [(0, 2, 1)]
+
+
+def test_an_inconclusive_comparison_gets_a_second_attempt_then_decides():
+    levels = [100.0] * 4 + [94.0] * 4
+    compare, calls = simulated(levels, inconclusive={(0, 7), (3, 7)})
+    result = bisect(len(levels), compare)
+    assert calls[:2] == [(0, 7, 1), (0, 7, 2)] and (3, 7, 2) in calls
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
+
+
+def test_a_half_that_stays_undecided_is_reported_and_the_exit_says_so():
+    levels = [100.0] * 4 + [94.0] * 4
+    compare, _ = simulated(levels, failed={(0, 3)}, margin=0.01)
+    result = bisect(len(levels), compare)
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]  # still found in the other half
+    assert result.undecided == [(0, 3, "failed: nginx did not start")]
+    assert result.exit_code == CULPRIT  # a culprit outranks an undecided half
+    compare, _ = simulated([100.0, 100.0, 99.0, 99.0], noise=0.02)  # a 1 % step in 2 % noise
+    result = bisect(4, compare)
+    assert result.exit_code == UNDECIDABLE and result.undecided[0][:2] == (0, 3)
+
+
+def test_a_step_spread_over_the_range_is_not_pinned_on_one_build():
+    levels = [100.0, 99.4, 98.8, 98.2, 97.6]  # 0.6 % per build, 2.4 % over the range
+    compare, _ = simulated(levels, margin=0.01, noise=0.001)
+    result = bisect(len(levels), compare)
+    assert result.culprits == [] and result.exit_code == UNDECIDABLE
+    assert "spread over several builds" in result.undecided[0][2]
+
+
+def test_builds_that_cannot_be_made_are_skipped_like_git_bisect_skip():
+    levels = [100.0] * 5 + [95.0] * 3
+    compare, calls = simulated(levels)
+    broken = {4, 3}
+    result = bisect(len(levels), compare, available=lambda i: i not in broken)
+    assert [(c.good, c.bad, c.skipped) for c in result.culprits] == [(2, 5, (3, 4))]
+    assert sorted(result.unbuildable) == [3, 4]
+    assert all(3 not in call[:2] and 4 not in call[:2] for call in calls)
+    with pytest.raises(ValueError, match="build 0 .* could not be made"):
+        bisect(3, compare, available=lambda i: i != 0)
+    with pytest.raises(ValueError, match="at least two builds"):
+        bisect(1, compare)
+
+
+def test_the_chain_of_ratios_follows_the_comparisons_from_the_first_build():
+    levels = [100.0] * 2 + [90.0] * 2
+    compare, _ = simulated(levels, noise=0.0)
+    result = bisect(4, compare)
+    chain = chained_ratios(result, 4)
+    assert chain[0] == (1.0, 1.0, 1.0)
+    assert chain[3][0] == pytest.approx(0.9) and chain[1][0] == pytest.approx(1.0)
+    doc = as_json(result, ["r0", "r1", "r2", "r3"], {"title": "t", "topology": "3node",
+                                                     "test": "ssl_proxy/x", "metric": "rps"})
+    assert doc["status"] == "culprit found" and doc["exit_code"] == CULPRIT
+    assert doc["culprits"][0] | {"rounds": 0} == {
+        "last_good": "r1", "first_bad": "r2", "direction": "regression",
+        "change_pct": pytest.approx(-10.0), "low_pct": pytest.approx(-10.0),
+        "high_pct": pytest.approx(-10.0), "rounds": 0, "skipped_between": []}
+    page = as_html(doc)
+    assert "last good <code>r1</code> and first bad <code>r2</code>" in page
+    assert page.count("<tr>") == 1 + len(result.comparisons)
+
+
+# -- the builds file ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def topology():
+    return load_topology("3node")
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "builds.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_template_over_revisions_makes_one_side_per_revision(tmp_path, topology):
+    builds = load_builds(_write(tmp_path, """
+template: {tools: {dut: {nginx: "/opt/nginx-{rev}/sbin/nginx"}}}
+revisions: [a1, b2, c3]
+build: "make PREFIX=/opt/nginx-{rev}"
+"""), topology)
+    assert builds.names == ["a1", "b2", "c3"] and builds.title == "a1..c3"
+    assert builds.sides[1].tools == {"dut": {"nginx": "/opt/nginx-b2/sbin/nginx"}}
+    assert builds.build == "make PREFIX=/opt/nginx-{rev}"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("builds: [{name: a}]", "at least two builds"),
+    ("builds: [{name: a, nginx: {proxy: {server: ['x 1;']}}}, {name: b, nginx: {proxy: "
+     "{server: ['x 1;']}}}]", "builds a and b change the same things"),
+    ("builds: [{name: a}, {name: a, sysctl: {dut: {net.core.rmem_max: 1}}}]",
+     "build name 'a' is used twice"),
+    ("builds: [{name: a}, {name: b, tools: {nowhere: {nginx: /x}}}]",
+     "builds.1.tools.nowhere: no node 'nowhere'"),
+    ("template: {tools: {dut: {nginx: '/x-{rev}'}}}", "needs revisions"),
+    ("revisions: [a]", "either builds"),
+    ("builds: [{name: a}, {name: b, colour: red}]", "colour"),
+    ("- a\n- b", "expected a mapping"),
+])
+def test_a_bad_builds_file_is_refused_naming_file_and_key(tmp_path, topology, text, expected):
+    with pytest.raises(TopologyError, match="builds.yaml") as error:
+        load_builds(_write(tmp_path, text), topology)
+    assert expected in str(error.value)
+
+
+def test_local_binaries_must_exist_and_answer_their_version_command(tmp_path, topology):
+    silent = tmp_path / "nginx-silent"
+    silent.write_text("#!/bin/sh\necho hello\n")
+    silent.chmod(0o755)
+    builds = load_builds(_write(tmp_path, f"""
+builds:
+  - {{name: good, tools: {{dut: {{nginx: {shutil.which('nginx') or '/usr/sbin/nginx'}}}}}}}
+  - {{name: missing, tools: {{dut: {{nginx: {tmp_path}/none/nginx}}}}}}
+  - {{name: silent, tools: {{dut: {{nginx: {silent}}}}}}}
+"""), topology)
+    problems = check_builds(builds, topology)
+    assert len(problems) == 2, problems
+    assert f"build missing: dut.nginx {tmp_path}/none/nginx: no such file" in problems[0]
+    assert "build silent: dut.nginx" in problems[1] and "does not answer" in problems[1]
+    assert "hello" in problems[1]
+
+
+def test_a_build_command_makes_a_missing_build_and_a_failed_one_is_named(tmp_path, topology):
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    builds = load_builds(_write(tmp_path, f"""
+template: {{tools: {{dut: {{nginx: "{tmp_path}/{{rev}}/nginx"}}}}}}
+revisions: [r1, r2, bad]
+build: "test {{rev}} != bad && mkdir -p {tmp_path}/{{rev}} &&
+        ln -s {nginx} {tmp_path}/{{rev}}/nginx"
+"""), topology)
+    assert check_builds(builds, topology) == []  # missing, but a build command can make them
+    assert make_build(builds, 1, tmp_path / "logs" / "r2.log") is None
+    assert local_problems(builds.sides[1]) == []
+    why = make_build(builds, 2, tmp_path / "logs" / "bad.log")
+    assert why is not None and why.startswith("build command exited 1 (log ")
+
+
+# -- one comparison's record ------------------------------------------------------------------
+
+
+def _record(folder: Path, name: str, metrics: dict, rounds: int = 20, invalid=None) -> None:
+    run = folder / "20261126-010000-abcd"
+    run.mkdir(parents=True)
+    record = json.loads((Path(__file__).parent / "fixtures" / "records" /
+                         "ab_record.json").read_text())
+    record.update(name=name)
+    record["ab"]["metrics"] = metrics
+    record["ab"]["rounds"]["run"] = rounds
+    if invalid:
+        record["invalid"] = invalid
+    (run / "records.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def test_the_followed_metrics_verdict_is_read_from_the_record(tmp_path):
+    entry = {"direction": "higher_is_better", "ratios": [0.95, 0.96], "change": 0.955,
+             "change_pct": -4.5, "low": 0.94, "high": 0.97, "level": 0.95,
+             "verdict": "regression", "method": "Hodges-Lehmann"}
+    _record(tmp_path, "1kb-10c-kernel-ssl-proxy",
+            {"rps": entry, "proxy_direct_ratio": {**entry, "verdict": "no change"}})
+    outcome = read_outcome(tmp_path, "1kb-10c-kernel-ssl-proxy", None, 2, 3, 1, 2.5, 0)
+    assert (outcome.verdict, outcome.rounds, outcome.a, outcome.b) == ("regression", 20, 2, 3)
+    assert outcome.change_pct == -4.5
+    assert outcome.low_pct == pytest.approx(-6.0) and outcome.high_pct == pytest.approx(-3.0)
+    other = read_outcome(tmp_path, "1kb-10c-kernel-ssl-proxy", "proxy_direct_ratio", 2, 3, 1,
+                         2.5, 0)
+    assert other.verdict == "no change"
+    missing = read_outcome(tmp_path, "1kb-10c-kernel-ssl-proxy", "latency", 2, 3, 1, 2.5, 0)
+    assert missing.verdict == "failed" and "metric 'latency' not compared" in missing.detail
+
+
+def test_a_run_without_a_record_fails_the_comparison_with_the_tests_message(tmp_path):
+    run = tmp_path / "20261126-010000-abcd"
+    run.mkdir()
+    (run / "tests.jsonl").write_text(json.dumps(
+        {"name": "t", "status": "FAIL", "message": "A/B: b.tools.dut.nginx does not answer"})
+        + "\n")
+    outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 0.3, 1)
+    assert outcome.verdict == "failed"
+    assert "no A/B record (robot exit 1): FAIL: A/B: b.tools.dut.nginx does not answer" in \
+        outcome.detail
+
+
+def test_an_invalid_side_fails_the_comparison(tmp_path):
+    entry = {"direction": "higher_is_better", "ratios": [1.0], "change": 1.0, "change_pct": 0.0,
+             "low": 0.99, "high": 1.01, "level": 0.95, "verdict": "no change",
+             "method": "Hodges-Lehmann"}
+    _record(tmp_path, "t", {"rps": entry}, invalid=["b: wrk errors 12"])
+    outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 1)
+    assert outcome.verdict == "failed"
+    assert outcome.detail.startswith("a side's result is invalid: ['b: wrk errors 12']")
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def test_a_test_is_found_by_name_case_and_name_or_test_id():
+    by_name = find_test("1kb-10c-kernel-ssl-proxy")
+    assert (by_name.case, by_name.source.name) == ("ssl_proxy", "kernel.robot")
+    assert find_test("3node/tcp_term/1s-kernel-tcp-term").case == "tcp_term"
+    with pytest.raises(ValueError, match="unknown test 'tcp_term/1kb-10c-kernel-ssl-proxy'"):
+        find_test("tcp_term/1kb-10c-kernel-ssl-proxy")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--test", "no-such-test"], "unknown test 'no-such-test'"),
+    (["--topology", "nowhere"], "nowhere"),
+    (["--builds", "/nonexistent/builds.yaml"], "cannot read the builds file"),
+])
+def test_bad_input_exits_2_before_anything_is_measured(tmp_path, capsys, args, says):
+    builds = _write(tmp_path, f"builds: [{{name: a}}, {{name: b, tools: {{dut: {{nginx: "
+                              f"{tmp_path}/missing}}}}}}]")
+    base = {"--topology": "3node", "--test": "1kb-10c-kernel-ssl-proxy",
+            "--builds": str(builds), "--results": str(tmp_path / "out")}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    code = cli.main([item for pair in base.items() for item in pair])
+    assert code == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_binary_without_a_build_command_exits_2(tmp_path, capsys):
+    builds = _write(tmp_path, f"builds: [{{name: a}}, {{name: b, tools: {{dut: {{nginx: "
+                              f"{tmp_path}/missing}}}}}}]")
+    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
+                     str(builds), "--results", str(tmp_path / "out")])
+    assert code == 2
+    assert f"build b: dut.nginx {tmp_path}/missing: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
