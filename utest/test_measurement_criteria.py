@@ -274,7 +274,7 @@ def test_criteria_can_be_limited_to_a_stack():
     kernel = _measurement()
     kernel.add("rps", [500.0], "requests/s")
     floors = [r for r in evaluate(criteria, kernel, "3node") if r.metric == "rps"]
-    assert [(r.required, r.passed) for r in floors] == [(4000.0, False)]
+    assert [(r.required, r.passed) for r in floors] == [(3500.0, False)]
 
 
 def test_capacity_criteria_judge_only_the_capacity_tests():
