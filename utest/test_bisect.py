@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from libraries.bisect import cli
 from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
 from libraries.bisect.report import as_html, as_json, chained_ratios
-from libraries.bisect.runner import find_test, read_outcome
+from libraries.bisect.runner import RobotComparisons, find_test, read_outcome
 from libraries.bisect.search import CULPRIT, NO_CULPRIT, UNDECIDABLE, Outcome, bisect
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
@@ -316,3 +317,47 @@ def test_a_missing_binary_without_a_build_command_exits_2(tmp_path, capsys):
     assert code == 2
     assert f"build b: dut.nginx {tmp_path}/missing: no such file" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+FAKE_ROBOT = r'''
+import json, sys, pathlib, yaml
+args = sys.argv[1:]
+out = pathlib.Path(args[args.index("-d") + 1])
+given = dict(value.split(":", 1) for flag, value in zip(args, args[1:]) if flag == "-v")
+comparison = yaml.safe_load(pathlib.Path(given["AB"]).read_text())
+(out / "argv.json").write_text(json.dumps({"args": args, "comparison": comparison}))
+record = json.loads(pathlib.Path(sys.argv[1]).read_text())
+record["name"] = args[args.index("-t") + 1]
+record["ab"]["rounds"]["run"] = int(given["AB_MAX_ROUNDS"])
+(out / "20261126-010000-abcd").mkdir()
+(out / "20261126-010000-abcd" / "records.jsonl").write_text(json.dumps(record) + "\n")
+'''
+
+
+def test_each_comparison_is_a_robot_ab_run_of_the_test_with_the_two_builds(tmp_path, topology):
+    script = tmp_path / "robot.py"
+    script.write_text(FAKE_ROBOT)
+    builds = load_builds(_write(tmp_path, """
+builds:
+  - {name: r1}
+  - {name: r2, nginx: {proxy: {server: ["access_log /dev/null combined;"]}}}
+"""), topology)
+    fixture = Path(__file__).parent / "fixtures" / "records" / "ab_record.json"
+    runs = RobotComparisons(topology="3node", test=find_test("1kb-10c-kernel-ssl-proxy"),
+                            builds=builds, out=tmp_path / "out", max_rounds=10, budget_s=120,
+                            extra=("-v", "DURATION:2"),
+                            robot=(sys.executable, str(script), str(fixture)))
+    first, second = runs(0, 1, 1), runs(0, 1, 2)
+    assert (first.verdict, first.rounds, second.rounds) == ("no change", 10, 20)
+    assert first.change_pct == pytest.approx(-0.0869, abs=1e-3)  # the fixture's A/A figure
+    seen = json.loads((runs.made[1] / "argv.json").read_text())
+    args = seen["args"]
+    assert args[args.index("-t") + 1] == "1kb-10c-kernel-ssl-proxy"
+    assert args[-1].endswith("tests/ssl_proxy")
+    for pair in ("AB_MAX_ROUNDS:20", "AB_BUDGET:240", "AB_INCONCLUSIVE:pass",
+                 "TREND_STORE:NONE", "DURATION:2", "TOPOLOGY:3node"):
+        assert pair in args
+    assert seen["comparison"]["a"] == {"name": "r1"}
+    assert seen["comparison"]["b"] == {
+        "name": "r2", "nginx": {"proxy": {"server": ["access_log /dev/null combined;"]}}}
+    assert [p.name for p in runs.made] == ["01-r1-vs-r2", "02-r1-vs-r2"]

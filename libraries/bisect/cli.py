@@ -74,8 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --max-rounds and --budget must be positive", file=sys.stderr)
         return BAD_INPUT
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out = args.results / f"{stamp}-{secrets.token_hex(2)}"
-    compare = RobotComparisons(topology=args.topology, test=test, builds=builds, out=out,
+    out = (args.results / f"{stamp}-{secrets.token_hex(2)}").resolve()
+    # Robot runs from the repository: a topology given as a file keeps pointing at it
+    where = Path(args.topology)
+    topology_arg = str(where.resolve()) if where.is_file() else args.topology
+    compare = RobotComparisons(topology=topology_arg, test=test, builds=builds, out=out,
                                metric=args.metric, max_rounds=args.max_rounds,
                                budget_s=args.budget, extra=tuple(args.robot_args))
 
