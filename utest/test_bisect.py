@@ -6,6 +6,7 @@ input (exit 2 before anything is measured)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -61,7 +62,17 @@ def test_one_step_is_found_with_its_direct_comparison():
     assert culprit.change_pct == pytest.approx(-5.0)
     assert (5, 6, 1) in calls  # the size comes from an A/B of the adjacent pair itself
     assert result.exit_code == CULPRIT and not result.undecided
-    assert len(calls) <= 2 * 4 + 1  # ends + two halves per level of a 16-build range
+
+
+@pytest.mark.parametrize("count", [2, 3, 5, 8, 13, 16])
+def test_one_step_anywhere_costs_at_most_log2_n_plus_2_comparisons(count):
+    for step in range(1, count):
+        levels = [100.0] * step + [95.0] * (count - step)
+        compare, calls = simulated(levels)
+        result = bisect(count, compare)
+        assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
+        assert (step - 1, step, 1) in calls  # sized by a direct A/B of the pair
+        assert len(calls) <= math.ceil(math.log2(count)) + 2, (step, calls)
 
 
 def test_two_separate_steps_in_one_range_are_both_found():
@@ -91,9 +102,9 @@ def test_no_regression_between_the_ends_stops_after_one_comparison():
 
 def test_an_inconclusive_comparison_gets_a_second_attempt_then_decides():
     levels = [100.0] * 4 + [94.0] * 4
-    compare, calls = simulated(levels, inconclusive={(0, 7), (3, 7)})
+    compare, calls = simulated(levels, inconclusive={(0, 7), (3, 5)})
     result = bisect(len(levels), compare)
-    assert calls[:2] == [(0, 7, 1), (0, 7, 2)] and (3, 7, 2) in calls
+    assert calls[:2] == [(0, 7, 1), (0, 7, 2)] and (3, 5, 2) in calls
     assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
 
 

@@ -2,11 +2,13 @@
 
 The range runs from a build believed good (the first) to one believed bad (the last). The ends
 are compared first: no regression between them, nothing to look for. Otherwise the range is
-cut at the middle build and *both* halves are compared; every half whose ends differ
-(regression or progression) is cut again, so two separate steps in one range are both found,
-down to adjacent pairs: the culprits. The comparison that brings the search to an adjacent
-pair is that pair's own A/B run, so a culprit's size and interval come from a direct
-comparison of the two builds.
+cut at the middle build and its first half compared. No change there: the change is in the
+second half, which is cut in turn. A change there: the first half is searched, and the second
+half is compared too unless the first half's change matches the whole range's (each point
+estimate inside the other's interval), so two separate steps in one range are both found while
+one step costs one comparison per halving: at most log2(n) + 2 for n builds (the ends, the
+halvings, and a direct A/B of the adjacent pair where the search got there by inference).
+Every culprit's size and interval come from a direct comparison of its two builds.
 
 A comparison that cannot decide (``inconclusive``) is run once more with a larger round budget
 (``attempt`` 2); still undecided, its half is reported as such. A build that cannot be made
@@ -141,28 +143,61 @@ def bisect(count: int, compare: Compare, available: Available | None = None) -> 
                 return index
         return None
 
-    def split(low: int, high: int, outcome: Outcome) -> None:
+    def split(low: int, high: int, known: Outcome) -> None:
+        # ``known``: a comparison whose change lies across low..high: their own (a direct
+        # A/B of low and high) or, inferred, the enclosing range's after a half without change
         mid = middle(low, high)
         if mid is None:
-            result.culprits.append(Culprit(low, high, outcome, tuple(range(low + 1, high))))
+            if (known.a, known.b) != (low, high):
+                known = decide(low, high)
+                if known.verdict not in DIFFERS:
+                    result.undecided.append((low, high, _spread(known, low, high)))
+                    return
+            result.culprits.append(Culprit(low, high, known, tuple(range(low + 1, high))))
             return
-        halves = [(low, mid, decide(low, mid)), (mid, high, decide(mid, high))]
-        for a, b, half in halves:
-            if half.verdict in DIFFERS:
-                split(a, b, half)
-            elif half.verdict in UNDECIDED:
-                result.undecided.append((a, b, f"{half.verdict}: {half.detail}"
-                                         if half.detail else half.verdict))
-        if all(half.verdict == "no change" for _, _, half in halves):
-            result.undecided.append(
-                (low, high, f"{outcome.verdict} across the range but no change in either "
-                            f"half (at {mid}): the step is spread over several builds or "
-                            f"within each half's margin"))
+        left = decide(low, mid)
+        if left.verdict == "no change":
+            split(mid, high, known)  # the change is in the other half
+            return
+        if left.verdict in DIFFERS:
+            split(low, mid, left)
+            if explains(left, known):
+                return
+        else:
+            result.undecided.append((low, mid, _why(left)))
+        right = decide(mid, high)
+        if right.verdict in DIFFERS:
+            split(mid, high, right)
+        elif right.verdict in UNDECIDED:
+            result.undecided.append((mid, high, _why(right)))
 
     result.ends = decide(0, count - 1)
     if result.ends.verdict in UNDECIDED:
-        result.undecided.append((0, count - 1, f"the ends: {result.ends.verdict}"
-                                 + (f": {result.ends.detail}" if result.ends.detail else "")))
+        result.undecided.append((0, count - 1, f"the ends: {_why(result.ends)}"))
     elif result.ends.verdict == "regression":
         split(0, count - 1, result.ends)
     return result
+
+
+def explains(part: Outcome, whole: Outcome) -> bool:
+    """True when ``part``'s change matches ``whole``'s: each point estimate inside the other's
+    interval. Then the other half holds no second step the comparisons could resolve, and is
+    not compared."""
+    values = (part.change_pct, part.low_pct, part.high_pct, whole.change_pct, whole.low_pct,
+              whole.high_pct)
+    if any(v is None for v in values):
+        return False
+    assert part.change_pct is not None and whole.change_pct is not None  # for the type checker
+    return (whole.low_pct <= part.change_pct <= whole.high_pct  # type: ignore[operator]
+            and part.low_pct <= whole.change_pct <= part.high_pct)  # type: ignore[operator]
+
+
+def _why(outcome: Outcome) -> str:
+    return f"{outcome.verdict}: {outcome.detail}" if outcome.detail else outcome.verdict
+
+
+def _spread(outcome: Outcome, low: int, high: int) -> str:
+    if outcome.verdict in UNDECIDED:
+        return _why(outcome)
+    return (f"the range around it changed, but {low} -> {high} measured {outcome.verdict}: the "
+            f"step is spread over several builds or within each comparison's margin")
