@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.bisect import cli
+from libraries.bisect import cli, runner
 from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
 from libraries.bisect.report import as_html, as_json, chained_ratios
 from libraries.bisect.runner import RobotComparisons, find_test, read_outcome
@@ -372,3 +372,29 @@ builds:
     assert seen["comparison"]["b"] == {
         "name": "r2", "nginx": {"proxy": {"server": ["access_log /dev/null combined;"]}}}
     assert [p.name for p in runs.made] == ["01-r1-vs-r2", "02-r1-vs-r2"]
+
+
+STUBBORN = r'''
+import signal, sys, time
+seen = []
+def handler(signum, frame):
+    seen.append(signum)
+    print(f"signal {len(seen)}", flush=True)
+    if len(seen) == 2:
+        sys.exit(253)
+signal.signal(signal.SIGINT, handler)
+print("running", flush=True)
+while True:
+    time.sleep(0.05)
+'''
+
+
+def test_a_run_past_its_time_gets_ctrl_c_twice_as_a_person_would(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "STOP_GRACE_S", 0.5)
+    script = tmp_path / "robot.py"
+    script.write_text(STUBBORN)
+    with (tmp_path / "console.log").open("w") as console:
+        answer = runner.run_robot([sys.executable, str(script)], console, timeout=1.0)
+    assert answer == "timed out after 1 s and was stopped"
+    assert (tmp_path / "console.log").read_text().split() == [
+        "running", "signal", "1", "signal", "2"]

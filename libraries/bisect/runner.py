@@ -12,12 +12,13 @@ comparisons.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from robot.api import TestSuiteBuilder
@@ -30,6 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 ROBOT_MARGIN_S = 600.0
 """Seconds a comparison's Robot run may take beyond its A/B budget (testbed, warm-ups, the
 last round) before it is stopped."""
+STOP_GRACE_S = 60.0
+"""Seconds a Robot run past its time gets after a Ctrl-C to tear its testbed down."""
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,32 @@ class RobotComparisons:
                    "-t", self.test.name, str(REPO / "tests" / self.test.case)]
         started = time.monotonic()
         with (folder / "console.log").open("w", encoding="utf-8") as console:
-            try:
-                run = subprocess.run(command, stdout=console, stderr=subprocess.STDOUT,
-                                     cwd=REPO, timeout=budget + ROBOT_MARGIN_S, check=False)
-                exit_code: int | str = run.returncode
-            except subprocess.TimeoutExpired:
-                exit_code = f"timed out after {budget + ROBOT_MARGIN_S:g} s"
+            exit_code = run_robot(command, console, budget + ROBOT_MARGIN_S)
         minutes = (time.monotonic() - started) / 60
         return read_outcome(folder, self.test.name, self.metric, a, b, attempt, minutes,
                             exit_code)
+
+
+def run_robot(command: list[str], console: IO[str], timeout: float) -> int | str:
+    """Run ``command`` (a Robot run) to its end; its exit code. Past ``timeout`` s it is
+    stopped as a person would: Ctrl-C (Robot stops, its teardowns remove the testbed), a
+    second Ctrl-C after :data:`STOP_GRACE_S` (the testbed is removed at once), then killed;
+    the answer then says it timed out."""
+    process = subprocess.Popen(command, stdout=console, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for grace in (STOP_GRACE_S, STOP_GRACE_S / 2):
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            process.kill()
+            process.wait()
+        return f"timed out after {timeout:g} s and was stopped"
 
 
 def _safe(name: str) -> str:
