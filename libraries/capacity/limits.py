@@ -64,7 +64,7 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     it (for messages).
 
     Adds ``capacity`` (proxied) and ``direct_capacity``, the rate at which a whole
-    ``confirm_seconds`` trial kept the first goal, stepping down from MLRsearch's knee (its
+    ``confirm_seconds`` trial kept the first goal, going down from MLRsearch's knee (its
     conditional throughput; :mod:`libraries.capacity.confirm`), and ``capacity_ratio``;
     MLRsearch's result per goal (with the relevant bounds), the confirmations and every trial
     (offered and achieved rate, loss per limit, latency percentiles, the generator's CPU

@@ -346,7 +346,7 @@ class SslProxyKeywords:
         search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
         ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
         relative ``width``; ``budget``: seconds of trials per search; ``confirm``: seconds of
-        the trial that confirms each figure over all its requests, stepping down from the
+        the trials that confirm each figure over all their requests, going down from the
         knee until one holds (0: MLRsearch's knee, unconfirmed); ``verify``: seconds of one
         more trial at each figure, kept as evidence only (0: none).
 
