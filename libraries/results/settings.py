@@ -156,7 +156,7 @@ def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
 
 
 DEFAULT_SLO = "10ms"
-DEFAULT_RANGE = "100..1000000"
+DEFAULT_RANGE = "1000..1000000"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s)\s*$")
 _GOAL = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<=\s*(.+)$")
 _UNIT_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
