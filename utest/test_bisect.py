@@ -17,7 +17,14 @@ from libraries.bisect import cli, runner
 from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
 from libraries.bisect.report import as_html, as_json, chained_ratios
 from libraries.bisect.runner import RobotComparisons, find_test, read_outcome
-from libraries.bisect.search import CULPRIT, NO_CULPRIT, UNDECIDABLE, Outcome, bisect
+from libraries.bisect.search import (
+    CULPRIT,
+    NO_CULPRIT,
+    UNDECIDABLE,
+    Bisection,
+    Outcome,
+    bisect,
+)
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 
@@ -156,6 +163,9 @@ def test_the_chain_of_ratios_follows_the_comparisons_from_the_first_build():
         "last_good": "r1", "first_bad": "r2", "direction": "regression",
         "change_pct": pytest.approx(-10.0), "low_pct": pytest.approx(-10.0),
         "high_pct": pytest.approx(-10.0), "rounds": 0, "skipped_between": []}
+    again = Bisection(comparisons=[Outcome(0, 1, "inconclusive", 0.1, -3.9, 4.9, 30),
+                                   Outcome(0, 1, "no change", 0.1, -2.3, 2.6, 60, attempt=2)])
+    assert chained_ratios(again, 2)[1][1:] == pytest.approx((0.977, 1.026))  # the last attempt
     page = as_html(doc)
     assert "last good <code>r1</code> and first bad <code>r2</code>" in page
     assert page.count("<tr>") == 1 + len(result.comparisons)

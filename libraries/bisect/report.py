@@ -25,10 +25,10 @@ def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, floa
     comparison with a change): the ratio to build 0 (product of the links' changes), with the
     interval ends multiplied the same way (a rough chain: each link's interval at its own
     level)."""
+    latest = {(o.a, o.b): o for o in result.comparisons if o.change_pct is not None}
     links: dict[int, list[Outcome]] = {}
-    for outcome in result.comparisons:
-        if outcome.change_pct is not None:
-            links.setdefault(outcome.a, []).append(outcome)
+    for outcome in latest.values():  # a pair's last attempt: the one with the most rounds
+        links.setdefault(outcome.a, []).append(outcome)
     known: dict[int, tuple[float, float, float]] = {0: (1.0, 1.0, 1.0)}
     frontier = [0]
     while frontier:
