@@ -225,8 +225,9 @@ builds:
   - {{name: missing, tools: {{dut: {{nginx: {tmp_path}/none/nginx}}}}}}
   - {{name: silent, tools: {{dut: {{nginx: {silent}}}}}}}
 """), topology)
-    problems = check_builds(builds, topology)
+    problems, missing = check_builds(builds, topology)
     assert len(problems) == 2, problems
+    assert missing == set()  # no build command: missing is a problem, not a build to make
     assert f"build missing: dut.nginx {tmp_path}/none/nginx: no such file" in problems[0]
     assert "build silent: dut.nginx" in problems[1] and "does not answer" in problems[1]
     assert "hello" in problems[1]
@@ -240,7 +241,7 @@ revisions: [r1, r2, bad]
 build: "test {{rev}} != bad && mkdir -p {tmp_path}/{{rev}} &&
         ln -s {nginx} {tmp_path}/{{rev}}/nginx"
 """), topology)
-    assert check_builds(builds, topology) == []  # missing, but a build command can make them
+    assert check_builds(builds, topology) == ([], {0, 1, 2})  # missing, but can be made
     assert make_build(builds, 1, tmp_path / "logs" / "r2.log") is None
     assert local_problems(builds.sides[1]) == []
     why = make_build(builds, 2, tmp_path / "logs" / "bad.log")

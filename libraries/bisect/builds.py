@@ -27,7 +27,6 @@ unless a build command can make it.
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from libraries.ab.comparison import Side, side_problems
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import format_errors
-from libraries.tools.versions import PROBES, parse_version
+from libraries.tools.versions import PROBES, parse_version, version_command
 
 VERSION_TIMEOUT_S = 15.0
 
@@ -153,11 +152,9 @@ def local_problems(side: Side) -> list[str]:
         if not Path(path).is_file():
             problems.append(f"{where}: no such file")
             continue
-        probe = PROBES.get(tool)
-        if probe is None:
+        if tool not in PROBES:
             continue
-        command = (probe.command.format(path=shlex.quote(path)) if probe.command
-                   else f"{shlex.quote(path)} {probe.args}")
+        command = version_command(tool, path)
         try:
             run = subprocess.run(["sh", "-c", f"{command} 2>&1"], capture_output=True,
                                  text=True, timeout=VERSION_TIMEOUT_S, check=False)
@@ -191,17 +188,21 @@ def make_build(builds: Builds, index: int, log: Path) -> str | None:
     return "; ".join(problems) + f" after the build (log {log})" if problems else None
 
 
-def check_builds(builds: Builds, topology: Topology) -> list[str]:
-    """Problems to refuse the list for, before anything is measured: on a local topology,
-    binaries missing or silent; a missing binary is fine where a build command can make it
-    (the ends included: they are built first). A lab's nodes are checked by the A/B suite
-    setup of the first comparison."""
+def check_builds(builds: Builds, topology: Topology) -> tuple[list[str], set[int]]:
+    """Problems to refuse the list for, before anything is measured, and the builds a build
+    command is to make: on a local topology, binaries missing or silent; a missing binary is
+    fine where a build command can make it (the ends included: they are built first). A lab's
+    nodes are checked by the A/B suite setup of the first comparison."""
     if topology.provision != "netns":
-        return []
-    problems = []
-    for side in builds.sides:
+        return [], set()
+    problems: list[str] = []
+    missing: set[int] = set()
+    for index, side in enumerate(builds.sides):
         found = local_problems(side)
         if builds.build is not None:
-            found = [p for p in found if not p.endswith(": no such file")]
+            absent = [p for p in found if p.endswith(": no such file")]
+            if absent:
+                missing.add(index)
+            found = [p for p in found if p not in absent]
         problems += found
-    return problems
+    return problems, missing

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
+from libraries.bisect.builds import check_builds, load_builds, make_build
 from libraries.bisect.report import write_report
 from libraries.bisect.runner import RobotComparisons, find_test
 from libraries.bisect.search import BAD_INPUT, bisect
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TopologyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return BAD_INPUT
-    problems = check_builds(builds, topology)
+    problems, missing = check_builds(builds, topology)
     if problems:
         print("error: " + "\n".join(problems), file=sys.stderr)
         return BAD_INPUT
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                budget_s=args.budget, extra=tuple(args.robot_args))
 
     def available(index: int) -> bool:
-        if topology.provision != "netns" or not local_problems(builds.sides[index]):
+        if index not in missing:
             return True
         why = make_build(builds, index, out / "builds" / f"{builds.names[index]}.log")
         if why is not None:

@@ -60,6 +60,13 @@ def parse_version(tool: str, output: str) -> str | None:
     return match.group(1) or "present"
 
 
+def version_command(tool: str, path: str) -> str:
+    """The shell command asking ``path`` (``tool``'s binary) its version."""
+    probe = PROBES[tool]
+    return (probe.command.format(path=shlex.quote(path)) if probe.command
+            else f"{shlex.quote(path)} {probe.args}")
+
+
 def tool_version(node: Node, tool: str, binary: str) -> str:
     """Version string of ``binary`` (the topology's path for ``tool``) on ``node``.
 
@@ -73,8 +80,7 @@ def tool_version(node: Node, tool: str, binary: str) -> str:
         where = "PATH" + (" nor in sudo's secure_path" if node.target.sudo else "")
         raise ToolMissing(f"{node.name}: tool {tool} ({binary}) not found: not in "
                           f"{node.target.user}'s {where}")
-    command = (probe.command.format(path=shlex.quote(path)) if probe.command
-               else f"{shlex.quote(path)} {probe.args}")
+    command = version_command(tool, path)
     result = node.run(f"{command} 2>&1", timeout=15, check=False, quiet=True)
     version = parse_version(tool, result.stdout)
     if version is None:
