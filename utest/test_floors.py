@@ -72,6 +72,8 @@ VPP_FIGURES = [
     ("3node", "ssl_proxy", {**PROXY, "file_size": "64kb"}, "rps", 1800),
     ("3node", "ssl_proxy", {**PROXY, "file_size": "64kb"}, "proxy_direct_ratio", 0.38),
     ("3node", "ssl_proxy", {**PROXY, "mtls": True}, "rps", 7730),
+    # CI's e2e at stop 42 (busy): the capacity row's closed-loop ratio, its interval's low end
+    ("3node", "ssl_proxy", PROXY, "proxy_direct_ratio", 0.23),
 ]
 
 
@@ -97,7 +99,7 @@ def test_the_vpp_64kb_ratio_real_vpp_measured_passes_instead_of_staying_inconclu
 
 
 @pytest.mark.parametrize(("topology", "parameters", "healthy", "slower"), [
-    ("3node", PROXY, 0.35, 2.2), ("1node", {**PROXY, "file_size": "64kb"}, 0.265, 2.2),
+    ("3node", PROXY, 0.24, 2.2), ("1node", {**PROXY, "file_size": "64kb"}, 0.265, 2.2),
     # the kernel's 1 KiB proxy is bimodal on a busy 2-core VM (0.393 [0.1986, 0.4122] over
     # 10 trials): its floor catches a collapsed proxy; a 2x slower one is the A/B engine's
     ("3node", {**PROXY, "connections": 20}, 0.39, 4.0)])
