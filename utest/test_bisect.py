@@ -208,6 +208,8 @@ build: "make PREFIX=/opt/nginx-{rev}"
     ("revisions: [a]", "either builds"),
     ("builds: [{name: a}, {name: b, colour: red}]", "colour"),
     ("- a\n- b", "expected a mapping"),
+    ("template: {tools: {dut: {nginx: /x-{rev}/nginx}}}\nrevisions: [a]",
+     'a string holding {rev} must be quoted: {nginx: "/opt/nginx-{rev}/sbin/nginx"}'),
 ])
 def test_a_bad_builds_file_is_refused_naming_file_and_key(tmp_path, topology, text, expected):
     with pytest.raises(TopologyError, match="builds.yaml") as error:

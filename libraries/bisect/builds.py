@@ -12,7 +12,7 @@ or a template over revisions, ``{rev}`` replaced in every string of the template
 optional build command run for a revision whose binaries are missing (its exit status says
 whether the build exists; a failed build is skipped, as ``git bisect skip`` does)::
 
-    template: {tools: {dut: {nginx: /opt/nginx-{rev}/sbin/nginx}}}
+    template: {tools: {dut: {nginx: "/opt/nginx-{rev}/sbin/nginx"}}}
     revisions: [a1b2c3d, e4f5a6b, 0c1d2e3]
     build: git -C /src/nginx checkout {rev} && cd /src/nginx && ./auto/configure
            --prefix=/opt/nginx-{rev} && make -j2 install
@@ -104,7 +104,9 @@ def load_builds(path: str | Path, topology: Topology) -> Builds:
     except OSError as error:
         raise TopologyError(f"{source}: cannot read the builds file ({error.strerror})") from None
     except yaml.YAMLError as error:
-        raise TopologyError(f"{source}: not valid YAML: {error}") from None
+        hint = ("; inside {...} a string holding {rev} must be quoted: "
+                '{nginx: "/opt/nginx-{rev}/sbin/nginx"}') if "{rev}" in str(error) else ""
+        raise TopologyError(f"{source}: not valid YAML: {error}{hint}") from None
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: expected a mapping with builds: or template:, got "
                             f"{data!r}")
