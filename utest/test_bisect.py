@@ -26,6 +26,7 @@ from libraries.bisect.search import (
     bisect,
 )
 from libraries.testbed.errors import TopologyError
+from libraries.testbed.teardown import pid_alive
 from libraries.testbed.topology_file import load_topology
 
 
@@ -248,6 +249,19 @@ build: "test {{rev}} != bad && mkdir -p {tmp_path}/{{rev}} &&
     assert local_problems(builds.sides[1]) == []
     why = make_build(builds, 2, tmp_path / "logs" / "bad.log")
     assert why is not None and why.startswith("build command exited 1 (log ")
+
+
+def test_a_build_that_times_out_is_stopped_with_everything_it_started(tmp_path, topology):
+    builds = load_builds(_write(tmp_path, f"""
+template: {{tools: {{dut: {{nginx: "{tmp_path}/{{rev}}/nginx"}}}}}}
+revisions: [r1, r2]
+build: "sh -c 'echo $$ > {tmp_path}/{{rev}}.make; exec sleep 60' & wait"
+build_timeout: 1
+"""), topology)
+    why = make_build(builds, 0, tmp_path / "logs" / "r1.log")
+    assert why is not None and why.startswith("build command timed out after 1 s")
+    make = int((tmp_path / "r1.make").read_text())
+    assert not pid_alive(make), "the build's child (its make) was left running"
 
 
 # -- one comparison's record ------------------------------------------------------------------

@@ -27,6 +27,9 @@ unless a build command can make it.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,12 +181,17 @@ def make_build(builds: Builds, index: int, log: Path) -> str | None:
     side = builds.sides[index]
     command = builds.build.replace("{rev}", side.name)
     log.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with log.open("w", encoding="utf-8") as out:
-            run = subprocess.run(["sh", "-c", command], stdout=out, stderr=subprocess.STDOUT,
-                                 timeout=builds.build_timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return f"build command timed out after {builds.build_timeout:g} s (log {log})"
+    with log.open("w", encoding="utf-8") as out:
+        # its own process group: a build that times out is stopped with its make and compilers
+        run = subprocess.Popen(["sh", "-c", command], stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+        try:
+            run.wait(timeout=builds.build_timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+            return f"build command timed out after {builds.build_timeout:g} s (log {log})"
     if run.returncode != 0:
         return f"build command exited {run.returncode} (log {log})"
     problems = local_problems(side)
