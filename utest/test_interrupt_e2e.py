@@ -6,6 +6,7 @@ The guard itself (which signal goes where) is tested in-process with fake handle
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -21,7 +22,7 @@ from robot.api import ExecutionResult
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.provision import Testbed
-from libraries.testbed.teardown import pid_alive, process_state
+from libraries.testbed.teardown import pid_alive, process_state, state_dir
 
 REPO = Path(__file__).resolve().parent.parent
 ROBOT = [sys.executable, "-m", "robot"]
@@ -120,6 +121,20 @@ def test_a_second_signal_during_teardown_removes_the_rest_and_the_teardown_ends_
 # -- real runs --------------------------------------------------------------------------------
 
 
+def _testbeds_of(robot: int, namespaces: set[str]) -> list[str]:
+    """Prefixes of the testbeds among ``namespaces`` that process ``robot`` built (its pid is
+    the ``owner_pid`` of their ``state.json``)."""
+    found = []
+    for prefix in sorted({ns.rsplit("-", 1)[0] for ns in namespaces}):
+        try:
+            state = json.loads((state_dir(prefix) / "state.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if state.get("owner_pid") == robot:
+            found.append(prefix)
+    return found
+
+
 def _namespaces() -> set[str]:
     return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
 
@@ -152,17 +167,23 @@ def test_double_ctrl_c_mid_trial_leaves_nothing_and_a_readable_output(tmp_path, 
     try:
         deadline = time.monotonic() + 60
         processes: dict[int, str] = {}
-        while time.monotonic() < deadline:
-            mine = sorted(ns for ns in _namespaces() - before if ns.endswith("-tg"))
+        started = False
+        while time.monotonic() < deadline and not started:
+            # this run's testbed (pytest's other worker may be building one too: the wave-5
+            # CI-like run signalled a robot still in its set-up, seeing another run's load),
+            # and its trial's load: a load process still there a second later (well inside
+            # the 30 s trial; a set-up's ``iperf3 --version`` probe is gone by then)
+            mine = _testbeds_of(run.pid, _namespaces() - before)
             if mine:
-                prefix = mine[0].removesuffix("-tg")
+                prefix = mine[0]
                 processes = {pid: comm for node in ("tg", "dut", "server")
                              for pid, comm in _pids_in(f"{prefix}-{node}").items()}
-                if load in processes.values():
-                    break
+                loads = [pid for pid, comm in processes.items() if comm == load]
+                if loads:
+                    time.sleep(1.0)
+                    started = any(pid_alive(pid) for pid in loads)
             time.sleep(0.2)
-        assert load in processes.values(), "the trial never started"
-        time.sleep(1.0)  # well inside the 30 s trial
+        assert started, "the trial never started"
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
         reader.start()
