@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
+from libraries.keywords import testbed as testbed_keywords
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.provision import Testbed
@@ -116,6 +117,27 @@ def test_a_second_signal_during_teardown_removes_the_rest_and_the_teardown_ends_
     testbed.down()  # the signal's removal ran inside it: no error, no SSH to the dead nodes
     assert events == ["close tg", "namespaces removed", "abandon dut"]
     assert testbed.removed and testbed.nodes == {}
+
+
+def test_a_second_signal_while_the_testbed_is_built_removes_that_testbed(restore_handlers,
+                                                                         monkeypatch):
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    removed: list[str] = []
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(testbed_keywords, "teardown_prefix", removed.append)
+
+    def up(topology, owner="robot", prefix=None):
+        guard = InterruptGuard.install()
+        assert guard is not None
+        guard(signal.SIGINT, None)  # Ctrl-C: Robot's (here a no-op) handler
+        guard(signal.SIGINT, None)  # again, while the build runs
+        seen["prefix"] = prefix
+        raise HostStackError("build stopped")
+
+    monkeypatch.setattr(Testbed, "up", up)
+    with pytest.raises(HostStackError, match="build stopped"):
+        testbed_keywords.TestbedKeywords().set_up_testbed("3node")
+    assert removed == [seen["prefix"]] and str(seen["prefix"]).startswith("hr")
 
 
 # -- real runs --------------------------------------------------------------------------------

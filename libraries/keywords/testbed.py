@@ -14,7 +14,10 @@ from robot.libraries.BuiltIn import BuiltIn
 from libraries.keywords.pool import PoolClient
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.interrupt import InterruptGuard
+from libraries.testbed.netns import make_prefix
 from libraries.testbed.provision import Testbed
+from libraries.testbed.teardown import teardown_prefix
+from libraries.testbed.topology_file import load_topology
 from libraries.tools.versions import node_versions, tool_version
 
 LOG = logging.getLogger(__name__)
@@ -54,7 +57,19 @@ class TestbedKeywords:
         """
         if self._testbed is not None:
             raise HostStackError("Set Up Testbed called twice in one suite")
-        self._testbed = Testbed.up(topology)
+        spec = load_topology(topology)
+        prefix = make_prefix(spec.name, "robot")
+        # a Ctrl-C while it is built fails the set-up, which removes what was built; a second
+        # one in the middle of that removal removes the rest at once (as during a test)
+        guard = InterruptGuard.install() if spec.provision == "netns" else None
+        building = f"testbed {prefix} (being built)"
+        if guard is not None:
+            guard.protect(building, functools.partial(teardown_prefix, prefix))
+        try:
+            self._testbed = Testbed.up(spec, prefix=prefix)
+        finally:
+            if guard is not None:
+                guard.release(building)
         self._guard_against_forced_stop(self._testbed)
         builtin = BuiltIn()
         builtin.set_suite_metadata("Topology", self._testbed.topology.name)

@@ -42,15 +42,17 @@ class Testbed:
     removed: bool = False
 
     @classmethod
-    def up(cls, topology: Topology | str, owner: str = "robot") -> Testbed:
+    def up(cls, topology: Topology | str, owner: str = "robot",
+           prefix: str | None = None) -> Testbed:
         """Provision (``provision: netns``), connect to every node and check the paths between
         them (:func:`check_paths`: pings across each link and route, from the nodes).
+        ``prefix``: the namespace testbed's name prefix (default: a new one for ``owner``).
 
         On failure everything built so far is removed before the error propagates.
         """
         if isinstance(topology, str):
             topology = load_topology(topology)
-        prefix = make_prefix(topology.name, owner)
+        prefix = prefix or make_prefix(topology.name, owner)
         testbed = cls(topology=topology, run_id=prefix)
         try:
             if topology.provision == "netns":
