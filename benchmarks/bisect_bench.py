@@ -71,7 +71,8 @@ def bisect_once(builds: Path, args: argparse.Namespace, results: Path) -> tuple[
     """Run the bisection as a user would; its exit code and ``bisect.json``."""
     command = [sys.executable, "-m", "libraries.bisect", "--topology", args.topology,
                "--test", args.test, "--builds", str(builds), "--results", str(results),
-               "--max-rounds", str(args.max_rounds), "--budget", str(args.budget)]
+               "--max-rounds", str(args.max_rounds), "--budget", str(args.budget),
+               "--margin", str(args.margin)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -106,7 +107,8 @@ def record(scenario: str, count: int, steps: list[int], code: int, doc: dict,
             "pairs": len({(c["a"], c["b"]) for c in doc["comparisons"]}),
             "bound": round(bound, 2), "within_bound": len(doc["comparisons"]) <= bound,
             "minutes": doc["minutes"], "undecided": doc["undecided"],
-            "culprits": doc["culprits"], "test": doc["test"], "topology": doc["topology"]}
+            "culprits": doc["culprits"], "test": doc["test"], "topology": doc["topology"],
+            "margin_pct": doc.get("margin_pct")}
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -169,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test", default="1kb-10c-kernel-ssl-proxy")
     parser.add_argument("--max-rounds", type=int, default=60)
     parser.add_argument("--budget", type=float, default=600.0)
+    parser.add_argument("--margin", type=float, default=3.0, help="percent (bisect's --margin)")
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="seconds one bisection may take before it is stopped")
     parser.add_argument("--out", type=Path, default=Path("results/bench/bisect.jsonl"))

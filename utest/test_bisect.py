@@ -347,6 +347,19 @@ def test_bad_input_exits_2_before_anything_is_measured(tmp_path, capsys, args, s
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--margin", "0"], "--margin a percentage in (0, 100)"),
+    (["--", "-v", "AB_MARGIN:2"], "give the A/B margin with --margin, not -v AB_MARGIN"),
+])
+def test_the_margin_is_given_once_and_as_a_percentage(tmp_path, capsys, extra, says):
+    builds = _write(tmp_path, 'builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: '
+                              '["access_log /dev/null combined;"]}}}\n')
+    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
+                     str(builds), "--results", str(tmp_path / "out"), *extra])
+    assert code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_missing_binary_without_a_build_command_exits_2(tmp_path, capsys):
     builds = _write(tmp_path, f"builds: [{{name: a}}, {{name: b, tools: {{dut: {{nginx: "
                               f"{tmp_path}/missing}}}}}}]")
@@ -392,7 +405,7 @@ builds:
     args = seen["args"]
     assert args[args.index("-t") + 1] == "1kb-10c-kernel-ssl-proxy"
     assert args[-1].endswith("tests/ssl_proxy")
-    for pair in ("AB_MAX_ROUNDS:20", "AB_BUDGET:240", "AB_INCONCLUSIVE:pass",
+    for pair in ("AB_MAX_ROUNDS:20", "AB_BUDGET:240", "AB_MARGIN:3", "AB_INCONCLUSIVE:pass",
                  "TREND_STORE:NONE", "DURATION:2", "TOPOLOGY:3node"):
         assert pair in args
     assert seen["comparison"]["a"] == {"name": "r1"}

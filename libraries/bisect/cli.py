@@ -2,7 +2,7 @@
 
     python -m libraries.bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy \\
         --builds builds.yaml [--metric rps] [--results results/bisect] \\
-        [--max-rounds 60] [--budget 600] [-- -v DURATION:2 ...]
+        [--max-rounds 60] [--budget 600] [--margin 3] [-- -v DURATION:2 ...]
 
 ``--builds`` lists the builds oldest first (:mod:`libraries.bisect.builds`); ``--test`` is a
 test name, ``<case>/<name>`` or a record's test id. Everything is checked before anything is
@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="A/B rounds of a first attempt (doubled for a second)")
     parser.add_argument("--budget", type=float, default=600.0,
                         help="A/B seconds of a first attempt (doubled for a second)")
+    parser.add_argument("--margin", type=float, default=3.0, metavar="PCT",
+                        help="a change within +-PCT %% is no change (default 3: a step to find "
+                        "must be clearly larger, e.g. 5 %%; the A/B runs' own default of 1 %% "
+                        "leaves a build pair without a change undecided for hundreds of rounds "
+                        "on a noisy machine)")
     parser.add_argument("robot_args", nargs="*", help="after --: extra robot arguments")
     return parser
 
@@ -70,8 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         print("error: " + "\n".join(problems), file=sys.stderr)
         return BAD_INPUT
-    if args.max_rounds < 1 or args.budget <= 0:
-        print("error: --max-rounds and --budget must be positive", file=sys.stderr)
+    if args.max_rounds < 1 or args.budget <= 0 or not 0 < args.margin < 100:
+        print("error: --max-rounds and --budget must be positive, --margin a percentage in "
+              "(0, 100)", file=sys.stderr)
+        return BAD_INPUT
+    if any("AB_MARGIN:" in arg for arg in args.robot_args):
+        print("error: give the A/B margin with --margin, not -v AB_MARGIN", file=sys.stderr)
         return BAD_INPUT
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = (args.results / f"{stamp}-{secrets.token_hex(2)}").resolve()
@@ -80,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     topology_arg = str(where.resolve()) if where.is_file() else args.topology
     compare = RobotComparisons(topology=topology_arg, test=test, builds=builds, out=out,
                                metric=args.metric, max_rounds=args.max_rounds,
-                               budget_s=args.budget, extra=tuple(args.robot_args))
+                               margin_pct=args.margin, budget_s=args.budget,
+                               extra=tuple(args.robot_args))
 
     def available(index: int) -> bool:
         if index not in missing:
@@ -99,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return BAD_INPUT
     meta = {"title": builds.title, "builds_file": str(args.builds), "topology": args.topology,
             "test": f"{test.case}/{test.name}", "metric": args.metric,
-            "max_rounds": args.max_rounds, "budget_s": args.budget,
+            "max_rounds": args.max_rounds, "margin_pct": args.margin, "budget_s": args.budget,
             "robot_args": list(args.robot_args)}
     json_path, html_path = write_report(out, result, builds.names, meta)
     names = builds.names

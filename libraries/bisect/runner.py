@@ -75,8 +75,8 @@ def find_test(wanted: str, tests_dir: Path = REPO / "tests") -> TestRef:
 @dataclass(frozen=True)
 class RobotComparisons:
     """How to run the comparisons: topology, test, followed metric (None: the test's first
-    A/B metric), the A/B round limit and budget of a first attempt, the output folder, extra
-    Robot arguments (``-v DURATION:...``)."""
+    A/B metric), the A/B round limit, margin (percent: a change within it is "no change") and
+    budget of a first attempt, the output folder, extra Robot arguments (``-v DURATION:...``)."""
 
     topology: str
     test: TestRef
@@ -84,6 +84,7 @@ class RobotComparisons:
     out: Path
     metric: str | None = None
     max_rounds: int = 60
+    margin_pct: float = 3.0
     budget_s: float = 600.0
     extra: tuple[str, ...] = ()
     robot: tuple[str, ...] = (sys.executable, "-m", "robot")
@@ -104,7 +105,8 @@ class RobotComparisons:
         rounds, budget = self.max_rounds * attempt, self.budget_s * attempt
         command = [*self.robot, "-v", f"TOPOLOGY:{self.topology}",
                    "-v", f"AB:{folder / 'comparison.yaml'}", "-v", f"AB_MAX_ROUNDS:{rounds}",
-                   "-v", f"AB_BUDGET:{budget:g}", "-v", "AB_INCONCLUSIVE:pass",
+                   "-v", f"AB_BUDGET:{budget:g}", "-v", f"AB_MARGIN:{self.margin_pct:g}",
+                   "-v", "AB_INCONCLUSIVE:pass",
                    "-v", "TREND_STORE:NONE", *self.extra, "-d", str(folder),
                    "-t", self.test.name, str(REPO / "tests" / self.test.case)]
         started = time.monotonic()
