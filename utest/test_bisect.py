@@ -116,6 +116,27 @@ def test_an_inconclusive_comparison_gets_a_second_attempt_then_decides():
     assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
 
 
+@pytest.mark.parametrize("count", [8, 16])
+def test_an_undecided_first_half_that_cannot_hold_the_step_sends_the_search_on(count):
+    # noise 3 %, margin 1 %: equal builds never prove "no change", a 10 % step is plain
+    for step in range(1, count):
+        levels = [100.0] * step + [90.0] * (count - step)
+        compare, calls = simulated(levels, margin=0.01, noise=0.03)
+        result = bisect(count, compare)
+        assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
+        assert not result.undecided and result.exit_code == CULPRIT
+        assert all(attempt == 1 for *_, attempt in calls), calls  # no second attempts
+        assert len(calls) <= math.ceil(math.log2(count)) + 2, (step, calls)
+
+
+def test_a_first_half_that_may_hold_a_smaller_step_is_not_ruled_out():
+    levels = [100.0] * 2 + [95.0] * 2 + [90.0] * 4  # 0 -> 3: -5 % [-9.5, -0.5], not 0
+    compare, calls = simulated(levels, margin=0.01, noise=0.045)
+    result = bisect(len(levels), compare)
+    assert (0, 3, 1) in calls and (0, 3, 2) in calls  # a second attempt, as before
+    assert (0, 3, "inconclusive") in result.undecided
+
+
 def test_a_half_that_stays_undecided_is_reported_and_the_exit_says_so():
     levels = [100.0] * 4 + [94.0] * 4
     compare, _ = simulated(levels, failed={(0, 3)}, margin=0.01)

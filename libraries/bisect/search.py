@@ -11,7 +11,12 @@ halvings, and a direct A/B of the adjacent pair where the search got there by in
 Every culprit's size and interval come from a direct comparison of its two builds.
 
 A comparison that cannot decide (``inconclusive``) is run once more with a larger round budget
-(``attempt`` 2); still undecided, its half is reported as such. A build that cannot be made
+(``attempt`` 2); still undecided, its half is reported as such. A first half need not be
+proven unchanged, only shown not to hold the step (:func:`rules_out`): an inconclusive first
+half whose interval holds no change but not the step's size sends the search to the other
+half at once (on a noisy 2-core VM two copies of one nginx build measured +2.5 % [-2.0,
++9.1] after 60 rounds: "no change" within a 3 % margin would take hundreds more, while the
+-12 % step was plainly not there). A build that cannot be made
 (``available`` says no) is skipped as ``git bisect skip`` does: the nearest build to the middle
 is taken instead, and where none is left between two ends the culprit is the whole range,
 with the skipped builds named. A step that shows across a range but in neither half (each
@@ -128,10 +133,10 @@ def bisect(count: int, compare: Compare, available: Available | None = None) -> 
         if not can_use(end):
             raise ValueError(f"build {end} (an end of the range) could not be made")
 
-    def decide(a: int, b: int) -> Outcome:
+    def decide(a: int, b: int, step: Outcome | None = None) -> Outcome:
         outcome = compare(a, b, 1)
         result.comparisons.append(outcome)
-        if outcome.verdict == "inconclusive":
+        if outcome.verdict == "inconclusive" and not (step and rules_out(outcome, step)):
             outcome = compare(a, b, 2)
             result.comparisons.append(outcome)
         return outcome
@@ -155,8 +160,8 @@ def bisect(count: int, compare: Compare, available: Available | None = None) -> 
                     return
             result.culprits.append(Culprit(low, high, known, tuple(range(low + 1, high))))
             return
-        left = decide(low, mid)
-        if left.verdict == "no change":
+        left = decide(low, mid, known)
+        if left.verdict == "no change" or rules_out(left, known):
             split(mid, high, known)  # the change is in the other half
             return
         if left.verdict in DIFFERS:
@@ -177,6 +182,17 @@ def bisect(count: int, compare: Compare, available: Available | None = None) -> 
     elif result.ends.verdict == "regression":
         split(0, count - 1, result.ends)
     return result
+
+
+def rules_out(part: Outcome, step: Outcome) -> bool:
+    """True when the undecided ``part`` cannot hold ``step``: its interval holds no change
+    (0 %) but not the step's point estimate. The step is then in the other half."""
+    if part.verdict != "inconclusive":
+        return False
+    low, high, size = part.low_pct, part.high_pct, step.change_pct
+    if low is None or high is None or size is None:
+        return False
+    return low <= 0.0 <= high and not low <= size <= high
 
 
 def explains(part: Outcome, whole: Outcome) -> bool:
