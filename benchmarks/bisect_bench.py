@@ -108,7 +108,10 @@ def record(scenario: str, count: int, steps: list[int], code: int, doc: dict,
             "bound": round(bound, 2), "within_bound": len(doc["comparisons"]) <= bound,
             "minutes": doc["minutes"], "undecided": doc["undecided"],
             "culprits": doc["culprits"], "test": doc["test"], "topology": doc["topology"],
-            "margin_pct": doc.get("margin_pct")}
+            "margin_pct": doc.get("margin_pct"),
+            "chain": [{k: c.get(k) for k in ("a", "b", "verdict", "change_pct", "low_pct",
+                                              "high_pct", "rounds", "attempt", "minutes")}
+                      for c in doc["comparisons"]]}
 
 
 def collect(args: argparse.Namespace) -> None:
