@@ -236,3 +236,15 @@ def test_only_kernel_interfaces_need_permission_to_move_addresses_into_vpp():
     local = load_topology("3node")
     assert local.kernel_interfaces_for_vpp("dut") == ["eth1", "eth2"]  # af_packet on veths
     assert local.allows_change("addresses")
+
+
+def test_vpp_core_sharers_are_the_placements_on_vpps_cores_of_the_same_machine():
+    built = load_topology("3node")  # one machine: every node's placement counts
+    assert built.vpp_core_sharers("dut") == [
+        "nodes.dut.cpus.proxy", "nodes.dut.cpus.server", "nodes.server.cpus.server"]
+    lab = _lab()  # VPP's workers on cores of their own; CPU 1 elsewhere is another machine
+    assert parse_topology(lab, "lab.yaml").vpp_core_sharers("dut") == []
+    lab["nodes"]["dut"]["cpus"]["proxy"] = [2]  # a worker's core
+    assert parse_topology(lab, "lab.yaml").vpp_core_sharers("dut") == ["nodes.dut.cpus.proxy"]
+    lab["nodes"]["dut"]["cpus"] = {"proxy": [3]}
+    assert parse_topology(lab, "lab.yaml").vpp_core_sharers("dut") is None

@@ -314,6 +314,21 @@ class Topology(_Strict):
         """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
         return self.nodes[self.resolve_node(node)].cpus.get(purpose)
 
+    def vpp_core_sharers(self, node: str) -> list[str] | None:
+        """The placements (``nodes.<name>.cpus.<purpose>``) that pin programs onto a core VPP on
+        ``node`` forwards on (its ``cpus.vpp_workers``, else its ``cpus.vpp_main``): on
+        ``node`` itself and, on a ``provision: netns`` testbed (one machine), on every node.
+        None where VPP's cores are not pinned (no ``cpus.vpp_main``: they could be any)."""
+        name = self.resolve_node(node)
+        cpus = self.nodes[name].cpus
+        cores = set(cpus.get("vpp_workers") or cpus.get("vpp_main") or ())
+        if not cores:
+            return None
+        machine = self.nodes if self.provision == "netns" else {name: self.nodes[name]}
+        return [f"nodes.{other}.cpus.{purpose}"
+                for other, each in machine.items() for purpose, listed in each.cpus.items()
+                if not (other == name and purpose.startswith("vpp_")) and cores & set(listed)]
+
 
 _OWN_KEYS = "must be absent with provision: netns (the testbed trusts its own host keys)"
 
