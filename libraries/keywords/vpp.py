@@ -25,6 +25,7 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_testbed, log_folded
 from libraries.keywords.ab import component_started, side_startup, side_vcl
+from libraries.results.settings import parse_switch
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.provision import Testbed
@@ -323,16 +324,29 @@ class VppKeywords:
         CPU 0 and the confirmed figure moved between 1,105 and 4,620 requests/s from one quiet
         run to the next. The closed-loop rows are not affected
         (their interval carries the turn-taking). An A/B run (``${AB}``) compares closed-loop
-        rates, not capacities, and is never skipped here; the kernel stack neither."""
-        if stack != "vpp" or BuiltIn().get_variable_value("${AB}", ""):
+        rates, not capacities, and is never skipped here; the kernel stack neither. ``-v
+        CAPACITY_SHARED_CORES:yes`` measures it anyway, with a warning naming the keys."""
+        variables = BuiltIn()
+        if stack != "vpp" or variables.get_variable_value("${AB}", ""):
             return
+        try:
+            anyway = parse_switch("CAPACITY_SHARED_CORES", variables.get_variable_value(
+                "${CAPACITY_SHARED_CORES}", False))
+        except ValueError as error:
+            raise HostStackError(str(error)) from None
         topology = current_testbed().topology
         name = topology.resolve_node(node)
         sharers = topology.vpp_core_sharers(name)
+        if anyway and sharers != []:
+            logger.warn(f"{name}: capacity measured with VPP's cores shared (-v "
+                        f"CAPACITY_SHARED_CORES:yes): {', '.join(sharers or ['not pinned'])}; "
+                        "the figure includes how the programs take turns on the core")
+            return
         if sharers is None:
             raise SkipExecution(
                 f"{name}: VPP's cores are not pinned (nodes.{name}.cpus.vpp_main is not set): a "
-                "capacity under a latency goal needs VPP on cores of its own")
+                "capacity under a latency goal needs VPP on cores of its own (-v "
+                "CAPACITY_SHARED_CORES:yes measures it anyway)")
         if sharers:
             cpus = topology.cpus_of(name, "vpp_workers") or topology.cpus_of(name, "vpp_main")
             raise SkipExecution(
@@ -341,7 +355,8 @@ class VppKeywords:
                 "leaves the core only when the scheduler takes it, so a capacity under a "
                 "latency goal would measure how they take turns on it, not the host stack; "
                 "give VPP cores of its own in the topology "
-                f"(nodes.{name}.cpus.vpp_main / vpp_workers)")
+                f"(nodes.{name}.cpus.vpp_main / vpp_workers), or measure it anyway with -v "
+                "CAPACITY_SHARED_CORES:yes")
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
