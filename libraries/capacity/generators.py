@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 
 from libraries.capacity.confirm import Confirmation, confirm_capacity
-from libraries.capacity.search import Measure, search_capacity
+from libraries.capacity.search import DELIVERED, Measure, search_capacity
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
 from libraries.results.settings import LatencyGoal, SearchSettings
@@ -173,7 +173,7 @@ def constant_rate_trial(generator: Generator, url: str, rate: float, seconds: fl
         generator_cpu=_cpu_share(run.cpu_s, ran, cpus), tool="wrk2", processes=threads,
         seconds=time.monotonic() - started,
         extra={"window_s": window, "cpus": cpus,
-               **({"output": _summary(run.raw)} if run.total_requests < rate * window / 2
+               **({"output": _summary(run.raw)} if run.total_requests < DELIVERED * rate * window
                   else {})})
 
 

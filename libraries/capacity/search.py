@@ -236,16 +236,25 @@ class _Pool:
         return trial
 
 
-RETRIES = 2
-"""A trial the generator did not deliver is run again this many times before the search stops."""
+RETRIES = 4
+"""A trial the generator did not deliver is run again this many times before the search stops
+(wrk2 over TLS starts about 1 s late in 13-20 % of its runs here, so three tries in a row
+failed about once in 150 trials, as often as a search runs 40)."""
 RETRY_SECONDS = 2.0
 """...each time at least this long: on real VPP (3node, af_packet) wrk2's 1 s trials against
 the proxy sent 1-5 of ~3,400 scheduled requests three times in a row, while its 2 s trials at
 the same rates sent their whole schedule."""
-DELIVERED = 0.5
-"""The generator sent less than this share of its schedule with no late answer to show for it:
-it did not deliver its load (on real VPP, wrk2 under LD_PRELOAD sent 1-20 of ~800 requests at
-every rate, and each such trial was taken as the system missing its goal)."""
+DELIVERED = 0.9
+"""The generator sent less than this share of its schedule while the answers to what it sent
+were (nearly) all in time (:data:`ANSWERED`): it did not deliver its load. On real VPP wrk2
+under LD_PRELOAD sent 1-20 of ~800 requests at every rate; wrk2 4.0.0 over TLS, against a
+local nginx that answers in microseconds, sent 1-9 requests in 4 of 30 1 s runs and exactly
+half the schedule in 3 of 20 2 s runs (its connections started 1 s late; Debian's wrk: none
+of 20), and each such trial was taken as the system missing its goal."""
+ANSWERED = 0.1
+"""...at most this share of the requests it sent came late or failed. A system that cannot
+keep up makes the requests it gets late from their schedule (every generator here counts
+lateness from the schedule), and one that refuses them fails them: either shows here."""
 
 
 class GeneratorFailed(RuntimeError):
@@ -273,16 +282,18 @@ def delivered_trial(measure: Measure, path: str, duration: float, load: float) -
 
 def undelivered(trial: CapacityTrial) -> str:
     """Why ``trial`` is a failed trial of the generator ('' when it delivered): it sent under
-    :data:`DELIVERED` of its schedule while no answer came late and none failed (a system
-    that cannot keep up shows late or failed requests; a generator that never got going shows
-    neither)."""
+    :data:`DELIVERED` of its schedule while at most :data:`ANSWERED` of what it sent came late
+    or failed (a system that cannot keep up shows late or failed requests; a generator that
+    never got going, or whose connections started late, shows neither)."""
     if trial.intended <= 0 or trial.sent >= DELIVERED * trial.intended:
         return ""
-    if trial.failed or any(trial.over.values()):
+    bad = trial.failed + max(trial.over.values(), default=0)
+    if bad > ANSWERED * trial.sent:
         return ""
     said = trial.extra.get("errors") or trial.extra.get("output") or trial.extra
-    return (f"{trial.tool} sent {trial.sent} of {trial.intended} scheduled requests with no "
-            f"late or failed answer (it said: {str(said)[:300]!r})")
+    answers = "no late or failed answer" if not bad else f"{bad} late or failed answers"
+    return (f"{trial.tool} sent {trial.sent} of {trial.intended} scheduled requests with "
+            f"{answers} (it said: {str(said)[:300]!r})")
 
 
 def search_goals(settings: SearchSettings, limit_ms: float) -> list[tuple[LatencyGoal, SearchGoal]]:
