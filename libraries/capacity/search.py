@@ -238,8 +238,8 @@ class _Pool:
 
 RETRIES = 4
 """A trial the generator did not deliver is run again this many times before the search stops
-(wrk2 over TLS starts about 1 s late in 13-20 % of its runs here, so three tries in a row
-failed about once in 150 trials, as often as a search runs 40)."""
+(wrk2 over TLS starts about 1 s late in 13-20 % of its runs here: three failed tries in a
+row come once in 125-450 trials, about once in five tests of ~80; five, once in 3,000+)."""
 RETRY_SECONDS = 2.0
 """...each time at least this long: on real VPP (3node, af_packet) wrk2's 1 s trials against
 the proxy sent 1-5 of ~3,400 scheduled requests three times in a row, while its 2 s trials at
