@@ -349,9 +349,9 @@ class VppKeywords:
                 "capacity under a latency goal needs VPP on cores of its own (-v "
                 "CAPACITY_SHARED_CORES:yes measures it anyway)")
         if sharers:
-            cpus = topology.cpus_of(name, "vpp_workers") or topology.cpus_of(name, "vpp_main")
             raise SkipExecution(
-                f"{name}: VPP forwards on CPU {', '.join(map(str, cpus or []))}, which "
+                f"{name}: VPP forwards on CPU "
+                f"{', '.join(map(str, topology.vpp_cores(name) or []))}, which "
                 f"{', '.join(sharers)} also pin programs to: VPP's main loop polls and "
                 "leaves the core only when the scheduler takes it, so a capacity under a "
                 "latency goal would measure how they take turns on it, not the host stack; "

@@ -314,14 +314,17 @@ class Topology(_Strict):
         """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
         return self.nodes[self.resolve_node(node)].cpus.get(purpose)
 
+    def vpp_cores(self, node: str) -> list[int] | None:
+        """The cores VPP on ``node`` forwards on: its ``cpus.vpp_workers``, else its
+        ``cpus.vpp_main``; None where the topology pins neither."""
+        return self.cpus_of(node, "vpp_workers") or self.cpus_of(node, "vpp_main")
+
     def vpp_core_sharers(self, node: str) -> list[str] | None:
-        """The placements (``nodes.<name>.cpus.<purpose>``) that pin programs onto a core VPP on
-        ``node`` forwards on (its ``cpus.vpp_workers``, else its ``cpus.vpp_main``): on
-        ``node`` itself and, on a ``provision: netns`` testbed (one machine), on every node.
-        None where VPP's cores are not pinned (no ``cpus.vpp_main``: they could be any)."""
+        """The placements (``nodes.<name>.cpus.<purpose>``) that pin programs onto one of
+        :meth:`vpp_cores`: on ``node`` itself and, on a ``provision: netns`` testbed (one
+        machine), on every node. None where VPP's cores are not pinned (they could be any)."""
         name = self.resolve_node(node)
-        cpus = self.nodes[name].cpus
-        cores = set(cpus.get("vpp_workers") or cpus.get("vpp_main") or ())
+        cores = set(self.vpp_cores(name) or ())
         if not cores:
             return None
         machine = self.nodes if self.provision == "netns" else {name: self.nodes[name]}
