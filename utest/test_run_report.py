@@ -7,9 +7,11 @@ native; the bpftime test skipped).
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -108,17 +110,45 @@ def _listener_with_headline(text: str):
 
 
 def test_a_passing_test_message_is_its_headline():
-    result = SimpleNamespace(message="", passed=True)
+    result = SimpleNamespace(message="", passed=True, status="PASS", full_name="T.Pass")
     _listener_with_headline("throughput 14.2 Gbit/s (receiver, cv 3%)").end_test(None, result)
     assert result.message == "throughput 14.2 Gbit/s (receiver, cv 3%)"
 
 
 def test_a_failed_test_keeps_its_failure_first_and_the_figures_after():
     result = SimpleNamespace(message="criteria not met: rps 812 requests/s < required 1000",
-                             passed=False)
+                             passed=False, status="FAIL", full_name="T.Fail")
     _listener_with_headline("rps 812 req/s (cv 4%)").end_test(None, result)
     assert result.message == ("criteria not met: rps 812 requests/s < required 1000 | "
                               "measured: rps 812 req/s (cv 4%)")
+
+
+def test_the_run_ends_with_its_failed_tests_and_their_messages(monkeypatch):
+    console = io.StringIO()
+    monkeypatch.setattr(sys, "__stdout__", console)
+    listener = ResultsKeywords()
+    listener.end_test(None, SimpleNamespace(message="rps 14k", status="PASS",
+                                            full_name="Tests.Ssl Proxy.Kernel.ok"))
+    message = "criteria not met:\nrps 812 < 1000 " + "x" * 900
+    listener.end_test(None, SimpleNamespace(message=message, status="FAIL",
+                                            full_name="Tests.Ssl Proxy.Kernel.bad"))
+    listener.end_test(None, SimpleNamespace(message="", status="SKIP",
+                                            full_name="Tests.Ssl Proxy.Vpp.skipped"))
+    listener.close()
+    lines = console.getvalue().splitlines()
+    assert lines[0] == "Failed tests (1):"
+    assert lines[1].startswith("  Tests.Ssl Proxy.Kernel.bad: criteria not met: rps 812 < 1000 x")
+    assert lines[1].endswith("...") and len(lines[1]) < 700
+    assert len(lines) == 2
+
+
+def test_a_run_without_failures_prints_no_failure_list(monkeypatch):
+    console = io.StringIO()
+    monkeypatch.setattr(sys, "__stdout__", console)
+    listener = ResultsKeywords()
+    listener.end_test(None, SimpleNamespace(message="ok", status="PASS", full_name="T.ok"))
+    listener.close()
+    assert console.getvalue() == ""
 
 
 def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Path):

@@ -65,6 +65,15 @@ def _dry_run() -> bool:
     return bool(context is not None and context.dry_run)
 
 
+def failure_line(name: str, message: str, limit: int = 600) -> str:
+    """One line for the run's closing list of failures: the test's full name and its message
+    (first ``limit`` characters, newlines folded)."""
+    text = " ".join((message or "(no message)").split())
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return f"  {name}: {text}"
+
+
 def _project_revision() -> str:
     try:
         result = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
@@ -96,6 +105,7 @@ class ResultsKeywords:
         self._run_given = False
         self._store_dir: str | None = None
         self._criteria: tuple[Path, CriteriaFile] | None = None
+        self._failed: list[str] = []
 
     # -- listener ----------------------------------------------------------------------------
 
@@ -127,6 +137,8 @@ class ResultsKeywords:
         if self._headline and self._headline not in (result.message or ""):
             result.message = (f"{result.message} | measured: {self._headline}"
                               if result.message else self._headline)
+        if result.status == "FAIL":
+            self._failed.append(failure_line(result.full_name, result.message))
         if self._records_path is None or _dry_run():
             return
         log_file = self._variable("LOG FILE")
@@ -148,7 +160,10 @@ class ResultsKeywords:
         """Listener hook at the end of the run: write ``<run dir>/run-report.html`` and, for
         a run that chose its own run id, store the run in the history ``${OUTPUT DIR}/history``
         (``-v TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all). With ``-v RUN_ID`` the
-        caller (the nightly runner, after pabot's processes) stores the whole run itself."""
+        caller (the nightly runner, after pabot's processes) stores the whole run itself.
+        The failed tests and their messages are printed last, where a long run's console
+        (or a CI log that keeps only its tail) still shows them."""
+        self._print_failures()
         if self._records_path is None or not self._records_path.parent.is_dir():
             return
         self._store_run()
@@ -158,6 +173,12 @@ class ResultsKeywords:
             LOG.warning("run report not written: %s", error)
             return
         print(f"Run report: {path}", file=sys.__stdout__)
+
+    def _print_failures(self) -> None:
+        if not self._failed:
+            return
+        lines = [f"Failed tests ({len(self._failed)}):", *self._failed]
+        print("\n".join(lines), file=sys.__stdout__)
 
     def _store_run(self) -> None:
         if self._run_given or self._records_path is None or \
