@@ -124,5 +124,7 @@ def test_a_run_whose_record_does_not_fit_fails_that_test_and_reports_the_run(tmp
             "written (No space left on device)")
     assert lost in run.stdout
     assert (tiny_fs / "records.jsonl").read_bytes() == b""  # no partial line
+    closing = run.stdout.split("Failed tests (1):\n", 1)[1]  # the run's last words
+    assert closing.startswith("  Kernel.1s-kernel-tcp-term: ") and lost in closing
     page = (out / "run-report.html").read_text()
     assert "Tests without a record" in page and lost in page

@@ -19,6 +19,7 @@ import pytest
 
 from libraries.keywords.results import ResultsKeywords
 from libraries.report.run import load_tests, main, render_run_report
+from libraries.report.run_end import finish_run
 from utest.test_trend_browser import CHROMIUM, chromium, console_lines
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"
@@ -140,6 +141,19 @@ def test_the_run_ends_with_its_failed_tests_and_their_messages(monkeypatch):
     assert lines[1].startswith("  Tests.Ssl Proxy.Kernel.bad: criteria not met: rps 812 < 1000 x")
     assert lines[1].endswith("...") and len(lines[1]) < 700
     assert len(lines) == 2
+
+
+def test_a_run_is_stored_reported_and_its_failures_printed_last(run_dir: Path):
+    console = io.StringIO()
+    finish_run(run_dir, "", ["  T.bad: criteria not met"], console)
+    lines = console.getvalue().splitlines()
+    history = run_dir.parent / "history"
+    assert lines == [f"History: {history}", f"Run report: {run_dir / 'run-report.html'}",
+                     "Failed tests (1):", "  T.bad: criteria not met"]
+    assert any(history.rglob("*.parquet"))
+    console = io.StringIO()
+    finish_run(run_dir.parent / "missing", "NONE", [], console)
+    assert console.getvalue() == ""
 
 
 def test_a_run_without_failures_prints_no_failure_list(monkeypatch):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import logging
 import os
 import socket
 import subprocess
@@ -17,11 +16,10 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
-from libraries.history.ingest import ingest
-from libraries.history.store import Store
 from libraries.keywords import TESTBED_LIBRARY
 from libraries.keywords.ab import check_ab_verdict
-from libraries.report.run import RUN_REPORT, TESTS_FILE, write_run_report
+from libraries.report.run import RUN_REPORT, TESTS_FILE
+from libraries.report.run_end import failure_line, finish_run
 from libraries.results.adaptive import Judge
 from libraries.results.criteria import (
     DEFAULT_CRITERIA,
@@ -51,7 +49,6 @@ from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
-LOG = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
@@ -63,15 +60,6 @@ def _dry_run() -> bool:
     """True under ``robot --dryrun``: nothing is measured, so nothing is recorded."""
     context = EXECUTION_CONTEXTS.current
     return bool(context is not None and context.dry_run)
-
-
-def failure_line(name: str, message: str, limit: int = 600) -> str:
-    """One line for the run's closing list of failures: the test's full name and its message
-    (first ``limit`` characters, newlines folded)."""
-    text = " ".join((message or "(no message)").split())
-    if len(text) > limit:
-        text = text[:limit - 3] + "..."
-    return f"  {name}: {text}"
 
 
 def _project_revision() -> str:
@@ -161,42 +149,11 @@ class ResultsKeywords:
         a run that chose its own run id, store the run in the history ``${OUTPUT DIR}/history``
         (``-v TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all). With ``-v RUN_ID`` the
         caller (the nightly runner, after pabot's processes) stores the whole run itself.
-        The failed tests and their messages are printed last, where a long run's console
-        (or a CI log that keeps only its tail) still shows them."""
-        self._print_failures()
-        if self._records_path is None or not self._records_path.parent.is_dir():
-            return
-        self._store_run()
-        try:
-            path = write_run_report(self._records_path.parent)
-        except (OSError, ValueError, RecordError) as error:
-            LOG.warning("run report not written: %s", error)
-            return
-        print(f"Run report: {path}", file=sys.__stdout__)
-
-    def _print_failures(self) -> None:
-        if not self._failed:
-            return
-        lines = [f"Failed tests ({len(self._failed)}):", *self._failed]
-        print("\n".join(lines), file=sys.__stdout__)
-
-    def _store_run(self) -> None:
-        if self._run_given or self._records_path is None or \
-                not self._records_path.is_file():
-            return
-        target = str(self._store_dir or "")
-        if target.upper() == "NONE":
-            return
-        store = Store(Path(target) if target else self._records_path.parent.parent / "history")
-        try:
-            report = ingest([self._records_path.parent], store)
-        except (OSError, RecordError) as error:
-            LOG.warning("run not stored in the history: %s", error)
-            return
-        for error in report.errors:
-            LOG.warning("run not stored in the history: %s", error)
-        if report.stored:
-            print(f"History: {store.root}", file=sys.__stdout__)
+        The failed tests and their messages are printed last
+        (:func:`libraries.report.run_end.finish_run`)."""
+        run_dir = self._records_path.parent if self._records_path is not None else None
+        store_to = None if self._run_given else str(self._store_dir or "")
+        finish_run(run_dir, store_to, self._failed, sys.__stdout__)
 
     # -- helpers -----------------------------------------------------------------------------
 
