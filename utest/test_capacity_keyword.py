@@ -12,7 +12,6 @@ import pytest
 
 from libraries.capacity import generators, limits
 from libraries.capacity.confirm import (
-    FIRST_STEP,
     REPEATS,
     TRIES,
     confirm_capacity,
@@ -298,10 +297,10 @@ def test_a_knee_no_whole_confirmation_holds_is_no_figure_and_says_so(monkeypatch
     measurement = _measured(10_000, 20_000, None)
     search_paths_capacity(measurement, GENERATOR, PATHS, parse_capacity_settings(),
                           "100..1e6", lambda title, text: None)
-    # the knee, 0.9, then halving, down to the search's lowest rate (1000 by default)
+    # the knee, 0.9, then a quarter down each time, TRIES trials at most
     assert [a[2] for a in asked["confirmed"] if a[0] == "proxy"] == \
-        [9_000, 8_100, 4_050, 2_025, 1_012, 1_000]
-    refused = ("proxy path: no rate from 9000 down to 1000 requests/s kept p99<=10ms "
+        [9_000, 8_100, 6_075, 4_556, 3_417, 2_563, 1_922, 1_442]
+    refused = ("proxy path: no rate from 9000 down to 1442 requests/s kept p99<=10ms "
                "over a 30 s confirmation (at most 0.5% lost) (MLRsearch's knee: 9000)")
     assert measurement.unavailable["capacity"] == refused and refused in measurement.invalid
     assert "capacity" not in measurement.metrics and "capacity_ratio" not in measurement.metrics
@@ -431,7 +430,7 @@ def test_a_knee_far_above_what_holds_is_confirmed_down_in_few_trials():
 
     confirmation = confirm_capacity(measure, "direct", 20_980.0, GOAL, 30.0, 100.0)
     rates = [round(t.rate) for t in confirmation.trials]
-    assert rates[:4] == [20_980, round(20_980 * FIRST_STEP), 9_441, 4_720]  # then halving
+    assert rates[:4] == [20_980, 18_882, 14_162, 10_621]  # 0.9, then a quarter down
     assert len(rates) <= TRIES and confirmation.rate is not None
     assert confirmation.rate <= 8_000
     missed = min(t.rate for t in confirmation.trials if t.rate > 8_000)
@@ -454,14 +453,14 @@ def test_a_confirmation_short_by_the_generators_late_start_is_run_again():
     short = iter([True])
 
     def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
-        if rate > 9_000:
+        if rate > 14_000:
             return _long_trial(rate, seconds, late_share=0.6)
         return _long_trial(rate, seconds, unsent_s=0.98 if next(short, False) else 0.0)
 
     confirmation = confirm_capacity(measure, "proxy", 19_819.0, GOAL, 30.0, 100.0)
-    assert [round(t.rate) for t in confirmation.trials][:3] == [19_819, 17_837, 8_919]
-    assert confirmation.rate is not None and confirmation.rate >= 19_819 * FIRST_STEP / 2
-    assert [round(t.rate) for t in confirmation.retried] == [8_919]
+    assert [round(t.rate) for t in confirmation.trials][:3] == [19_819, 17_837, 13_378]
+    assert confirmation.rate is not None and confirmation.rate >= 13_378
+    assert [round(t.rate) for t in confirmation.retried] == [13_378]
     record = confirmation.as_record()["retried"][0]
     assert record["held"] is False and record["intended"] - record["sent"] > 8_000
 
