@@ -137,6 +137,46 @@ def test_a_first_half_that_may_hold_a_smaller_step_is_not_ruled_out():
     assert (0, 3, "inconclusive") in result.undecided
 
 
+def test_a_half_clear_of_a_regression_beyond_the_margin_needs_no_second_attempt():
+    """The two-step bisection on the VM (12 builds, first bad r03 and r08): r06-r09 measured
+    -32.3 % [-57.2, -8.7], which did not explain r06-r12's -19.2 % [-27.0, -11.0], so r09-r12
+    (copies of one build) was compared: +2.7 % [-1.5, +6.8] after 60 rounds, -0.3 % [-4.9,
+    +4.3] after 120, reported undecided: 14 of 32 minutes. An interval above minus the margin
+    excludes the regression looked for; only a progression could hide there."""
+    levels = [100.0] * 2 + [90.0] * 5 + [80.0] * 5
+
+    def compare_with(margin_pct: float | None):
+        base, calls = simulated(levels, margin=0.03, noise=0.02)
+
+        def compare(a: int, b: int, attempt: int) -> Outcome:
+            if (a, b) == (5, 8):
+                calls.append((a, b, attempt))
+                return Outcome(a, b, "regression", -32.3, -57.2, -8.7, rounds=10, minutes=0.9)
+            if (a, b) == (8, 11) and attempt == 1:
+                calls.append((a, b, attempt))
+                return Outcome(a, b, "inconclusive", 2.7, -1.5, 6.8, rounds=60, minutes=4.7)
+            return base(a, b, attempt)
+        return compare, calls
+
+    compare, calls = compare_with(3.0)
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert sorted((c.good, c.bad) for c in result.culprits) == [(1, 2), (6, 7)]
+    assert (8, 11, 1) in calls and (8, 11, 2) not in calls and result.undecided == []
+    compare, calls = compare_with(None)  # without the margin: a second attempt, as before
+    bisect(len(levels), compare)
+    assert (8, 11, 2) in calls
+
+
+def test_ends_clear_of_a_regression_beyond_the_margin_are_no_culprit():
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        return Outcome(a, b, "inconclusive", 0.5, -2.6, 4.0, rounds=60, minutes=4.6)
+
+    assert bisect(8, compare, margin_pct=3.0).exit_code == NO_CULPRIT
+    assert bisect(8, compare).exit_code == UNDECIDABLE  # without a margin, as before
+    slower = Outcome(0, 7, "inconclusive", -1.0, -3.5, 1.5, rounds=60, minutes=4.6)
+    assert bisect(8, lambda a, b, attempt: slower, margin_pct=3.0).exit_code == UNDECIDABLE
+
+
 def test_a_half_that_stays_undecided_is_reported_and_the_exit_says_so():
     levels = [100.0] * 4 + [94.0] * 4
     compare, _ = simulated(levels, failed={(0, 3)}, margin=0.01)

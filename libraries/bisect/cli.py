@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
           f"on {args.topology}; comparisons in {out}")
     try:
-        result = bisect(len(builds.sides), compare, available)
+        result = bisect(len(builds.sides), compare, available, args.margin)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return BAD_INPUT
@@ -123,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for a, b, why in result.undecided:
         print(f"undecided between {names[a]} and {names[b]}: {why}")
     if not result.culprits and not result.undecided and result.ends is not None:
-        print(f"no regression between {names[0]} and {names[-1]}: {result.ends.verdict}")
+        ends = result.ends
+        beyond = (f" {ends.change_pct:+.1f} % [{ends.low_pct:+.1f}, {ends.high_pct:+.1f}]: none "
+                  f"beyond the {args.margin:g} % margin" if ends.verdict == "inconclusive"
+                  and None not in (ends.change_pct, ends.low_pct, ends.high_pct) else "")
+        print(f"no regression between {names[0]} and {names[-1]}: {ends.verdict}{beyond}")
     print(f"{len(result.comparisons)} comparisons, {result.minutes:.1f} min: {json_path}, "
           f"{html_path}")
     return result.exit_code

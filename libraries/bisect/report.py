@@ -89,8 +89,11 @@ def _summary(doc: dict[str, Any]) -> str:
                      f"<code>{html.escape(u['to'])}</code>: {html.escape(u['why'])}</li>")
     if not lines:
         ends = doc["ends"] or {}
+        beyond = (f" [{_pct(ends.get('low_pct'))}, {_pct(ends.get('high_pct'))}]: none beyond "
+                  f"the {doc.get('margin_pct', '?')} % margin"
+                  if ends.get("verdict") == "inconclusive" else "")
         lines.append(f"<li>no regression between the ends: {html.escape(ends.get('verdict', '?'))}"
-                     f" {_pct(ends.get('change_pct'))}</li>")
+                     f" {_pct(ends.get('change_pct'))}{beyond}</li>")
     return "<ul>" + "".join(lines) + "</ul>"
 
 
