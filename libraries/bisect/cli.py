@@ -13,10 +13,11 @@ command can make it). Then the ends are compared; a regression between them is b
 (:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``. The result goes
 to ``bisect.json`` and ``bisect.html`` there, and to the exit code:
 
-    0 no regression between the ends (or only progressions)
+    0 no regression between the ends beyond --margin (or only progressions)
     3 a culprit found (the last good and first bad build, printed)
     2 bad input (nothing measured)
-    4 could not decide (an end or a half stayed inconclusive, or a comparison failed)
+    4 could not decide (an end or a half stayed inconclusive about a regression beyond
+      the margin, or a comparison failed)
 """
 
 from __future__ import annotations
