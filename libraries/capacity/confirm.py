@@ -100,8 +100,8 @@ class Confirmation:
                 "rate": self.rate, "held": self.rate is not None,
                 "semantics": self.semantics,
                 "rule": {"first_step": FIRST_STEP, "step": STEP,
-                         "then": "a quarter down until one holds, then "
-                         "between the highest held and the lowest missed",
+                         "then": f"x{STEP:g} until one holds, then between the highest "
+                         "held and the lowest missed",
                          "resolution": RESOLUTION, "tries": TRIES, "hold_share": HOLD},
                 "trials": [goal_record(t, self.goal, HOLD) for t in self.trials],
                 "retried": [goal_record(t, self.goal, HOLD) for t in self.retried]}
