@@ -17,6 +17,7 @@ PACKAGES=(
   ethtool                           # veth checksum offload for VPP dpdk_vdev interfaces
   openssl ca-certificates curl      # certificates, HTTPS checks
   bpftrace bpftool                  # eBPF tracing (sslsniff suite), sockmap evidence
+  linux-perf                        # the profiling trial (perf record -e cpu-clock -g)
   chromium                          # headless check of the trend dashboard
   python3 python3-venv python3-pip
 )
@@ -53,6 +54,20 @@ if [ "$("$TOOLS_BIN/vegeta" -version >/dev/null 2>&1 && grep -a -o -m 1 "tsenart
   echo "setup.sh: installing vegeta $VEGETA_VERSION into $TOOLS_BIN"
   mkdir -p "$TOOLS_BIN"
   GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi
+
+# inferno, which folds perf's stacks and draws the flame graphs of the profiling trial: not
+# packaged by Debian; built from crates.io at a pinned version into the same folder.
+INFERNO_VERSION=0.12.3
+INFERNO_ROOT=$(dirname "$TOOLS_BIN")
+if ! { [ -x "$TOOLS_BIN/inferno-flamegraph" ] && grep -q "^\"inferno $INFERNO_VERSION " "$INFERNO_ROOT/.crates.toml" 2>/dev/null; }; then
+  if ! command -v cargo >/dev/null; then
+    echo "setup.sh: cargo not found: it builds inferno $INFERNO_VERSION (install Rust 1.74 or newer)" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing inferno $INFERNO_VERSION into $TOOLS_BIN"
+  cargo install --quiet --locked --root "$INFERNO_ROOT" inferno --version "$INFERNO_VERSION" \
+    --no-default-features --features cli,multithreaded,nameattr
 fi
 
 PYTHON=${PYTHON:-python3}

@@ -8,8 +8,10 @@ can run the real wrk / iperf3 / nginx through the same runner code a suite uses.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +37,13 @@ class LocalProcess:
         return self.popen.pid
 
 
+@dataclass(frozen=True)
+class LocalUser:
+    """The login user of a :class:`LocalNode`."""
+
+    user: str
+
+
 @dataclass
 class LocalNode:
     """Runs commands locally through ``sh -c``; records every command it ran in ``history``."""
@@ -42,10 +51,29 @@ class LocalNode:
     workdir: str
     name: str = "local"
     history: list[str] = field(default_factory=list)
+    started: list[LocalProcess] = field(default_factory=list)
 
     @property
     def where(self) -> str:
         return f"{self.name} (localhost)"
+
+    @property
+    def target(self) -> LocalUser:
+        """Who runs the commands (``user``, as ``Node.target`` has it)."""
+        return LocalUser(getpass.getuser())
+
+    @property
+    def processes(self) -> tuple[LocalProcess, ...]:
+        """Processes started and still running (``Node.processes``)."""
+        return tuple(p for p in self.started if p.popen.poll() is None)
+
+    def which(self, binary: str) -> str | None:
+        """``binary``'s path on this machine, or None."""
+        return binary if "/" in binary else shutil.which(binary)
+
+    def is_running(self, process: LocalProcess) -> bool:
+        """True while the process has not exited."""
+        return process.popen.poll() is None
 
     def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
             check: bool = True, quiet: bool = False) -> CommandResult:
@@ -87,7 +115,9 @@ class LocalNode:
                 stdin=subprocess.DEVNULL, start_new_session=True,
                 env={**os.environ, **(env or {})},
             )
-        return LocalProcess(name, command, popen, log_path)
+        process = LocalProcess(name, command, popen, log_path)
+        self.started.append(process)
+        return process
 
     def stop(self, process: LocalProcess, grace: float = 5.0) -> str:
         """Stop the process group as ``Node.stop`` does: SIGTERM, up to ``grace`` s, then

@@ -61,6 +61,7 @@ TOOL_UNITS: dict[str, set[str]] = {
     "bpftime": set(),
     "versions": set(),
     "sysctl": set(),
+    "perf": set(),
     "nginx": {"render"},
     "wrk": {"cpu"},
     "iperf3": {"cpu"},

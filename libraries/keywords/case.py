@@ -27,8 +27,9 @@ from typing import Any
 from robot.api import SkipExecution, logger
 
 from libraries.ab.session import NothingToCompare, Use
-from libraries.keywords import current_judge, log_folded
+from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.ab import current_ab
+from libraries.keywords.profiling import current_profiling, profile_case
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.adaptive import Build, measure
@@ -72,6 +73,7 @@ def run_case(case: Case, telemetry: TrialTelemetry,
     """Measure ``case`` plainly or as an A/B test (see the module); ``after`` runs once after
     a plain run's trials (never in an A/B run, whose record compares only the trials)."""
     ab = current_ab()
+    profiling = current_profiling(ab is not None)
     if ab is not None:
         chosen = case.ab_variants or tuple(case.variants)
         try:
@@ -83,18 +85,31 @@ def run_case(case: Case, telemetry: TrialTelemetry,
         except NothingToCompare as error:
             raise SkipExecution(str(error)) from None
         _side_telemetry(measurement, case, telemetry)
+        if profiling is not None and measurement.ab:
+            profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
+                         *profiling)
         return measurement
     measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
                                    AllObservers(ConsoleProgress(), telemetry))
     telemetry.close(measurement)
     if after is not None:
         after(measurement)
+    if profiling is not None:
+        profile_case(measurement, case.name, _profiled(case), current_testbed(), None,
+                     *profiling)
     for variant, runs in results.items():
         for number, run in enumerate(runs, start=1):
             raw = getattr(run, "raw", None)
             if raw is not None:
                 log_folded(f"{variant} trial {number}: {case.output}", raw)
     return measurement
+
+
+def _profiled(case: Case) -> dict[str, Callable[[Trial], Any]]:
+    """The variants a profile follows: the ones the case compares (the SSL proxy's ``proxy``,
+    not the ``direct`` path that bypasses the DUT's proxy), all where it compares them all
+    (sslsniff's ``baseline`` and ``traced``)."""
+    return {v: case.variants[v] for v in case.ab_variants or tuple(case.variants)}
 
 
 def _side_telemetry(measurement: Measurement, case: Case, telemetry: TrialTelemetry) -> None:

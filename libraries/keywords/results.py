@@ -39,11 +39,13 @@ from libraries.results.records import (
     make_test_id,
 )
 from libraries.results.settings import (
+    ProfileSettings,
     ab_settings_from_variables,
     capacity_settings_from_variables,
     check_ab_plan,
     parse_settings,
     parse_switch,
+    profile_settings_from_variables,
 )
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
@@ -220,6 +222,10 @@ class ResultsKeywords:
             raise HostStackError(str(error)) from None
         return Judge(criteria, path.name, testbed.topology.name, settings)
 
+    def profiling(self) -> tuple[ProfileSettings, Path]:
+        """``-v PROFILE`` and ``PROFILE_SECONDS``, and the run folder profiles go into."""
+        return profile_settings_from_variables(self._variable), self._records_file().parent
+
     def _test_id_now(self, test_name: str) -> str:
         """The running test's record id (topology from the testbed, when one is up)."""
         try:
@@ -250,6 +256,7 @@ class ResultsKeywords:
             topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
             settings = self._settings(topology)
             parse_switch("EXTENDED", self._variable("EXTENDED", False))
+            profile_settings_from_variables(self._variable)
             if self._variable("AB", ""):  # an A/B run: settings that can decide, or none
                 check_ab_plan(ab_settings_from_variables(self._variable), settings.plan)
         except ValueError as error:

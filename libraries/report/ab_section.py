@@ -10,6 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from libraries.report.profile_section import profile_section
 from libraries.results.headline import figure as figure_text
 
 VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
@@ -111,4 +112,5 @@ def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
             "</p>" + "".join(blocks)
             + "<table><tr><th>test</th><th>metric</th><th>baseline (a)</th><th>candidate (b)"
               "</th><th>change [interval]</th><th>verdict</th><th>rounds</th><th>switches</th>"
-              "<th>message</th><th></th></tr>" + rows + "</table></section>")
+              "<th>message</th><th></th></tr>" + rows + "</table>"
+            + "".join(profile_section(r) for r in records) + "</section>")

@@ -4,7 +4,8 @@ Per case (tcp_term, ssl_proxy, ebpf_stream, sslsniff): the variants side by side
 median) with every trial as a point and the median labelled, one chart per rate unit
 (requests/s, Gbit/s, ...); then a table per test: stack, figures, ratios, verdict with its
 criteria, and a link into Robot's log.html at that test; then, folded, each test's CPU
-telemetry per variant and node (per-core table like mpstat, per-process CPU) where recorded.
+telemetry per variant and node (per-core table like mpstat, per-process CPU) where recorded,
+and the CPU profiles (flame graphs, their differential) where the test took them.
 Tests that recorded nothing (skipped, failed before measuring) are listed with Robot's status
 and message. The results listener writes the page at the end of every run; for any run
 directory::
@@ -34,6 +35,7 @@ from plotly.offline import get_plotlyjs
 from libraries.history.load import TESTS_FILE
 from libraries.report.ab_section import ab_section
 from libraries.report.latency_curves import capacity_chart
+from libraries.report.profile_section import profile_section
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
 from libraries.results.telemetry import format_cpu_table, shared_kernels
@@ -50,6 +52,7 @@ def is_rate(unit: str) -> bool:
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1em 2em; color: #222; }
+object.flame { width: 100%; min-height: 420px; border: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 13px; margin: 0.5em 0 1em 0; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #eee; }
@@ -228,7 +231,8 @@ def _case_section(case: str, records: list[dict[str, Any]],
             + "<table><tr><th>test</th><th>stack</th><th>status</th><th>metrics (median of "
               "trials [its interval] confidence)</th><th>criteria</th><th>message</th>"
               "<th></th></tr>"
-            + "".join(rows) + "</table>" + "".join(_telemetry(r) for r in records)
+            + "".join(rows) + "</table>"
+            + "".join(_telemetry(r) + profile_section(r) for r in records)
             + "</section>")
 
 

@@ -3,6 +3,7 @@ is a ``ValueError`` naming the variable, the value and what was expected. Trials
 ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
 ``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`); A/B
 runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``;
+profiling trials: ``PROFILE``, ``PROFILE_SECONDS`` (:class:`ProfileSettings`);
 capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
 reads values it is handed (``lookup(name, default)`` for Robot's variables), never a node, a
 file or Robot itself.
@@ -150,6 +151,36 @@ def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
                       max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
                       alpha=values["ALPHA"],
                       inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower())
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """``-v PROFILE``: ``auto`` (default: a profiling trial per side in A/B runs, none in
+    plain runs), ``on`` (every measuring test) or ``off``; ``-v PROFILE_SECONDS`` (5): how long
+    perf samples, under the test's own load, after the measured trials."""
+
+    mode: str = "auto"
+    seconds: int = 5
+
+    def wanted(self, ab: bool) -> bool:
+        """Whether a test (an A/B test when ``ab``) gets a profiling trial."""
+        return self.mode == "on" or (self.mode == "auto" and ab)
+
+
+def profile_settings_from_variables(lookup: Lookup) -> ProfileSettings:
+    """:class:`ProfileSettings` from ``-v PROFILE`` and ``-v PROFILE_SECONDS`` (``ValueError``
+    naming the variable)."""
+    given = lookup("PROFILE", "auto")
+    if str(given).strip().lower() == "auto":
+        mode = "auto"
+    else:
+        try:
+            mode = "on" if parse_switch("PROFILE", given) else "off"
+        except ValueError:
+            raise ValueError(f"-v PROFILE:{given}: expected auto (A/B runs only), on or off, "
+                             f"got {given!r}") from None
+    seconds = whole("PROFILE_SECONDS", lookup("PROFILE_SECONDS", 5), 1, "seconds")
+    return ProfileSettings(mode, seconds)
 
 
 # -- capacity searches ------------------------------------------------------------------------

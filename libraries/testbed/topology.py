@@ -70,7 +70,7 @@ VppDriver = Literal["af_packet", "dpdk", "dpdk_vdev"]
 KERNEL_NETDEV_DRIVERS = ("af_packet", "dpdk_vdev")
 KNOWN_TOOLS = (
     "nginx", "nginx_ebpf", "iperf3", "wrk", "wrk2", "sslsniff", "bpftrace", "bpftime",
-    "bpftool", "openssl", "taskset", "bpftime_sslsniff", "vegeta", "oha",
+    "bpftool", "openssl", "taskset", "bpftime_sslsniff", "vegeta", "oha", "perf",
 )
 
 

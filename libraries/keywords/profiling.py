@@ -1,0 +1,224 @@
+"""The profiling trial: where the system under test spent its CPU, after the measured trials so
+it never counts (FD.io CSIT's habit with its telemetry: a separate trial after the figure).
+
+For each profiled variant (a plain run with ``-v PROFILE:on``: the variants a comparison
+measures, e.g. the SSL proxy's ``proxy``, sslsniff's ``baseline`` and ``traced``) or each
+A/B side (``-v PROFILE:auto``, the default, profiles A/B runs only), one more trial of that
+variant runs under the same load while ``perf record -e cpu-clock -g`` samples every process
+the test started on the DUT (nginx master and workers, the iperf3 server, VPP's threads, the
+traced nginx) for ``PROFILE_SECONDS``. The stacks are folded and drawn (inferno) into
+``<run dir>/profiles/<test>/``; the record's ``evidence.profile`` points at the files and
+holds each profile's CPU per process, the objects whose frames had no symbols (a stripped
+binary), and for two profiles (sides a and b, or a plain run's two variants) a differential
+flame graph and the functions whose share of CPU changed most. An A/B regression's message
+names the function that grew most.
+
+A profile that cannot be made (perf missing or not permitted, a perf that does not stop, a
+trial failing under the profiler) is a warning with the reason and no profile: never a failed
+measurement.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from robot.api import logger
+from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.keywords import RESULTS_LIBRARY
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.profile import (
+    Folded,
+    ProfileError,
+    function_changes,
+    grown,
+    parse_folded,
+    unresolved_objects,
+)
+from libraries.results.settings import ProfileSettings
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.provision import Testbed
+from libraries.tools.perf import (
+    EVENT,
+    FREQUENCY,
+    diff_graph,
+    finish_recording,
+    flame_graph,
+    fold,
+    remove,
+    script,
+    start_recording,
+)
+
+if TYPE_CHECKING:
+    from libraries.ab.session import AbSession
+
+DELAY = 1.0
+"""Seconds of load before perf starts sampling (the connections are up)."""
+PMU_NOTE = ("perf samples the software clock (cpu-clock): time on CPU, no cycles or "
+            "instructions (a VM without a hardware PMU has none)")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One profile to take: its ``label`` (a variant, or side ``a``/``b``), the ``variant``
+    whose trial loads the system, and what to do first (``prepare``: switch an A/B side)."""
+
+    label: str
+    variant: str
+    trial: Callable[[Trial], Any]
+    prepare: Callable[[], Any] | None = None
+    title: str = ""
+
+
+def current_profiling(ab: bool) -> tuple[ProfileSettings, Path] | None:
+    """The profiling settings and run folder when this test gets a profiling trial (the suite
+    imports the results library and ``-v PROFILE`` asks for it), else None."""
+    try:
+        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
+    except RuntimeError:
+        return None
+    settings, folder = library.profiling()
+    return (settings, folder) if settings.wanted(ab) else None
+
+
+def slug(text: str) -> str:
+    """``text`` as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "test"
+
+
+class Profiler:
+    """Profiles the DUT's processes of one test under one target's load at a time."""
+
+    def __init__(self, testbed: Testbed, folder: Path, seconds: int, test: str):
+        name = testbed.topology.node_with_role("dut")
+        self.node = testbed.nodes[name]
+        self.perf = testbed.topology.nodes[name].tools.get("perf", "perf")
+        self.seconds = seconds
+        self.run_folder = folder
+        self.folder = folder / "profiles" / slug(test)
+
+    def _pids(self) -> list[int]:
+        groups = sorted({process.pid for process in self.node.processes})
+        if not groups:
+            raise HostStackError(f"{self.node.where}: the test started no process here to "
+                                 "profile")
+        listed = self.node.run(f"pgrep -g {','.join(map(str, groups))}", timeout=10,
+                               check=False, quiet=True).stdout.split()
+        return sorted({int(pid) for pid in listed if pid.isdigit()}) or groups
+
+    def profile(self, target: Target) -> tuple[Folded, dict[str, Any], Path]:
+        """Run ``target``'s trial under perf; its folded stacks, its record entry and the
+        folded file."""
+        perf = self.node.which(self.perf)
+        if perf is None or self.node.run(f"test -x {shlex.quote(perf)}", timeout=10,
+                                         check=False, quiet=True).exit_code != 0:
+            raise HostStackError(f"perf not found on {self.node.where} ({self.perf!r}: "
+                                 "Debian's linux-perf, which setup.sh installs)")
+        if target.prepare is not None:
+            target.prepare()
+        pids = self._pids()
+        recording = start_recording(self.node, perf, pids, self.seconds, DELAY)
+        try:
+            logger.info(f"profiling {target.label}: perf record on {self.node.name} of pids "
+                        f"{pids} for {self.seconds} s under a trial of {target.variant}")
+            try:
+                target.trial(Trial(target.variant, self.seconds + 2 * int(DELAY), 0))
+            finally:
+                said = finish_recording(recording)
+            text = script(recording, perf, said)
+        finally:
+            remove(recording)
+        where = f"perf on {self.node.name} ({target.label})"
+        try:
+            folded = parse_folded(fold(text, where), f"folded {where}")
+        except ProfileError as error:
+            raise HostStackError(str(error)) from None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{slug(target.label)}.folded"
+        path.write_text(folded.text())
+        processes: Counter[str] = Counter()
+        for stack, weight in folded.stacks.items():
+            processes[stack.split(";", 1)[0]] += weight
+        svg = flame_graph(folded.text(), target.title or target.label,
+                          f"{self.node.name}: {', '.join(processes)}, {self.seconds} s "
+                          f"of {EVENT} at {FREQUENCY} Hz", path.with_suffix(".svg"))
+        entry = {"variant": target.variant, "node": self.node.name, "pids": pids,
+                 "seconds": self.seconds, "cpu_ms": round(folded.total / 1e6, 1),
+                 "processes_ms": {name: round(weight / 1e6, 1)
+                                  for name, weight in processes.most_common()},
+                 "unresolved": unresolved_objects(folded),
+                 "folded": str(path.relative_to(self.run_folder)),
+                 "svg": str(svg.relative_to(self.run_folder))}
+        return folded, entry, path
+
+
+def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Target],
+                    settings: ProfileSettings, folder: Path, test: str) -> None:
+    """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
+    ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
+    A profile that cannot be made is a warning."""
+    profiler = Profiler(testbed, folder, settings.seconds, test)
+    block: dict[str, Any] = {"event": EVENT, "frequency_hz": FREQUENCY, "note": PMU_NOTE,
+                             "profiles": {}}
+    measurement.evidence["profile"] = block
+    folded: dict[str, Folded] = {}
+    files: dict[str, Path] = {}
+    for target in targets:
+        try:
+            folded[target.label], block["profiles"][target.label], files[target.label] = \
+                profiler.profile(target)
+        except HostStackError as error:
+            block.setdefault("unavailable", {})[target.label] = str(error)
+            logger.warn(f"no profile of {target.label}: {error}")
+            return
+    logger.info(f"profiles of {', '.join(folded)} in {profiler.folder}")
+    if len(folded) != 2:
+        return
+    (first, a), (second, b) = folded.items()
+    changes = function_changes(a, b)
+    entry: dict[str, Any] = {"from": first, "to": second,
+                             "changes": [change.as_record() for change in changes]}
+    try:
+        entry["svg"] = str(diff_graph(
+            files[first], files[second],
+            f"{first} -> {second}: red where {second} spends a larger share",
+            f"{profiler.node.name}, widths of {second}",
+            profiler.folder / f"diff-{slug(first)}-{slug(second)}.svg"
+        ).relative_to(folder))
+    except HostStackError as error:
+        logger.warn(f"no differential flame graph: {error}")
+    block["diff"] = entry
+    top = grown(changes)
+    if top is not None and (measurement.ab or {}).get("verdict") == "regression" \
+            and measurement.notes:
+        measurement.notes[-1] += (f"; profile: side b spends a larger share of the DUT's CPU "
+                                  f"in {top.text()}")
+
+
+def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Callable[[Trial],
+                 Any]], testbed: Testbed, session: AbSession | None,
+                 settings: ProfileSettings, folder: Path) -> None:
+    """The profiling trials of test case ``name``: in a plain run each of ``variants`` (the
+    ones it compares); in an A/B test the last of them on side a, then on side b (side a is
+    active again afterwards)."""
+    test = str(BuiltIn().get_variable_value("${TEST NAME}", name))
+    if session is None:
+        profile_targets(measurement, testbed,
+                        [Target(v, v, trial, title=f"{name} {v}")
+                         for v, trial in variants.items()], settings, folder, test)
+        return
+    variant, trial = list(variants.items())[-1]
+    targets = [Target(side, variant, trial, prepare=lambda side=side: session.switch(side),
+                      title=f"{name} {variant}, side {side} ({session.sides[side].name})")
+               for side in ("a", "b")]
+    try:
+        profile_targets(measurement, testbed, targets, settings, folder, test)
+    finally:
+        session.switch("a")

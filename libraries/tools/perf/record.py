@@ -1,0 +1,113 @@
+"""``perf record`` of running processes on a node, in the background while a trial runs.
+
+The event is the kernel's software clock (``-e cpu-clock``): it works on a VM without a
+hardware PMU (these VMs have none: ``cycles`` is not available), samples every ``1/frequency``
+s of CPU a process uses, with call graphs (``-g``, frame pointers; kernel frames always, user
+frames where the binary keeps frame pointers). ``perf record -p`` follows every thread of the
+processes it is given (nginx workers, VPP's main and worker threads), not children started
+later. The samples are turned into text on the node (``perf script``, which resolves the
+symbols where the binaries are), then the data file is removed.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from libraries.testbed.errors import CommandError, HostStackError, ParseError
+from libraries.testbed.node import Node, Process
+
+EVENT = "cpu-clock"
+FREQUENCY = 499
+"""Samples per second of CPU: prime, so the sampling does not beat with a periodic timer."""
+SCRIPT_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A ``perf record`` started on ``node`` into ``path`` for ``seconds``, after ``delay``."""
+
+    node: Node
+    process: Process
+    path: str
+    pids: tuple[int, ...]
+    seconds: float
+    delay: float
+    started: float = field(default_factory=time.monotonic)
+
+
+def record_command(perf: str, pids: Sequence[int], seconds: float, path: str,
+                   delay: float, frequency: int = FREQUENCY) -> str:
+    """The command line: wait ``delay`` s (the load is up), then record ``pids`` for
+    ``seconds``."""
+    listed = ",".join(str(int(pid)) for pid in sorted(set(pids)))
+    inner = (f"sleep {delay:g}; exec {shlex.quote(perf)} record -q -e {EVENT} -F {frequency} "
+             f"-g -p {listed} -o {shlex.quote(path)} -- sleep {seconds:g}")
+    return f"sh -c {shlex.quote(inner)}"
+
+
+def start_recording(node: Node, perf: str, pids: Sequence[int], seconds: float,
+                    delay: float = 1.0) -> Recording:
+    """Start ``perf record`` of ``pids`` on ``node`` (as root: through sudo where the login
+    user is not root) and return at once."""
+    if not pids:
+        raise HostStackError(f"{node.where}: no process to profile")
+    path = f"{node.workdir}/perf-{int(time.time() * 1000)}.data"
+    process = node.start(record_command(perf, pids, seconds, path, delay), "perf-record",
+                         sudo=_sudo(node))
+    return Recording(node, process, path, tuple(pids), seconds, delay)
+
+
+def finish_recording(recording: Recording, grace: float = 15.0) -> str:
+    """Wait for the recording to end (its ``delay + seconds``, then up to ``grace`` s more);
+    one still running then is killed, named in the error. Returns perf's own output."""
+    node, process = recording.node, recording.process
+    deadline = recording.started + recording.delay + recording.seconds + grace
+    while node.is_running(process):
+        if time.monotonic() > deadline:
+            node.stop(process, grace=2.0)
+            remove(recording)
+            raise HostStackError(
+                f"{node.where}: perf record (pid {process.pid}) of pids "
+                f"{','.join(map(str, recording.pids))} still ran {grace:g} s after its "
+                f"{recording.seconds:g} s: killed, no profile")
+        time.sleep(0.2)
+    return node.stop(process)
+
+
+def script(recording: Recording, perf: str, record_log: str = "") -> str:
+    """The recorded samples as ``perf script`` text (symbols resolved on the node); the data
+    file is removed whatever happens. ``record_log``: what ``perf record`` printed (its
+    reason when it recorded nothing), quoted in the error."""
+    node = recording.node
+    quoted = shlex.quote(recording.path)
+    try:
+        result = node.run(f"{shlex.quote(perf)} script -i {quoted}", timeout=SCRIPT_TIMEOUT,
+                          sudo=_sudo(node), quiet=True)
+    except CommandError as error:
+        lines = (error.stderr.strip() or error.stdout.strip()).splitlines()
+        said = " ".join(record_log.split())[-300:]
+        raise HostStackError(f"{node.where}: perf script -i {recording.path} exited "
+                             f"{error.exit_code}: {lines[-1] if lines else '(no output)'}"
+                             + (f"; perf record said: {said}" if said else "")) from None
+    finally:
+        remove(recording)
+    if not result.stdout.strip():
+        raise ParseError("perf script", f"no samples of pids "
+                         f"{','.join(map(str, recording.pids))} on {node.name} (were they on "
+                         "CPU?)", result.stdout)
+    return result.stdout
+
+
+def remove(recording: Recording) -> None:
+    """Remove the data file (and perf's ``.old`` copy); quiet when it is gone already."""
+    quoted = shlex.quote(recording.path)
+    recording.node.run(f"rm -f {quoted} {quoted}.old", timeout=15,
+                       sudo=_sudo(recording.node), check=False, quiet=True)
+
+
+def _sudo(node: Node) -> bool:
+    """perf runs as root: through sudo where the node's login user is not root."""
+    return node.target.user != "root"
