@@ -10,7 +10,8 @@ minutes a test takes.
     python -m benchmarks.ab_bench rates --aa aa-ssl.jsonl      # or --sd 0.029 (simulated)
 
 Each run is one A/B test under ``robot -v AB:<file>`` with the suite's defaults (looks every 10
-rounds up to 60, margin 1 %, budget 600 s), the comparison file written here:
+rounds up to 60, margin 1 %, budget 600 s) and no profiling trial (``-v PROFILE:off``: the
+minutes are the verdict's), the comparison file written here:
 
 * ``aa``: side b is the same binary reached by another path (a symlink to the topology's nginx
   or iperf3 on the DUT): every switch restarts it, as a real comparison would, and nothing
@@ -103,7 +104,8 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool) -> None:
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "robot", "-d", str(run_dir), "-v",
                         f"RUN_ID:ab{index}", "-v", f"AB:{path}", "-v",
-                        f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", *extra,
+                        f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", "-v",
+                        "PROFILE:off", *extra,
                         "--console", "none", "--log", "NONE", "--report", "NONE",
                         "-t", test, suite], cwd=REPO, timeout=3600, check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -17,7 +17,8 @@ import pytest
 from robot.api import ExecutionResult
 
 REPO = Path(__file__).resolve().parent.parent
-SHORT = ["-v", "AB_LOOK:6", "-v", "AB_MAX_ROUNDS:6", "-v", "DURATION:1", "-v", "WARMUP:1"]
+SHORT = ["-v", "AB_LOOK:6", "-v", "AB_MAX_ROUNDS:6", "-v", "DURATION:1", "-v", "WARMUP:1",
+         "-v", "PROFILE_SECONDS:2"]
 
 pytestmark = [
     pytest.mark.e2e,
@@ -85,6 +86,15 @@ def test_a_crippled_receive_buffer_is_a_regression_and_the_sysctl_comes_back(tmp
         "net.ipv4.tcp_rmem=4096 4096 4096", original[-200:]
     page = (out / "run-report.html").read_text()
     assert "<h2>A/B</h2>" in page and "default per round" in page
+    # a profiling trial per side after the rounds (-v PROFILE:auto): the iperf3 server's CPU
+    profile = record["evidence"]["profile"]
+    assert "unavailable" not in profile, profile
+    for side in "ab":
+        entry = profile["profiles"][side]
+        assert entry["processes_ms"]["iperf3"] > 100, entry  # 2 s of a busy server
+        assert (out / entry["svg"]).read_text().startswith("<?xml"), entry
+    assert (out / profile["diff"]["svg"]).is_file() and profile["diff"]["changes"]
+    assert f'data="{profile["diff"]["svg"]}"' in page
 
 
 def test_an_nginx_knob_restarts_only_the_proxy_and_an_aa_check_is_no_finding(tmp_path: Path):
@@ -105,6 +115,13 @@ def test_an_nginx_knob_restarts_only_the_proxy_and_an_aa_check_is_no_finding(tmp
     assert record["ab"]["switch"]["median_s"] < 2.0
     log = (out / "output.xml").read_text()
     assert "(nginx-proxy restarted)" in log and "nginx-server restarted" not in log
+    # the proxy's profile: Debian's nginx is stripped (named), OpenSSL and the kernel resolve
+    proxy = record["evidence"]["profile"]["profiles"]["b"]
+    assert proxy["processes_ms"]["nginx"] > 100, proxy
+    assert proxy["unresolved"]["nginx"] > 0, proxy
+    functions = (out / proxy["folded"]).read_text()
+    assert "_[k]" in functions and ("SSL_" in functions or "ossl_" in functions), \
+        functions[:2000]
 
 
 def test_a_comparison_the_test_does_not_use_is_skipped_with_the_reason(tmp_path: Path):

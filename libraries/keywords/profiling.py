@@ -164,10 +164,15 @@ def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Ta
     """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
     ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
     A profile that cannot be made is a warning."""
-    profiler = Profiler(testbed, folder, settings.seconds, test)
     block: dict[str, Any] = {"event": EVENT, "frequency_hz": FREQUENCY, "note": PMU_NOTE,
                              "profiles": {}}
     measurement.evidence["profile"] = block
+    try:
+        profiler = Profiler(testbed, folder, settings.seconds, test)
+    except HostStackError as error:
+        block["unavailable"] = {target.label: str(error) for target in targets}
+        logger.warn(f"no profile: {error}")
+        return
     folded: dict[str, Folded] = {}
     files: dict[str, Path] = {}
     for target in targets:
