@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -163,10 +164,21 @@ def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Ta
                     settings: ProfileSettings, folder: Path, test: str) -> None:
     """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
     ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
-    A profile that cannot be made is a warning."""
+    A profile that cannot be made is a warning. ``seconds_spent``: what the profiling took
+    (trials, switches, perf script, folding, drawing)."""
     block: dict[str, Any] = {"event": EVENT, "frequency_hz": FREQUENCY, "note": PMU_NOTE,
                              "profiles": {}}
     measurement.evidence["profile"] = block
+    started = time.monotonic()
+    try:
+        _profile_into(block, measurement, testbed, targets, settings, folder, test)
+    finally:
+        block["seconds_spent"] = round(time.monotonic() - started, 2)
+
+
+def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Testbed,
+                  targets: list[Target], settings: ProfileSettings, folder: Path,
+                  test: str) -> None:
     try:
         profiler = Profiler(testbed, folder, settings.seconds, test)
     except HostStackError as error:

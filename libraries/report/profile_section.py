@@ -32,7 +32,9 @@ def profile_section(record: dict[str, Any]) -> str:
     if not block:
         return ""
     title = f"CPU profile of {html.escape(record['name'])}"
-    parts = [f'<p class="note">{html.escape(block.get("note", ""))}</p>']
+    spent = block.get("seconds_spent")
+    took = f" The profiling took {spent:.0f} s after the measured trials." if spent else ""
+    parts = [f'<p class="note">{html.escape(block.get("note", ""))}.{took}</p>']
     for label, why in block.get("unavailable", {}).items():
         parts.append(f"<p>No profile of {html.escape(label)}: {html.escape(why)}</p>")
     for label, entry in block.get("profiles", {}).items():
