@@ -328,12 +328,15 @@ build_timeout: 1
 # -- one comparison's record ------------------------------------------------------------------
 
 
-def _record(folder: Path, name: str, metrics: dict, rounds: int = 20, invalid=None) -> None:
+def _record(folder: Path, name: str, metrics: dict, rounds: int = 20, invalid=None,
+            profile=None) -> None:
     run = folder / "20261126-010000-abcd"
     run.mkdir(parents=True)
     record = json.loads((Path(__file__).parent / "fixtures" / "records" /
                          "ab_record.json").read_text())
     record.update(name=name)
+    if profile:
+        record.setdefault("evidence", {})["profile"] = profile
     record["ab"]["metrics"] = metrics
     record["ab"]["rounds"]["run"] = rounds
     if invalid:
@@ -354,8 +357,23 @@ def test_the_followed_metrics_verdict_is_read_from_the_record(tmp_path):
     other = read_outcome(tmp_path, "1kb-10c-kernel-ssl-proxy", "proxy_direct_ratio", 2, 3, 1,
                          2.5, 0)
     assert other.verdict == "no change"
+    assert outcome.detail == f"rps (see {tmp_path})"  # no profile, nothing said of one
     missing = read_outcome(tmp_path, "1kb-10c-kernel-ssl-proxy", "latency", 2, 3, 1, 2.5, 0)
     assert missing.verdict == "failed" and "metric 'latency' not compared" in missing.detail
+
+
+def test_a_comparison_with_profiles_says_where_b_spends_more(tmp_path):
+    entry = {"direction": "higher_is_better", "ratios": [0.91, 0.92], "change": 0.91,
+             "change_pct": -9.0, "low": 0.88, "high": 0.94, "level": 0.95,
+             "verdict": "regression", "method": "Hodges-Lehmann"}
+    changes = [{"function": "ngx_http_parse_request_line", "a_pct": 0.0, "b_pct": 3.1,
+                "points": 3.1},
+               {"function": "aesni_gcm_encrypt", "a_pct": 20.0, "b_pct": 12.5, "points": -7.5},
+               {"function": "ngx_palloc", "a_pct": 0.5, "b_pct": 5.3, "points": 4.8}]
+    _record(tmp_path, "t", {"rps": entry}, profile={"diff": {"changes": changes}})
+    outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 0)
+    assert outcome.detail == ("rps; profile: b spends a larger share of the DUT's CPU in "
+                              f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")
 
 
 def test_a_run_without_a_record_fails_the_comparison_with_the_tests_message(tmp_path):

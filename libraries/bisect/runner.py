@@ -174,7 +174,19 @@ def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, at
     return Outcome(verdict=entry["verdict"], change_pct=entry.get("change_pct"),
                    low_pct=pct(entry.get("low")), high_pct=pct(entry.get("high")),
                    rounds=int((block.get("rounds") or {}).get("run") or 0),
-                   detail=f"{chosen} (see {folder})", **base)
+                   detail=f"{chosen}{_profile_hint(record or {})} (see {folder})", **base)
+
+
+def _profile_hint(record: dict[str, Any]) -> str:
+    """Where the comparison's profiles say b spends more (the function whose share of the
+    DUT's CPU grew most), or nothing when it took none."""
+    diff = ((record.get("evidence") or {}).get("profile") or {}).get("diff") or {}
+    growing = [c for c in diff.get("changes", []) if c.get("points", 0) > 0]
+    if not growing:
+        return ""
+    top = max(growing, key=lambda change: change["points"])
+    return (f"; profile: b spends a larger share of the DUT's CPU in {top['function']} "
+            f"({top['a_pct']:.1f} % -> {top['b_pct']:.1f} %)")
 
 
 def _message(folder: Path, test: str) -> str:
