@@ -106,8 +106,9 @@ def test_bad_profile_settings_name_the_variable(values: dict[str, str], expected
 
 def test_perf_samples_the_software_clock_of_the_given_processes_after_the_delay() -> None:
     command = record_command("/usr/bin/perf", [42, 7, 42], 5, "/tmp/w d/p.data", 1.0)
-    assert command == ("sh -c 'sleep 1; exec /usr/bin/perf record -q -e cpu-clock -F 499 -g "
-                       "-p 7,42 -o '\"'\"'/tmp/w d/p.data'\"'\"' -- sleep 5'")
+    assert command == ("sh -c 'sleep 1; exec /usr/bin/perf record -q -e cpu-clock -F 499 "
+                       "--call-graph dwarf,16384 -p 7,42 -o '\"'\"'/tmp/w d/p.data'\"'\"' "
+                       "-- sleep 5'")
 
 
 def test_the_report_shows_each_graph_the_differential_and_the_changes() -> None:

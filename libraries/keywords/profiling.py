@@ -4,14 +4,14 @@ it never counts (FD.io CSIT's habit with its telemetry: a separate trial after t
 For each profiled variant (a plain run with ``-v PROFILE:on``: the variants a comparison
 measures, e.g. the SSL proxy's ``proxy``, sslsniff's ``baseline`` and ``traced``) or each
 A/B side (``-v PROFILE:auto``, the default, profiles A/B runs only), one more trial of that
-variant runs under the same load while ``perf record -e cpu-clock -g`` samples every process
-the test started on the DUT (nginx master and workers, the iperf3 server, VPP's threads, the
-traced nginx) for ``PROFILE_SECONDS``. The stacks are folded and drawn (inferno) into
-``<run dir>/profiles/<test>/``; the record's ``evidence.profile`` points at the files and
-holds each profile's CPU per process, the objects whose frames had no symbols (a stripped
-binary), and for two profiles (sides a and b, or a plain run's two variants) a differential
-flame graph and the functions whose share of CPU changed most. An A/B regression's message
-names the function that grew most.
+variant runs under the same load while ``perf record -e cpu-clock --call-graph dwarf``
+samples every process the test started on the DUT (nginx master and workers, the iperf3
+server, VPP's threads, the traced nginx) for ``PROFILE_SECONDS``. The stacks are folded and
+drawn (inferno) into ``<run dir>/profiles/<test>/``; the record's ``evidence.profile``
+points at the files and holds each profile's CPU per process, the objects whose frames had
+no symbols (a stripped binary), and for two profiles (sides a and b, or a plain run's two
+variants) a differential flame graph and the functions whose share of CPU changed most. An
+A/B regression's message names the function that grew most.
 
 A profile that cannot be made (perf missing or not permitted, a perf that does not stop, a
 trial failing under the profiler) is a warning with the reason and no profile: never a failed

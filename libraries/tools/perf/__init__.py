@@ -1,10 +1,10 @@
 """perf and inferno: CPU profiles of the processes a test started, as a flame graph.
 
-Owns ``perf record -e cpu-clock -g`` of running processes on a node, in the background
-while a trial loads them, and ``perf script`` of the samples there, where the binaries are
-(``record``); and, on this machine, inferno's folding of that text into stacks and its
-flame graphs, plain and differential (``flame``). The folded text is handed back as text:
-what it says is :mod:`libraries.results.profile`'s.
+Owns ``perf record -e cpu-clock --call-graph dwarf`` of running processes on a node, in the
+background while a trial loads them, and ``perf script`` of the samples there, where the
+binaries are (``record``); and, on this machine, inferno's folding of that text into stacks
+and its flame graphs, plain and differential (``flame``). The folded text is handed back as
+text: what it says is :mod:`libraries.results.profile`'s.
 
 Other tool families use only the names below (``from libraries.tools.perf import ...``).
 """
