@@ -83,6 +83,18 @@ def test_changes_are_shares_of_each_side_largest_first() -> None:
     assert grown(function_changes(b, b)) is None  # nothing grew
 
 
+def test_inclusive_changes_count_a_function_with_what_it_called() -> None:
+    a, b = parse_folded(FOLDED_A, "a"), parse_folded(FOLDED_B, "b")
+    # SSL_write and below: a 700 of 1000, b 800 of 1200; nginx and ngx_worker: all of both
+    assert a.total_weights()["SSL_write"] == 700
+    assert parse_folded("x;f;f;g 5\n", "r").total_weights()["f"] == 5  # once per stack
+    changes = {c.function: c for c in function_changes(a, b, top=20, inclusive=True)}
+    assert changes["SSL_write"].a_pct == 70.0
+    assert changes["SSL_write"].b_pct == pytest.approx(200 / 3)
+    assert changes["nginx"].points == 0.0 and changes["ngx_worker"].points == 0.0
+    assert grown(list(changes.values())).function == "tls13_record"
+
+
 @pytest.mark.parametrize("given, mode, ab_on, plain_on", [
     ("auto", "auto", True, False), ("on", "on", True, True), ("yes", "on", True, True),
     ("off", "off", False, False), ("OFF", "off", False, False),
@@ -119,12 +131,17 @@ def test_the_report_shows_each_graph_the_differential_and_the_changes() -> None:
                    "processes_ms": {"nginx": 900.0}, "unresolved": {"nginx": 0.2},
                    "svg": f"profiles/t/{side}.svg"} for side in "ab"},
         "diff": {"from": "a", "to": "b", "svg": "profiles/t/diff-a-b.svg",
-                 "changes": [c.as_record() for c in function_changes(a, b)]}}}}
+                 "changes": [c.as_record() for c in function_changes(a, b)],
+                 "inclusive": [c.as_record() for c in function_changes(a, b, inclusive=True)]}
+    }}}
     page = profile_section(record)
     for svg in ("profiles/t/a.svg", "profiles/t/b.svg", "profiles/t/diff-a-b.svg"):
         assert f'<object class="flame" data="{svg}"' in page
     assert "<td>tls13_record</td><td>0.0 ms, 10.0 %</td><td>0.0 ms, 25.0 %</td><td>+15.00" \
         in page
+    with_callees = page.index("<th>function (with what it called)</th>")
+    assert with_callees < page.index("<td>SSL_write</td><td>0.0 ms, 70.0 %</td>") < \
+        page.index("<th>function (on CPU itself)</th>")
     assert "20% of the samples were in nginx without a symbol (a stripped binary" in page
     assert profile_section({"name": "t", "evidence": {}}) == ""
     record["evidence"]["profile"] = {"note": "", "unavailable": {"a": "perf not found on dut"}}
@@ -190,7 +207,7 @@ def test_a_real_profile_of_each_side_and_their_differential(tmp_path: Path) -> N
     grown_in_b = [c["function"] for c in changes if c["points"] > 2]
     assert "do_syscall_64_[k]" in grown_in_b, changes
     assert json.loads(json.dumps(changes)) == changes
-    top = max(changes, key=lambda c: c["points"])
+    top = max(diff["inclusive"], key=lambda c: c["points"])
     message = measurement.notes[-1]
     assert message.startswith(
         "A/B bs: regression -9.0 %; profile: side b spends a larger share of the DUT's CPU in "

@@ -181,7 +181,8 @@ def _profile_hint(record: dict[str, Any]) -> str:
     """Where the comparison's profiles say b spends more (the function whose share of the
     DUT's CPU grew most), or nothing when it took none."""
     diff = ((record.get("evidence") or {}).get("profile") or {}).get("diff") or {}
-    growing = [c for c in diff.get("changes", []) if c.get("points", 0) > 0]
+    growing = [c for c in diff.get("inclusive") or diff.get("changes", [])
+               if c.get("points", 0) > 0]
     if not growing:
         return ""
     top = max(growing, key=lambda change: change["points"])

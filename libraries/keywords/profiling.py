@@ -10,8 +10,9 @@ server, VPP's threads, the traced nginx) for ``PROFILE_SECONDS``. The stacks are
 drawn (inferno) into ``<run dir>/profiles/<test>/``; the record's ``evidence.profile``
 points at the files and holds each profile's CPU per process, the objects whose frames had
 no symbols (a stripped binary), and for two profiles (sides a and b, or a plain run's two
-variants) a differential flame graph and the functions whose share of CPU changed most. An
-A/B regression's message names the function that grew most.
+variants) a differential flame graph and the functions whose share of CPU changed most (with
+what they called, and on CPU themselves). An A/B regression's message names the function that
+grew most with what it called.
 
 A profile that cannot be made (perf missing or not permitted, a perf that does not stop, a
 trial failing under the profiler) is a warning with the reason and no profile: never a failed
@@ -200,8 +201,10 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
         return
     (first, a), (second, b) = folded.items()
     changes = function_changes(a, b)
+    inclusive = function_changes(a, b, inclusive=True)
     entry: dict[str, Any] = {"from": first, "to": second,
-                             "changes": [change.as_record() for change in changes]}
+                             "changes": [change.as_record() for change in changes],
+                             "inclusive": [change.as_record() for change in inclusive]}
     try:
         entry["svg"] = str(diff_graph(
             files[first], files[second],
@@ -212,7 +215,7 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
     except HostStackError as error:
         logger.warn(f"no differential flame graph: {error}")
     block["diff"] = entry
-    top = grown(changes)
+    top = grown(inclusive) or grown(changes)
     if top is not None and (measurement.ab or {}).get("verdict") == "regression" \
             and measurement.notes:
         measurement.notes[-1] += (f"; profile: side b spends a larger share of the DUT's CPU "

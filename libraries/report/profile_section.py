@@ -16,14 +16,14 @@ def _graph(path: str, caption: str) -> str:
             "</figure>")
 
 
-def _changes(diff: dict[str, Any]) -> str:
+def _changes(diff: dict[str, Any], key: str, what: str) -> str:
     first, second = html.escape(diff["from"]), html.escape(diff["to"])
     rows = "".join(
         f"<tr><td>{html.escape(c['function'])}</td><td>{c['a_ms']:.1f} ms, {c['a_pct']:.1f} %"
         f"</td><td>{c['b_ms']:.1f} ms, {c['b_pct']:.1f} %</td><td>{c['points']:+.2f}</td></tr>"
-        for c in diff.get("changes", []))
-    return (f"<table><tr><th>function (on CPU itself)</th><th>{first}</th><th>{second}</th>"
-            f"<th>share change (points)</th></tr>{rows}</table>")
+        for c in diff.get(key, []))
+    return (f"<table><tr><th>function ({what})</th><th>{first}</th><th>{second}</th>"
+            f"<th>share change (points)</th></tr>{rows}</table>") if rows else ""
 
 
 def profile_section(record: dict[str, Any]) -> str:
@@ -54,5 +54,6 @@ def profile_section(record: dict[str, Any]) -> str:
             parts.append(_graph(diff["svg"], f"differential {diff['from']} -> {diff['to']}: "
                                 f"widths of {diff['to']}, red where it spends a larger "
                                 "share, blue a smaller"))
-        parts.append(_changes(diff))
+        parts.append(_changes(diff, "inclusive", "with what it called"))
+        parts.append(_changes(diff, "changes", "on CPU itself"))
     return f"<details><summary>{title}</summary>{''.join(parts)}</details>"

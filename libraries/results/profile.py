@@ -43,6 +43,15 @@ class Folded:
             weights[stack.rsplit(";", 1)[-1]] += weight
         return weights
 
+    def total_weights(self) -> Counter[str]:
+        """Weight per function on CPU itself or in what it called (anywhere on the stack,
+        counted once per stack): what a flame graph's frame width shows."""
+        weights: Counter[str] = Counter()
+        for stack, weight in self.stacks.items():
+            for function in set(stack.split(";")):
+                weights[function] += weight
+        return weights
+
     def text(self) -> str:
         """The folded text (one ``stack weight`` line each, heaviest first)."""
         ordered = sorted(self.stacks.items(), key=lambda item: (-item[1], item[0]))
@@ -106,10 +115,14 @@ class FunctionChange:
                 f"({self.points:+.1f} points)")
 
 
-def function_changes(a: Folded, b: Folded, top: int = 10) -> list[FunctionChange]:
-    """The ``top`` functions whose self share of CPU changed most from ``a`` to ``b`` (shares,
-    not times: the two profiles' lengths and sample counts need not match), largest first."""
-    self_a, self_b = a.self_weights(), b.self_weights()
+def function_changes(a: Folded, b: Folded, top: int = 10,
+                     inclusive: bool = False) -> list[FunctionChange]:
+    """The ``top`` functions whose share of CPU changed most from ``a`` to ``b`` (shares, not
+    times: the two profiles' lengths and sample counts need not match), largest first: their
+    self share, or with ``inclusive`` their share with what they called (``SSL_write`` and the
+    encryption and system calls under it)."""
+    self_a, self_b = ((a.total_weights(), b.total_weights()) if inclusive else
+                      (a.self_weights(), b.self_weights()))
     total_a, total_b = a.total, b.total
     changes = [FunctionChange(function, self_a[function] / 1e6, self_b[function] / 1e6,
                               100.0 * self_a[function] / total_a,
