@@ -27,6 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "versions"
     ("bpftool", "bpftool-sbin.txt", "7.1.0"),  # the issue: "/usr/sbin/bpftool v7.1.0 ..."
     ("openssl", "openssl.txt", "3.0.19"),
     ("taskset", "taskset.txt", "2.38.1"),
+    ("perf", "perf.txt", "6.1.192"),  # Debian 12's linux-perf
     ("vegeta", "vegeta-go-install.txt", "v12.13.0"),  # its build info (`go install`)
 ])
 def test_every_packaged_answer_is_accepted(tool, fixture, version):

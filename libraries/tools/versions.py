@@ -45,6 +45,7 @@ PROBES: dict[str, VersionProbe] = {
     "taskset": VersionProbe("--version", r"util-linux (\S+)"),
     # vegeta built with `go install` prints an empty version: its module's is in the binary
     "oha": VersionProbe("--version", r"^oha (\S+)"),
+    "perf": VersionProbe("--version", r"^perf version (\S+)"),
     "vegeta": VersionProbe("", r"vegeta/v\d+\s(v[0-9.]+)",
                            command="grep -a -o -m 1 'mod.github.com/tsenart/vegeta/v[0-9]*."
                                    "v[0-9.]*' {path}"),
