@@ -65,7 +65,7 @@ def test_one_process_per_load_core_with_its_share(tmp_path: Path):
     assert command.count("-q 4500.5 --latency-correction -c 5 -w") == 2
     assert 'taskset -c 2 oha -z 0.5s' in command and '-o "$d/1.csv"' in command
     assert "lim=0.01" in command and command.endswith("exit $rc")
-    assert "trap 'rm -rf \"$d\"' EXIT" in command
+    assert "trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT" in command
 
 
 @pytest.mark.parametrize("text", ["", f"{COUNT_MARKER} answered=3 failed=0 over= p50=1",

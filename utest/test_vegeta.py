@@ -81,8 +81,9 @@ def test_the_command_pins_quotes_and_cleans_up():
     options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=5000, duration=3,
                             cpus=[1], max_workers=200)
     command = build_vegeta_command("/opt/x y/vegeta", options, "/tmp/run")
-    assert command.startswith("d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; trap 'rm -rf "
-                              "\"$d\"' EXIT; trap 'exit 143' TERM INT HUP; printf '%s\\n' "
+    assert command.startswith("d=; trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT; trap 'exit 143' "
+                              "TERM INT HUP; d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; "
+                              "printf '%s\\n' "
                               "'GET https://198.18.1.1:8089/1kb' > \"$d/targets\"; "
                               "taskset -c 1 '/opt/x y/vegeta' attack -name=g0 -rate=5000/1s ")
     assert "-max-workers=200" in command and "-insecure" in command

@@ -37,6 +37,7 @@ def temporary_folder(workdir: str, tool: str) -> list[str]:
     """The shell lines that make ``$d``, a folder under ``workdir`` for one run's files, and
     remove it on every path: the shell's exit, and a hard timeout's TERM (``timeout -k``,
     as :meth:`libraries.testbed.node.Node.run` wraps every command), which ends the shell
-    through its exit trap once the generator processes (its process group) are gone."""
-    return [f"d=$(mktemp -d {shlex.quote(workdir)}/{tool}.XXXXXX) || exit 1",
-            "trap 'rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP"]
+    through its exit trap once the generator processes (its process group) are gone. The
+    traps come first: a TERM while ``mktemp`` runs (a loaded machine) still removes it."""
+    return ["d=", "trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP",
+            f"d=$(mktemp -d {shlex.quote(workdir)}/{tool}.XXXXXX) || exit 1"]
