@@ -370,7 +370,8 @@ def test_a_comparison_with_profiles_says_where_b_spends_more(tmp_path):
                 "points": 3.1},
                {"function": "aesni_gcm_encrypt", "a_pct": 20.0, "b_pct": 12.5, "points": -7.5},
                {"function": "ngx_palloc", "a_pct": 0.5, "b_pct": 5.3, "points": 4.8}]
-    _record(tmp_path, "t", {"rps": entry}, profile={"diff": {"changes": changes}})
+    _record(tmp_path, "t", {"rps": entry},
+            profile={"diff": {"changes": changes, "grown": changes[2]}})
     outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 0)
     assert outcome.detail == ("rps; profile: b spends a larger share of the DUT's CPU in "
                               f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")

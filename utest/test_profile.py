@@ -47,6 +47,8 @@ def test_folded_stacks_are_summed_per_stack_and_per_function_on_cpu() -> None:
     assert folded.total == 1050
     assert folded.stacks["nginx;ngx_worker;SSL_write;tls13_record"] == 150
     assert folded.self_weights()["aesni_gcm_encrypt"] == 600
+    assert parse_folded("nginx;a 3\nvpp_main;b 2\nnginx;c 1\n", "p").process_weights() == \
+        {"nginx": 4, "vpp_main": 2}
     assert parse_folded(folded.text(), "again") == folded
 
 
@@ -208,6 +210,7 @@ def test_a_real_profile_of_each_side_and_their_differential(tmp_path: Path) -> N
     assert "do_syscall_64_[k]" in grown_in_b, changes
     assert json.loads(json.dumps(changes)) == changes
     top = max(diff["inclusive"], key=lambda c: c["points"])
+    assert diff["grown"] == top
     message = measurement.notes[-1]
     assert message.startswith(
         "A/B bs: regression -9.0 %; profile: side b spends a larger share of the DUT's CPU in "

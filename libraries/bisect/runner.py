@@ -179,13 +179,11 @@ def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, at
 
 def _profile_hint(record: dict[str, Any]) -> str:
     """Where the comparison's profiles say b spends more (the function whose share of the
-    DUT's CPU grew most), or nothing when it took none."""
+    DUT's CPU grew most, as the profiling trial recorded it), or nothing when none grew."""
     diff = ((record.get("evidence") or {}).get("profile") or {}).get("diff") or {}
-    growing = [c for c in diff.get("inclusive") or diff.get("changes", [])
-               if c.get("points", 0) > 0]
-    if not growing:
+    top = diff.get("grown")
+    if not top:
         return ""
-    top = max(growing, key=lambda change: change["points"])
     return (f"; profile: b spends a larger share of the DUT's CPU in {top['function']} "
             f"({top['a_pct']:.1f} % -> {top['b_pct']:.1f} %)")
 

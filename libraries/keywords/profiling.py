@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +104,18 @@ class Profiler:
         self.seconds = seconds
         self.run_folder = folder
         self.folder = folder / "profiles" / slug(test)
+        self._found: str | None = None
+
+    def _perf(self) -> str:
+        """perf's path on the DUT, looked up once (``HostStackError`` when it is not there)."""
+        if self._found is None:
+            perf = self.node.which(self.perf)
+            if perf is None or self.node.run(f"test -x {shlex.quote(perf)}", timeout=10,
+                                             check=False, quiet=True).exit_code != 0:
+                raise HostStackError(f"perf not found on {self.node.where} ({self.perf!r}: "
+                                     "Debian's linux-perf, which setup.sh installs)")
+            self._found = perf
+        return self._found
 
     def _pids(self) -> list[int]:
         groups = sorted({process.pid for process in self.node.processes})
@@ -118,11 +129,7 @@ class Profiler:
     def profile(self, target: Target) -> tuple[Folded, dict[str, Any], Path]:
         """Run ``target``'s trial under perf; its folded stacks, its record entry and the
         folded file."""
-        perf = self.node.which(self.perf)
-        if perf is None or self.node.run(f"test -x {shlex.quote(perf)}", timeout=10,
-                                         check=False, quiet=True).exit_code != 0:
-            raise HostStackError(f"perf not found on {self.node.where} ({self.perf!r}: "
-                                 "Debian's linux-perf, which setup.sh installs)")
+        perf = self._perf()
         if target.prepare is not None:
             target.prepare()
         pids = self._pids()
@@ -144,11 +151,10 @@ class Profiler:
             raise HostStackError(str(error)) from None
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{slug(target.label)}.folded"
-        path.write_text(folded.text())
-        processes: Counter[str] = Counter()
-        for stack, weight in folded.stacks.items():
-            processes[stack.split(";", 1)[0]] += weight
-        svg = flame_graph(folded.text(), target.title or target.label,
+        text = folded.text()
+        path.write_text(text)
+        processes = folded.process_weights()
+        svg = flame_graph(text, target.title or target.label,
                           f"{self.node.name}: {', '.join(processes)}, {self.seconds} s "
                           f"of {EVENT} at {FREQUENCY} Hz", path.with_suffix(".svg"))
         entry = {"variant": target.variant, "node": self.node.name, "pids": pids,
@@ -214,8 +220,10 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
         ).relative_to(folder))
     except HostStackError as error:
         logger.warn(f"no differential flame graph: {error}")
-    block["diff"] = entry
     top = grown(inclusive) or grown(changes)
+    if top is not None:
+        entry["grown"] = top.as_record()
+    block["diff"] = entry
     if top is not None and (measurement.ab or {}).get("verdict") == "regression" \
             and measurement.notes:
         measurement.notes[-1] += (f"; profile: side b spends a larger share of the DUT's CPU "

@@ -43,6 +43,14 @@ class Folded:
             weights[stack.rsplit(";", 1)[-1]] += weight
         return weights
 
+    def process_weights(self) -> Counter[str]:
+        """Weight per process (a stack's first frame: the thread's name, e.g. ``nginx``,
+        ``vpp_main``)."""
+        weights: Counter[str] = Counter()
+        for stack, weight in self.stacks.items():
+            weights[stack.split(";", 1)[0]] += weight
+        return weights
+
     def total_weights(self) -> Counter[str]:
         """Weight per function on CPU itself or in what it called (anywhere on the stack,
         counted once per stack): what a flame graph's frame width shows."""
