@@ -91,14 +91,18 @@ def comparison(case: str, side: str, folder: Path) -> Path:
     return path
 
 
-def collect(case: str, side: str, runs: int, out: Path, truth: bool) -> None:
-    """Append ``runs`` A/B records of ``case`` with ``side`` to ``out``."""
+def collect(case: str, side: str, runs: int, out: Path, truth: bool,
+            max_rounds: int | None = None) -> None:
+    """Append ``runs`` A/B records of ``case`` with ``side`` to ``out`` (``max_rounds``: the
+    tests' ``AB_MAX_ROUNDS``, else the suite's default)."""
     suite, test, *_ = CASES[case]
     out.parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="ab-bench-", dir="/tmp"))
     path = comparison(case, side, folder)
     extra = ["-v", "AB_LOOK:80", "-v", "AB_MAX_ROUNDS:80", "-v", "AB_BUDGET:3000"] \
         if truth else []
+    if max_rounds and not truth:
+        extra = ["-v", f"AB_MAX_ROUNDS:{max_rounds}"]
     for index in range(runs):
         run_dir = folder / f"run{index:03d}"
         started = time.monotonic()
@@ -206,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--side", required=True, help="aa or burn:<share of a core>")
     run.add_argument("--runs", type=int, default=10)
     run.add_argument("--truth", action="store_true", help="80 rounds judged once")
+    run.add_argument("--max-rounds", type=int, default=None, help="AB_MAX_ROUNDS of each test")
     run.add_argument("--out", type=Path, required=True)
     look = commands.add_parser("analyze")
     look.add_argument("files", nargs="+", type=Path)
@@ -232,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                 settings) + " |\n")
         return 0
     if args.command == "collect":
-        collect(args.case, args.side, args.runs, args.out, args.truth)
+        collect(args.case, args.side, args.runs, args.out, args.truth, args.max_rounds)
         return 0
     sys.stdout.write("| case | side b | tests | verdicts | change (median, range) | rounds | "
                      "minutes per test (max) |\n|---|---|---|---|---|---|---|\n")
