@@ -15,7 +15,7 @@ Packages, lowest layer first (a package imports only from the layers below it; t
 - ``trend``    judging series: jumpavg change detection (cached), the interval check, the gate,
                one run against another;
 - ``report``   the pages people read (trend dashboard, run report) and the trend command;
-- ``nightly``  the nightly runner and the lab pool;
+- ``nightly``  the nightly runner, the lab pool and the pinned reference;
 - ``bisect``   from two builds that differ to the build that did it, by A/B runs of one test;
 - ``keywords`` the Robot Framework surface composing all of the above.
 """

@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
-    "nightly": {"testbed", "results", "history", "trend", "report"},
+    "nightly": {"testbed", "results", "ab", "history", "trend", "report"},
     "bisect": {"testbed", "tools", "results", "ab"},
     "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
                  "report", "nightly"},

@@ -25,6 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from libraries.history.ab_series import (
+    ab_series_suffix,
+    is_ratio_metric,
+    side_metrics,
+)
 from libraries.results.records import (
     SCHEMA_VERSIONS,
     RecordError,
@@ -199,17 +204,6 @@ def _spread(metric: dict[str, Any]) -> tuple[float, float, float]:
     return float(low), float(high), float(stdev)
 
 
-def ab_series_suffix(record: dict[str, Any]) -> str:
-    """What keeps an A/B record's series apart: `` [A/B <comparison name> <sha256[:12]>]``
-    after its test id (a plain run of the same test, and A/B runs of other comparison files or
-    another version of the file, are other series); empty for a plain record."""
-    ab = record.get("ab")
-    if not isinstance(ab, dict):
-        return ""
-    comparison = ab.get("comparison") or {}
-    return f" [A/B {comparison.get('name', '?')} {str(comparison.get('sha256', ''))[:12]}]"
-
-
 def test_key(test_id: str, topology: str) -> str:
     """The lab-independent part of a test id: ``3node/ssl_proxy/x`` -> ``ssl_proxy/x`` (ids of
     old records, Robot long names, are their own key)."""
@@ -301,13 +295,17 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         series = record["test_id"] + ab_series_suffix(record)
         key = test_key(series, record["topology"])
         parameters = json.dumps(record["parameters"], sort_keys=True, default=str)
-        for name, metric in record["metrics"].items():
+        for name, metric in [*record["metrics"].items(), *side_metrics(record)]:
             low, high, stdev = _spread(metric)
             value = float(metric["value"])
             if not math.isfinite(value) or not math.isfinite(high - low):
                 raise RecordError(f"{path}:{number}: metrics.{name}: expected finite numbers, "
                                   f"got value {metric['value']!r}, trials {metric['trials']!r}")
-            cv = metric.get("cv")
+            if is_ratio_metric(name, metric["unit"]):
+                stdev = stdev / math.sqrt(len(metric["trials"]))
+                cv = stdev / abs(value) if value else 0.0
+            else:
+                cv = metric.get("cv")
             if cv is None:  # absent, or null when the mean is 0
                 cv = stdev / abs(value) if value else 0.0
             rows.append((series, name, metric["unit"], metric["direction"], value,

@@ -11,7 +11,8 @@ hands it to :func:`run_case`. The runner owns the branch every case shares:
 - with ``-v AB:<file>`` the same trials run on both sides (:class:`libraries.ab.session.
   AbSession`), with the same telemetry per side (and the load generator's CPU per side,
   marked when it saturated), and a test that uses nothing the sides change is skipped with
-  the reason.
+  the reason (or, with ``-v AB_UNUSED:plain``, as the nightly against a reference runs,
+  measured plainly with that reason in its message).
 
 The set-up keywords report what they start and read a side's settings through
 :mod:`libraries.keywords.ab` (``component_started``, ``side_nginx``, ...), which in a plain
@@ -73,8 +74,9 @@ def run_case(case: Case, telemetry: TrialTelemetry,
     """Measure ``case`` plainly or as an A/B test (see the module); ``after`` runs once after
     a plain run's trials (never in an A/B run, whose record compares only the trials)."""
     ab = current_ab()
-    profiling = current_profiling(ab is not None)
+    unused = None
     if ab is not None:
+        profiling = current_profiling(True)
         chosen = case.ab_variants or tuple(case.variants)
         try:
             measurement = ab.measure(case.name, case.stack, case.parameters,
@@ -83,12 +85,26 @@ def run_case(case: Case, telemetry: TrialTelemetry,
                                      AllObservers(ConsoleProgress(), telemetry),
                                      trial_uses=case.uses)
         except NothingToCompare as error:
-            raise SkipExecution(str(error)) from None
-        _side_telemetry(measurement, case, telemetry)
-        if profiling is not None and measurement.ab:
-            profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
-                         *profiling)
-        return measurement
+            if ab.settings.unused != "plain":
+                raise SkipExecution(str(error)) from None
+            unused = f"{error}; measured plainly (-v AB_UNUSED:plain)"
+            logger.info(unused)
+        else:
+            _side_telemetry(measurement, case, telemetry)
+            if profiling is not None and measurement.ab:
+                profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
+                             *profiling)
+            return measurement
+    measurement = _plain(case, telemetry, after)
+    if unused:
+        measurement.notes.append(unused)
+    return measurement
+
+
+def _plain(case: Case, telemetry: TrialTelemetry,
+           after: Callable[[Measurement], None] | None) -> Measurement:
+    """A plain run of ``case`` (see the module)."""
+    profiling = current_profiling(False)
     measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
                                    AllObservers(ConsoleProgress(), telemetry))
     telemetry.close(measurement)

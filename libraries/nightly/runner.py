@@ -3,6 +3,7 @@
     python -m libraries.nightly [--topology 3node ...] [--suites tests ...] [--processes N]
                                 [--pabot] [--results results] [-- EXTRA ROBOT ARGS]
     python -m libraries.nightly --pool lab-a lab-b [--suites tests ...] [--processes N]
+    python -m libraries.nightly --reference reference.yaml [--topology 3node ...]
 
 One run = one run id ``<YYYYmmdd-HHMMSS>-<4 hex>`` (UTC) and one directory
 ``<results>/<run-id>/`` holding ``run.json`` (run id, start / end time, project revision,
@@ -16,6 +17,11 @@ shares the labs between the suites (:mod:`libraries.nightly.pool`: pre-flight, v
 ran where in ``run.json``). Then the run is ingested into the history (``<results>/history``
 or ``--store``) and ``python -m libraries.report`` rebuilds ``<results>/trend.html`` and
 ``trend.md`` from it.
+
+With ``--reference FILE`` every measuring test runs as an A/B test, the pinned reference
+(side a) against the topology as it is tonight (side b): see :mod:`libraries.nightly.reference`
+(the variables it sets, overridable after ``--``). The history then holds per test and metric
+the series of today / reference, keyed by the reference, and the gate judges that ratio.
 
 Exit status, first match wins: 4 a suite run could not run or was interrupted (Robot exit code
 >= 251, missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample
@@ -53,9 +59,18 @@ from libraries.nightly.pool import (
     resource_file,
     summarise,
 )
+from libraries.nightly.reference import FILE as REFERENCE_FILE
+from libraries.nightly.reference import (
+    Reference,
+    comparison_text,
+    load_reference,
+    robot_variables,
+    write_comparison,
+)
 from libraries.report import cli as trend
 from libraries.report.run import write_run_report
 from libraries.results.records import RecordError
+from libraries.testbed.errors import TopologyError
 
 LOG = logging.getLogger(__name__)
 
@@ -69,7 +84,8 @@ EVERY_ROW = ("--variable", "EXTENDED:yes")
 @dataclass(frozen=True)
 class Options:
     """What to run: ``topologies``, ``suites``, ``processes``, ``pabot`` (force pabot),
-    ``results`` root, ``extra`` robot arguments, tool commands, ``timeout`` per run (s)."""
+    ``results`` root, ``extra`` robot arguments, tool commands, ``timeout`` per run (s),
+    the labs of a ``pool``, the history ``store``, the ``reference`` file."""
 
     topologies: tuple[str, ...] = ("3node",)
     suites: tuple[str, ...] = ("tests",)
@@ -83,6 +99,7 @@ class Options:
     timeout: float = 6 * 3600.0
     pool: tuple[str, ...] = ()
     store: Path | None = None
+    reference: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,7 @@ def build_plan(options: Options, run_id: str) -> Plan:
     """The commands of a nightly run (pure: nothing is run or written)."""
     run_dir = options.results.resolve() / run_id
     suites = [str(Path(suite).resolve()) for suite in options.suites]
+    reference = robot_variables(run_dir) if options.reference else ()
     if options.pool:  # one pabot run; each suite acquires a lab of the pool
         command = [options.pabot_cmd, "--processes",
                    str(options.processes if options.processes > 1 else len(options.pool)),
@@ -146,7 +164,8 @@ def build_plan(options: Options, run_id: str) -> Plan:
                    "--outputdir", str(run_dir), "--variable", f"RUN_ID:{run_id}",
                    "--variable", f"LAB_POOL:{POOL_TAG}",
                    "--variable", f"POOL_LOG:{run_dir / EVENTS_FILE}",
-                   "--metadata", f"Run id:{run_id}", *EVERY_ROW, *options.extra, *suites]
+                   "--metadata", f"Run id:{run_id}", *EVERY_ROW, *reference, *options.extra,
+                   *suites]
         invocation = Invocation("pool", tuple(command), run_dir, run_dir / "console.log",
                                 run_dir)
         return Plan(run_id, run_dir, (invocation,), None, run_dir.parent / "trend.html",
@@ -163,7 +182,7 @@ def build_plan(options: Options, run_id: str) -> Plan:
                     "--metadata", f"Topology:{topology}"]
         if parallel:
             command += ["--name", topology]
-        command += [*EVERY_ROW, *options.extra, *suites]
+        command += [*EVERY_ROW, *reference, *options.extra, *suites]
         invocations.append(Invocation(
             topology, tuple(command), output_dir, output_dir / "console.log" if parallel else None,
             output_dir if parallel and use_pabot else None))
@@ -263,12 +282,17 @@ def gate_status(outcome: Outcome) -> int:
     return EXIT_OK
 
 
-def execute(plan: Plan, options: Options) -> Outcome:
-    """Run the plan: suites (in parallel when several), merge, trend; returns the outcome."""
+def execute(plan: Plan, options: Options, reference: Reference | None = None) -> Outcome:
+    """Run the plan: suites (in parallel when several), merge, trend; returns the outcome.
+    With a ``reference`` (loaded from ``options.reference``) its comparison file is written
+    into the run folder first."""
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     _write_metadata(plan, options, {"start_time": datetime.now(UTC).isoformat(),
                                     "project_revision": _project_revision(),
                                     "host": platform.node()})
+    if reference is not None:
+        write_comparison(reference, plan.run_dir)
+        _write_metadata(plan, options, {"reference": reference.as_dict()})
     outcome = Outcome()
     started = {}
     labs, excluded, invocations = _prepare_pool(plan, options, outcome)
@@ -320,6 +344,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="run the suites over this pool of labs (topology names or files; "
                         "pabot value sets: each suite takes a free lab)")
     parser.add_argument("--store", type=Path, help="history folder (default: <results>/history)")
+    parser.add_argument("--reference", type=Path, metavar="FILE",
+                        help="run every measuring test as an A/B test against this pinned "
+                        "reference (one side of a comparison file; the topology is today)")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")
@@ -345,14 +372,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra=tuple(extra), robot=args.robot or resolve_tool("robot"),
         pabot_cmd=args.pabot_command or resolve_tool("pabot"),
         rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout,
-        pool=tuple(args.pool), store=args.store)
+        pool=tuple(args.pool), store=args.store, reference=args.reference)
+    reference = None
+    if options.reference is not None:
+        try:
+            reference = load_reference(options.reference)
+        except TopologyError as error:
+            LOG.error("--reference: %s", error)
+            return EXIT_RUN_ERROR
     plan = build_plan(options, args.run_id or new_run_id())
     if args.dry_run:
         lines = [shlex.join(i.command) for i in plan.invocations]
         lines += [shlex.join(plan.merge)] if plan.merge else []
+        if reference is not None:
+            lines.append(f"# {plan.run_dir / REFERENCE_FILE}:\n{comparison_text(reference)}")
         sys.stdout.write(f"run id {plan.run_id}\n" + "\n".join(lines) + "\n")
         return EXIT_OK
-    outcome = execute(plan, options)
+    outcome = execute(plan, options, reference)
     LOG.info("run %s: suite exit codes %s, trend exit %s -> gate status %d", plan.run_id,
              outcome.run_codes, outcome.trend_code, outcome.status)
     return outcome.status

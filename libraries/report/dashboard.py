@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -218,6 +219,40 @@ def _select(name: str, values: set[str]) -> str:
             "</select></label>")
 
 
+AB_SERIES = re.compile(r"^(?P<test>.*) \[A/B (?P<name>.*) (?P<sha>[0-9a-f]{1,12})\]$")
+"""An A/B series' test id (:func:`libraries.history.ab_series.ab_series_suffix`)."""
+
+
+def _first_day(trend: SeriesTrend) -> str:
+    if trend.history is not None and len(trend.history.t):
+        return datetime.fromtimestamp(int(trend.history.t[0]) / 1e6, UTC).strftime("%Y-%m-%d")
+    return pd.Timestamp(trend.samples["start_time"].iloc[0]).strftime("%Y-%m-%d")
+
+
+def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
+    """test id -> a note for every A/B series whose comparison (a nightly's reference) was
+    changed: the same test and comparison name under another sha256 started earlier, so this
+    series starts anew (``new comparison file since 2026-11-20; before: 3f2a...``)."""
+    started: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for trend in trends:
+        found = AB_SERIES.match(trend.test_id)
+        if found:
+            days = started[(found["test"], found["name"])]
+            days[found["sha"]] = min(days.get(found["sha"], "9999"), _first_day(trend))
+    notes = {}
+    for trend in trends:
+        found = AB_SERIES.match(trend.test_id)
+        if not found:
+            continue
+        days = started[(found["test"], found["name"])]
+        mine = days[found["sha"]]
+        earlier = sorted((day, sha) for sha, day in days.items() if day < mine)
+        if earlier:
+            notes[trend.test_id] = (f"new comparison file since {mine}; before: "
+                                    + ", ".join(f"{sha} (from {day})" for day, sha in earlier))
+    return notes
+
+
 def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tuple[str,
                                                                                   list[int]]:
     """The test sections (worst first; the same test on several labs side by side) and the
@@ -228,6 +263,7 @@ def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tu
     order = sorted(by_test, key=lambda test: (
         min(ORDER[trends[i].classification] for i in by_test[test]),
         facets[by_test[test][0]]["key"], test))
+    changed = comparison_changes(trends)
     parts = []
     for test in order:
         indexes = by_test[test]
@@ -235,6 +271,8 @@ def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tu
         first = facets[indexes[0]]
         badges = "".join(f'<span class="badge {k}">{html.escape(first[k])}</span>'
                          for k in ("case", "stack", "lab") if first[k])
+        if test in changed:
+            badges += f'<span class="badge reference">{html.escape(changed[test])}</span>'
         figures = "".join(
             f'<figure class="series {trends[i].classification}" id="chart-{i}" '
             + " ".join(f'data-{k}="{html.escape(v)}"' for k, v in facets[i].items()

@@ -27,6 +27,7 @@ section.progression h2 { color: #070; }
 span.badge { font-size: 11px; font-weight: normal; background: #e8e8e8; border-radius: 3px;
              padding: 1px 5px; margin-left: 4px; color: #333; }
 span.lab { background: #dde8f8; }
+span.reference { background: #fde9c4; }
 div.charts { display: flex; flex-wrap: wrap; gap: 8px; }
 figure.series { margin: 0; width: 560px; }
 figure.series figcaption { font-size: 13px; }

@@ -74,6 +74,10 @@ class Settings:
 
 INCONCLUSIVE = ("skip", "pass", "fail")
 """What an A/B test that no look decided becomes (``-v AB_INCONCLUSIVE``)."""
+UNUSED = ("skip", "plain")
+"""What a test that uses nothing the sides set differently does (``-v AB_UNUSED``): skip
+with the reason, or measure it plainly (the nightly against a reference: the reference pins
+some components, and a test that uses none of them still gets today's figure)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ class AbSettings:
     """``margin`` (a change within it is no finding), ``alpha`` (the chance of a false
     finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
     (seconds of the whole A/B measurement, switches included), ``inconclusive``: the test's
-    status when no look decided (``skip``, ``pass`` or ``fail``)."""
+    status when no look decided (``skip``, ``pass`` or ``fail``), ``unused``: what a test
+    that uses none of the sides' differences does (``skip`` or ``plain``)."""
 
     margin: float = 0.01
     alpha: float = 0.05
@@ -89,6 +94,7 @@ class AbSettings:
     max_rounds: int = 60
     budget_s: float = 600.0
     inconclusive: str = "skip"
+    unused: str = "skip"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin < 1.0:
@@ -106,6 +112,8 @@ class AbSettings:
         if self.inconclusive not in INCONCLUSIVE:
             raise ValueError(f"-v AB_INCONCLUSIVE:{self.inconclusive}: expected one of "
                              f"{', '.join(INCONCLUSIVE)}")
+        if self.unused not in UNUSED:
+            raise ValueError(f"-v AB_UNUSED:{self.unused}: expected one of {', '.join(UNUSED)}")
         if self.look < self.decisive_rounds:
             raise ValueError(
                 f"-v AB_LOOK:{self.look}: the first look cannot decide: at ALPHA {self.alpha:g}"

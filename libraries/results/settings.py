@@ -132,7 +132,7 @@ def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
 
 def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
     """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
-    ``AB_INCONCLUSIVE`` (skip),
+    ``AB_INCONCLUSIVE`` (skip), ``AB_UNUSED`` (skip),
     ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
     values = {}
     for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
@@ -150,7 +150,8 @@ def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
     return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
                       max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
                       alpha=values["ALPHA"],
-                      inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower())
+                      inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower(),
+                      unused=str(lookup("AB_UNUSED", "skip")).strip().lower())
 
 
 @dataclass(frozen=True)

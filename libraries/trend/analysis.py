@@ -5,6 +5,10 @@ One series per (test id, metric), ordered by the records' start time. jumpavg gr
 group it belongs to moved the wrong (right) way against the previous group, taking the metric's
 direction into account, that group started within the newest ``recent`` samples, and the
 interval of the change agrees (:mod:`libraries.trend.confirm`).
+
+The series of an A/B test's ratio (``ab_rps_ratio``: the nightly against a pinned reference)
+is judged by :mod:`libraries.trend.ratio` (a step tested at each night, from the third); each
+side's own figure in that series (``rps [b: today]``) is drawn, never gated.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import Any
 
 import pandas as pd
 
+from libraries.history.ab_series import is_ratio_metric, is_side_metric
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
+from libraries.trend.ratio import WINDOW, find_steps, segments
 
 LOG = logging.getLogger(__name__)
 
@@ -100,6 +106,10 @@ def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], rec
     first (with ``history``: its newest samples, ``history`` holding all of them)."""
     size = len(history.t) if history is not None else len(rows)
     direction = str(rows["direction"].iloc[-1])
+    if is_ratio_metric(key[1], str(rows["unit"].iloc[-1])):
+        return _judge_ratio(key, rows, groups, size, history)
+    if is_side_metric(key[1]):
+        min_samples = size + 1  # one side's own figure: shown beside the ratio, never gated
     # A series shorter than min_samples is not judged: no markers either (jumpavg splits any
     # two different values, so a 2-run chart would show a "change" at every second sample).
     anomalies = {
@@ -126,6 +136,31 @@ def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], rec
         classification=classification, last_value=last_value, trend_avg=last.avg,
         change_pct=change, history=history, confirmation=confirmation,
     )
+
+
+def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group],
+                 size: int, history: History | None) -> SeriesTrend:
+    """The trend of an A/B ratio series (:mod:`libraries.trend.ratio`): its steps over the
+    rows (the newest samples) replace jumpavg's groups there; older groups are kept."""
+    direction = str(rows["direction"].iloc[-1])
+    offset = size - len(rows)
+    steps = find_steps(rows.reset_index(drop=True), direction)
+    values = rows["value"].to_numpy(float)
+    older = [Group(g.start, min(g.end, offset - 1), g.avg, g.label)
+             for g in groups if g.start < offset]
+    own = segments(values, steps, offset, direction)
+    last = steps[-1] if steps else None
+    flagged = last is not None and last.start >= len(rows) - WINDOW
+    confirmation = last.result if flagged and last is not None else None
+    return SeriesTrend(
+        test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
+        samples=rows, groups=tuple(older + own),
+        anomalies={s.start + offset: s.result.verdict for s in steps},
+        classification=confirmation.verdict if confirmation is not None else "normal",
+        last_value=float(values[-1]), trend_avg=own[-1].avg,
+        change_pct=confirmation.pct if confirmation is not None else
+        _percent(float(values[-1]), own[-1].avg),
+        history=history, confirmation=confirmation)
 
 
 def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:

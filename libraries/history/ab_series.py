@@ -1,0 +1,55 @@
+"""How an A/B record becomes series of the history: its own test id per comparison file,
+its ratio metric, and each side's own figures beside it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def ab_series_suffix(record: dict[str, Any]) -> str:
+    """What keeps an A/B record's series apart: `` [A/B <comparison name> <sha256[:12]>]``
+    after its test id (a plain run of the same test, and A/B runs of other comparison files or
+    another version of the file, are other series); empty for a plain record."""
+    ab = record.get("ab")
+    if not isinstance(ab, dict):
+        return ""
+    comparison = ab.get("comparison") or {}
+    return f" [A/B {comparison.get('name', '?')} {str(comparison.get('sha256', ''))[:12]}]"
+
+
+SIDE_METRIC = re.compile(r" \[[ab]: [^\]]+\]$")
+"""``rps [b: today]``: one side's own figure in an A/B record's series (shown, never gated)."""
+
+
+def side_metrics(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Both sides' own figures of an A/B record's compared metrics, as ``(name, metric)``
+    with the name ``<metric> [<side>: <side name>]`` (``rps [a: nginx-ref]``); none for a
+    plain record or one whose sides carry no figures."""
+    ab = record.get("ab")
+    sides = (record.get("evidence") or {}).get("sides")
+    if not isinstance(ab, dict) or not isinstance(sides, dict):
+        return []
+    names = {key: str(side.get("name", key)) for key, side in (ab.get("sides") or {}).items()
+             if isinstance(side, dict)}
+    found = []
+    for key in ("a", "b"):
+        metrics = (sides.get(key) or {}).get("metrics") or {}
+        for metric in ab.get("metrics") or {}:
+            figure = metrics.get(metric)
+            if isinstance(figure, dict) and figure.get("trials"):
+                found.append((f"{metric} [{key}: {names.get(key, key)}]", figure))
+    return found
+
+
+def is_side_metric(metric: str) -> bool:
+    """Whether ``metric`` is one side's own figure of an A/B series (:func:`side_metrics`)."""
+    return SIDE_METRIC.search(metric) is not None
+
+
+def is_ratio_metric(metric: str, unit: str) -> bool:
+    """An A/B test's per-round ratio (``ab_rps_ratio``): its ``stdev`` column holds the
+    standard error of the test's ratio (the rounds' spread over the square root of their
+    count), so the gate's jumpavg sees each night as the estimate it is; the rounds' own
+    spread stays in ``low``/``high`` and ``trial_values``."""
+    return unit == "ratio" and metric.startswith("ab_") and metric.endswith("_ratio")

@@ -1,0 +1,107 @@
+"""The nightly's pinned reference: one side of a comparison, run beside the build under test.
+
+A reference file is declared like one side of an A/B comparison file
+(:mod:`libraries.ab.comparison`): a ``name`` and what the reference build sets differently
+from the topology, which is the build under test ("today"):
+
+    name: nginx-1.30.4-ref                              # names the reference's series
+    tools: {dut: {nginx: /opt/nginx-ref/sbin/nginx}}    # its binaries per node
+    vpp: {dut: {bin: /opt/vpp-ref/bin/vpp, ...}}        # its VPP install
+    env: {nginx: {OPENSSL_ia32cap: "..."}}              # startup, vcl, nginx, sysctl: as a side
+
+:func:`comparison_text` turns it into the comparison the suites run (side ``a`` the reference,
+side ``b`` today, so every ratio is today / reference). The text depends only on what the
+reference declares, never on where its file lies or when the night runs: its sha256, which
+keys the history's series, is the same every night and changes exactly when the reference
+does (a new series, marked on the dashboard).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from libraries.ab.comparison import Side
+from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology_file import format_errors
+
+TODAY = "today"
+"""Side b's name: the topology as it is tonight."""
+FILE = "reference-comparison.yaml"
+"""The comparison the nightly writes into its run folder."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A loaded reference: its file ``path``, the file's ``sha256`` and the validated
+    ``side``."""
+
+    path: Path
+    sha256: str
+    side: Side
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``run.json`` keeps of it."""
+        return {"path": str(self.path), "sha256": self.sha256, "name": self.side.name,
+                "sets": self.side.changes()}
+
+
+def load_reference(path: Path) -> Reference:
+    """Read and validate a reference file; :class:`TopologyError` naming the file and key of
+    every problem (checks against the topology are the suites', as for any comparison)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TopologyError(f"{path}: cannot read the reference file ({error.strerror})"
+                            ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise TopologyError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise TopologyError(f"{path}: expected a mapping with the reference's name and what it "
+                            f"sets (tools, vpp, nginx, startup, vcl, sysctl, env), got {data!r}")
+    try:
+        side = Side.model_validate(data)
+    except ValidationError as error:
+        raise TopologyError(format_errors(str(path), error)) from None
+    if side.name == TODAY:
+        raise TopologyError(f"{path}: name: {TODAY!r} is the build under test's side; give "
+                            "the reference a name of its own")
+    if not side.changes():
+        raise TopologyError(f"{path}: the reference sets nothing (no tools, vpp, nginx, "
+                            "startup, vcl, sysctl or env): it would be the build under test "
+                            "itself; name the reference build's binaries or settings")
+    return Reference(path, hashlib.sha256(text.encode()).hexdigest(), side)
+
+
+def comparison_text(reference: Reference) -> str:
+    """The comparison file of a night: ``a`` the reference, ``b`` today (the topology)."""
+    side = {"name": reference.side.name, **reference.side.model_dump(
+        mode="json", exclude={"name"}, exclude_defaults=True)}
+    body = yaml.safe_dump({"name": f"reference {reference.side.name}", "a": side,
+                           "b": {"name": TODAY}}, sort_keys=True, default_flow_style=False)
+    return ("# Written by the nightly: side a is the pinned reference, side b the topology as "
+            "it is tonight.\n" + body)
+
+
+def write_comparison(reference: Reference, folder: Path) -> Path:
+    """Write the night's comparison into ``folder``; its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE
+    path.write_text(comparison_text(reference), encoding="utf-8")
+    return path
+
+
+def robot_variables(run_dir: Path) -> tuple[str, ...]:
+    """The robot variables of a night against a reference whose comparison is written into
+    ``run_dir``: a night no look decides passes (its ratio is the night's data point) and a
+    test that uses nothing the reference sets is measured plainly. They come before the
+    user's own arguments, which may override them."""
+    return ("--variable", f"AB:{run_dir / FILE}", "--variable", "AB_INCONCLUSIVE:pass",
+            "--variable", "AB_UNUSED:plain")

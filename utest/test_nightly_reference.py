@@ -1,0 +1,224 @@
+"""The nightly against a pinned reference (issue 37): the reference file, the comparison each
+night runs, the history's ratio and side series, the gate on the ratio series, the dashboard's
+mark of a changed reference.
+
+Records are written the way an A/B test writes them (schema v4, an ``ab`` block, the per-round
+ratios as ``ab_rps_ratio``, both sides' figures in ``evidence.sides``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from libraries.ab.comparison import load_comparison
+from libraries.history.ab_series import is_side_metric
+from libraries.history.load import load_records
+from libraries.nightly.reference import TODAY, comparison_text, load_reference
+from libraries.nightly.runner import Options, build_plan, main
+from libraries.report.dashboard import comparison_changes
+from libraries.results.records import append_record
+from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology_file import load_topology
+from libraries.trend.analysis import analyse
+from libraries.trend.confirm import ratio_noise
+from utest.test_nightly import calls, fakes  # noqa: F401  (fixture)
+from utest.test_trend import T0, make_record
+
+REFERENCE = "name: nginx-ref\ntools: {dut: {nginx: /opt/nginx-ref/sbin/nginx}}\n"
+
+
+def reference_file(tmp_path: Path, text: str = REFERENCE, name: str = "ref.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("- nginx\n", "expected a mapping with the reference's name"),
+    ("name: r\ntool: {dut: {nginx: /x}}\n", "tool: unknown key"),
+    ("name: today\ntools: {dut: {nginx: /x}}\n", "name: 'today' is the build under test"),
+    ("name: r\n", "the reference sets nothing"),
+    ("name: r\nsysctl: {dut: {Bad Key: 1}}\n", "sysctl.dut"),
+])
+def test_a_bad_reference_is_refused_naming_the_file_and_key(tmp_path: Path, text: str,
+                                                            message: str) -> None:
+    path = reference_file(tmp_path, text)
+    with pytest.raises(TopologyError, match=message) as raised:
+        load_reference(path)
+    assert str(path) in str(raised.value)
+
+
+def test_the_nights_comparison_is_the_reference_against_today_and_depends_only_on_it(
+        tmp_path: Path) -> None:
+    first = load_reference(reference_file(tmp_path))
+    moved = load_reference(reference_file(tmp_path / "elsewhere" if (
+        tmp_path / "elsewhere").mkdir() is None else tmp_path, "# a comment\n" + REFERENCE))
+    text = comparison_text(first)
+    assert text == comparison_text(moved)  # another file, same reference: same series
+    changed = load_reference(reference_file(
+        tmp_path, REFERENCE.replace("nginx-ref/", "nginx-ref2/"), "ref2.yaml"))
+    assert comparison_text(changed) != text
+    path = tmp_path / "cmp.yaml"
+    path.write_text(text)
+    loaded = load_comparison(path, load_topology("3node"))
+    assert loaded.comparison.a.name == "nginx-ref" and loaded.comparison.b.name == TODAY
+    assert loaded.comparison.a.tools == {"dut": {"nginx": "/opt/nginx-ref/sbin/nginx"}}
+    assert loaded.comparison.b.changes() == {} and not loaded.comparison.aa
+    assert loaded.title == "reference nginx-ref"
+
+
+def test_the_nightly_runs_every_suite_against_the_reference(fakes, tmp_path: Path) -> None:  # noqa: F811
+    path = reference_file(tmp_path)
+    results = fakes["results"]
+    assert main(["--results", str(results), "--reference", str(path), "--suites",
+                 "tests/tcp_term", "--", "-v", "AB_UNUSED:skip"]) == 2  # no record: exit 2
+    (call,) = calls(fakes["log"])
+    argv = call["argv"]
+    run_dir = Path(argv[argv.index("--outputdir") + 1])
+    comparison = run_dir / "reference-comparison.yaml"
+    assert f"AB:{comparison}" in argv
+    joined = " ".join(argv)
+    assert "--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain -v AB_UNUSED:skip" \
+        in joined  # the user's own settings come last and win
+    assert comparison.read_text() == comparison_text(load_reference(path))
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["reference"]["sha256"] == hashlib.sha256(REFERENCE.encode()).hexdigest()
+    assert meta["reference"]["name"] == "nginx-ref"
+
+
+def test_a_nightly_with_a_bad_reference_runs_nothing(fakes, tmp_path: Path) -> None:  # noqa: F811
+    path = reference_file(tmp_path, "name: r\n")
+    assert main(["--results", str(fakes["results"]), "--reference", str(path)]) == 4
+    assert calls(fakes["log"]) == []
+
+
+def test_without_a_reference_the_plan_is_unchanged(tmp_path: Path) -> None:
+    plan = build_plan(Options(results=tmp_path), "r1")
+    assert not any("AB" in part for part in plan.invocations[0].command)
+
+
+def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
+          sha: str = "a" * 64, name: str = "reference nginx-ref") -> None:
+    """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference."""
+    run_id = f"{(T0 + timedelta(days=day)):%Y%m%d-%H%M%S}-{day:04x}"
+    a = [side_a * (1 + 0.01 * np.sin(i)) for i in range(len(ratios))]
+    b = [x * r for x, r in zip(a, ratios, strict=True)]
+    record = make_record(run_id, T0 + timedelta(days=day), "1kb",
+                         {"ab_rps_ratio": ("ratio", "higher_is_better", ratios)})
+    record.update(schema_version=4, test_id="3node/ssl_proxy/1kb", verdict="pass",
+                  telemetry={"unavailable": "not measured in this test"},
+                  environment={"unavailable": "not read in this test"},
+                  rounds={"planned": 3, "run": 3, "max_trials": 9, "max_seconds": None,
+                          "alpha": 0.05, "stopped": "x"})
+    ordered = sorted(ratios)
+    record["metrics"]["ab_rps_ratio"]["interval"] = {
+        "low": ordered[len(ordered) // 3], "high": ordered[-len(ordered) // 3], "level": 0.95,
+        "method": "order statistics"}
+    sides = {}
+    for key, values in (("a", a), ("b", b)):
+        sides[key] = {"metrics": make_record("x", T0, "x", {
+            "rps": ("requests/s", "higher_is_better", values)})["metrics"]}
+    record["evidence"] = {"sides": sides}
+    change = float(np.exp(np.median(np.log(ratios))))
+    record["ab"] = {
+        "comparison": {"path": "c.yaml", "sha256": sha, "text": "", "name": name, "aa": False},
+        "sides": {"a": {"name": "nginx-ref"}, "b": {"name": TODAY}},
+        "metrics": {"rps": {"direction": "higher_is_better", "ratios": ratios, "change": change,
+                            "low": change * 0.99, "high": change * 1.01,
+                            "verdict": "inconclusive", "method": "HL"}},
+        "verdict": "inconclusive", "rounds": {"run": len(ratios), "looks": [len(ratios)],
+                                              "stopped": "x"},
+        "switch": {"count": 2, "total_s": 0.2}}
+    append_record(results / run_id / "records.jsonl", record)
+
+
+def nights(results: Path, levels: list[float], sd: float = 0.03, rounds: int = 30,
+           seed: int = 1, **extra) -> None:
+    rng = np.random.default_rng(seed)
+    for day, level in enumerate(levels):
+        night(results, day, list(np.exp(rng.normal(np.log(level), sd, rounds))), **extra)
+
+
+def classifications(results: Path) -> dict[str, list[str]]:
+    """metric -> the gate's classification of the series as it stood after each night."""
+    frame = load_records([results]).sort_values("start_time")
+    runs = sorted(frame["run_id"].unique())
+    found: dict[str, list[str]] = {}
+    for count in range(1, len(runs) + 1):
+        for trend in analyse(frame[frame["run_id"].isin(runs[:count])]):
+            found.setdefault(trend.metric, []).append(trend.classification)
+    return found
+
+
+def test_the_history_keeps_the_ratio_and_both_sides_figures_per_reference(
+        tmp_path: Path) -> None:
+    nights(tmp_path, [1.0, 1.0])
+    frame = load_records([tmp_path])
+    assert set(frame["metric"]) == {"ab_rps_ratio", "rps [a: nginx-ref]", "rps [b: today]"}
+    assert set(frame["test_key"]) == {"ssl_proxy/1kb [A/B reference nginx-ref aaaaaaaaaaaa]"}
+    ratio = frame[frame["metric"] == "ab_rps_ratio"].iloc[0]
+    trials = np.array(ratio["trial_values"])
+    # the ratio's stdev column is its standard error: jumpavg sees a night as an estimate
+    assert ratio["stdev"] == pytest.approx(np.std(trials, ddof=1) / np.sqrt(len(trials)))
+    assert is_side_metric("rps [b: today]") and not is_side_metric("ab_rps_ratio")
+
+
+def test_a_3_percent_step_of_today_against_the_reference_is_flagged_on_its_first_night(
+        tmp_path: Path) -> None:
+    nights(tmp_path, [1.0] * 4 + [0.97] * 2)
+    found = classifications(tmp_path)
+    assert found["ab_rps_ratio"] == ["normal"] * 4 + ["regression"] * 2
+    assert set(found["rps [a: nginx-ref]"] + found["rps [b: today]"]) == {"normal"}
+
+
+def test_a_step_within_the_margin_is_not_flagged(tmp_path: Path) -> None:
+    nights(tmp_path, [1.0] * 4 + [0.997] * 4, sd=0.01, rounds=60)
+    assert set(classifications(tmp_path)["ab_rps_ratio"]) == {"normal"}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_aa_nights_are_not_flagged(tmp_path: Path, seed: int) -> None:
+    nights(tmp_path, [1.0] * 8, seed=seed)
+    assert set(classifications(tmp_path)["ab_rps_ratio"]) == {"normal"}
+
+
+def test_a_machine_slower_on_both_sides_is_not_a_regression(tmp_path: Path) -> None:
+    """Drift cancels in the ratio: both sides 20 % slower from night 4, ratio unchanged."""
+    rng = np.random.default_rng(3)
+    for day in range(7):
+        ratios = list(np.exp(rng.normal(0.0, 0.03, 30)))
+        night(tmp_path, day, ratios, side_a=20000.0 * (0.8 if day >= 4 else 1.0))
+    found = classifications(tmp_path)
+    assert set(found["ab_rps_ratio"]) == {"normal"}
+
+
+def test_ratio_noise_counts_only_the_scatter_the_nights_do_not_explain() -> None:
+    agree = pd.DataFrame({"value": [1.0, 1.004, 0.996, 1.002, 0.998, 1.0],
+                          "stdev": [0.005] * 6})
+    assert ratio_noise(agree) == 0.0
+    scatter = pd.DataFrame({"value": [1.0, 1.05, 0.95, 1.04, 0.96, 1.0],
+                            "stdev": [0.005] * 6})
+    # robust CV 1.4826 x MAD 0.04 of the log ratios, less the nights' own 0.5 %
+    assert ratio_noise(scatter) == pytest.approx(np.sqrt((1.4826 * 0.04) ** 2 - 0.005 ** 2),
+                                                 rel=0.02)
+    assert ratio_noise(agree.iloc[:3]) is None  # too few nights for a CV
+
+
+def test_a_changed_reference_starts_a_new_series_marked_on_the_dashboard(
+        tmp_path: Path) -> None:
+    nights(tmp_path, [1.0] * 3)
+    rng = np.random.default_rng(9)
+    for day in range(3, 6):
+        night(tmp_path, day, list(np.exp(rng.normal(0.0, 0.03, 30))), sha="b" * 64)
+    trends = analyse(load_records([tmp_path]))
+    notes = comparison_changes(trends)
+    new = "3node/ssl_proxy/1kb [A/B reference nginx-ref bbbbbbbbbbbb]"
+    assert notes == {new: "new comparison file since 2026-01-04; before: aaaaaaaaaaaa "
+                          "(from 2026-01-01)"}
