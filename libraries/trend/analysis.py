@@ -25,7 +25,7 @@ from libraries.history.ab_series import is_ratio_metric, is_side_metric
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
-from libraries.trend.ratio import WINDOW, find_steps, segments
+from libraries.trend.ratio import find_steps, newest_step, segments
 
 LOG = logging.getLogger(__name__)
 
@@ -149,9 +149,8 @@ def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Grou
     older = [Group(g.start, min(g.end, offset - 1), g.avg, g.label)
              for g in groups if g.start < offset]
     own = segments(values, steps, offset, direction)
-    last = steps[-1] if steps else None
-    flagged = last is not None and last.start >= len(rows) - WINDOW
-    confirmation = last.result if flagged and last is not None else None
+    flagged = newest_step(steps, len(rows))
+    confirmation = flagged.result if flagged is not None else None
     return SeriesTrend(
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
         samples=rows, groups=tuple(older + own),

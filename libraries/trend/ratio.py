@@ -73,6 +73,12 @@ def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
     return steps
 
 
+def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
+    """The step that makes the newest of ``nights`` a regression or progression: the last
+    one, when it started within the newest :data:`WINDOW` nights; else None."""
+    return steps[-1] if steps and steps[-1].start >= nights - WINDOW else None
+
+
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
              direction: str) -> list[Group]:
     """The levels between ``steps`` as groups (indexes shifted by ``offset``), labelled in

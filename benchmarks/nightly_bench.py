@@ -1,0 +1,275 @@
+"""The nightly against a pinned reference, checked as an instrument (issue 37): real nightly
+sequences with a slowdown planted from night k on, then detection and false-alarm rates and the
+smallest change caught from many sequences resampled from the recorded nights.
+
+    python -m benchmarks.nightly_bench run --nights 6 --slow-from 4 --out /tmp/seq1
+    python -m benchmarks.nightly_bench run --nights 1 --plain --out /tmp/plain   # no reference
+    python -m benchmarks.nightly_bench show /tmp/seq1 /tmp/seq2
+    python -m benchmarks.nightly_bench resample --case ssl_proxy --aa a.jsonl ... \\
+        --slowed s.jsonl ...
+
+``run``: each night is one ``python -m libraries.nightly --reference`` run of
+``1kb-10c-kernel-ssl-proxy`` and ``1s-kernel-tcp-term`` (``AB_MAX_ROUNDS`` 30, no profile, no
+floors) into one results folder and history, as a lab would run it night after night. The
+reference is the Debian nginx and iperf3 reached through symlinks (so each switch restarts
+them, as a real reference build would be); tonight's build is the topology (``3node`` with its
+DUT's nginx and iperf3 replaced from night ``--slow-from`` on by the A/B benchmark's burner
+wrappers, :data:`benchmarks.ab_bench.BURNER`: a 3 % (ssl_proxy) and 3.5 % (tcp_term) busy share
+of the DUT's core, the known slowdowns of benchmarks/README.md). After each night the gate's
+classification of every ratio series is read from the history and written to
+``nights.jsonl``, with the night's exit code and minutes; each night's records also go to
+``<case>-aa.jsonl`` / ``<case>-slowed.jsonl`` for ``resample``.
+
+``resample``: sequences of nights drawn from recorded A/B records (the ``run`` files above or
+``benchmarks.ab_bench collect`` files: the same measurement, side b / side a per round): A/A
+nights first, slowed nights from night k on; each prefix judged by the gate's own rule
+(:mod:`libraries.trend.ratio`). Detection: flagged on night k or k+1. False alarms: flagged
+A/A nights over all judged A/A nights (all-A/A sequences). The smallest change caught: the A/A
+nights' ratios shifted down from night k until 90 % of sequences are flagged within 2 nights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.ab_bench import BURNER
+from libraries.history.store import Store
+from libraries.trend.gate import analyse_store
+from libraries.trend.ratio import find_steps, newest_step
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy", "nginx",
+                       "/usr/sbin/nginx", 0.03),
+         "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
+                      "/usr/bin/iperf3", 0.035)}
+DUT_TOOLS = "    tools: {nginx: nginx, iperf3: iperf3,"
+"""The DUT's tools line of topologies/3node.yaml that a night's topology rewrites."""
+
+
+def _burner(folder: Path, tool: str, binary: str, share: float) -> Path:
+    path = folder / f"{tool}-burn-{share:g}"
+    path.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0, binary=binary,
+                                  python=sys.executable, busy=0.01 * share,
+                                  idle=0.01 * (1 - share)))
+    path.chmod(0o755)
+    return path
+
+
+def prepare(out: Path) -> tuple[Path, Path, Path]:
+    """The reference file, tonight's normal topology and its slowed twin, written in ``out``."""
+    tools = out / "bin"
+    tools.mkdir(parents=True, exist_ok=True)
+    reference, normal, slowed = {}, {}, {}
+    for _case, (_suite, _test, tool, binary, share) in TESTS.items():
+        link = tools / f"{tool}-ref"
+        if not link.exists():
+            link.symlink_to(binary)
+        reference[tool] = str(link)
+        normal[tool] = tool
+        slowed[tool] = str(_burner(tools, tool, binary, share))
+    ref = out / "reference.yaml"
+    ref.write_text("name: debian-ref\ntools:\n  dut: {" + ", ".join(
+        f"{tool}: {path}" for tool, path in reference.items()) + "}\n")
+    text = (REPO / "topologies/3node.yaml").read_text()
+    if DUT_TOOLS not in text:
+        raise SystemExit(f"topologies/3node.yaml: no line {DUT_TOOLS!r} to rewrite")
+    paths = []
+    for name, tools_of in (("normal", normal), ("slowed", slowed)):
+        line = "    tools: {" + ", ".join(f"{t}: {p}" for t, p in tools_of.items()) + ","
+        path = out / f"3node-{name}.yaml"
+        path.write_text(text.replace(DUT_TOOLS, line))
+        paths.append(path)
+    return ref, paths[0], paths[1]
+
+
+def ratio_series(store: Store) -> dict[str, dict[str, Any]]:
+    """The gate's view of every ratio series of ``store``: case -> classification, change,
+    the newest night's ratio and interval."""
+    found = {}
+    for trend in analyse_store(store, tests=()).trends:
+        if not trend.metric.startswith("ab_"):
+            continue
+        row = trend.samples.iloc[-1]
+        case = next((c for c, t in TESTS.items() if t[1] in trend.test_id), trend.test_id)
+        found[case] = {"series": trend.test_id, "metric": trend.metric,
+                       "classification": trend.classification, "change_pct": trend.change_pct,
+                       "nights": trend.size, "ratio": float(row["value"]),
+                       "low": float(row["ci_low"]), "high": float(row["ci_high"])}
+    return found
+
+
+def run(out: Path, nights: int, slow_from: int, max_rounds: int, plain: bool) -> None:
+    """Run ``nights`` nightly runs (see the module) into ``out``."""
+    ref, normal, slowed = prepare(out)
+    results = out / "results"
+    for night in range(1, nights + 1):
+        slow = slow_from > 0 and night >= slow_from
+        command = [sys.executable, "-m", "libraries.nightly", "--results", str(results),
+                   "--topology", str(slowed if slow else normal), "--suites",
+                   *(str(REPO / t[0]) for t in TESTS.values()),
+                   *([] if plain else ["--reference", str(ref)]), "--",
+                   *(x for t in TESTS.values() for x in ("-t", t[1])), "-v", "PROFILE:off",
+                   "-v", f"AB_MAX_ROUNDS:{max_rounds}", "-v",
+                   f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}",
+                   "--console", "none"]
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=REPO, timeout=3600, check=False,
+                              capture_output=True, text=True)
+        minutes = (time.monotonic() - started) / 60
+        newest = max(results.glob("2*/"), key=lambda p: p.name)
+        records = [json.loads(line) for line in
+                   (newest / "records.jsonl").read_text().splitlines() if line.strip()] \
+            if (newest / "records.jsonl").is_file() else []
+        for record in records:
+            case = record["case"]
+            with (out / f"{case}-{'slowed' if slow else 'aa'}.jsonl").open("a") as stream:
+                stream.write(json.dumps(record) + "\n")
+        entry = {"night": night, "slowed": slow, "exit": done.returncode,
+                 "minutes": round(minutes, 2), "run": newest.name, "records": len(records),
+                 "gate": ratio_series(Store(results / "history")) if not plain else {}}
+        with (out / "nights.jsonl").open("a") as stream:
+            stream.write(json.dumps(entry) + "\n")
+        gate = "; ".join(f"{case} {g['ratio']:.4f} [{g['low']:.4f}, {g['high']:.4f}] "
+                         f"{g['classification']}" for case, g in entry["gate"].items())
+        print(f"night {night}{' (slowed)' if slow else ''}: exit {done.returncode}, "
+              f"{minutes:.1f} min; {gate}", flush=True)
+        if done.returncode >= 4:
+            print(done.stderr[-3000:], flush=True)
+
+
+def show(folders: list[Path]) -> str:
+    """A markdown table of the real sequences' nights."""
+    lines = ["| sequence | night | side b | ssl_proxy today/reference [interval] | gate | "
+             "tcp_term today/reference [interval] | gate | exit | minutes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for folder in folders:
+        for line in (folder / "nights.jsonl").read_text().splitlines():
+            night = json.loads(line)
+            cells = []
+            for case in TESTS:
+                g = night["gate"].get(case)
+                cells += ["-", "-"] if g is None else [
+                    f"{(g['ratio'] - 1) * 100:+.2f} % [{(g['low'] - 1) * 100:+.1f}, "
+                    f"{(g['high'] - 1) * 100:+.1f}]", g["classification"]]
+            lines.append(f"| {folder.name} | {night['night']} | "
+                         f"{'slowed' if night['slowed'] else 'as reference'} | "
+                         + " | ".join(cells) + f" | {night['exit']} | {night['minutes']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _nights(paths: list[Path]) -> list[dict[str, Any]]:
+    """Each A/B record of ``paths`` as a night: its per-round ratios and direction."""
+    found = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if "ab" not in record:
+                continue
+            (metric,) = record["ab"]["metrics"].values()
+            found.append({"ratios": np.asarray(metric["ratios"], float),
+                          "direction": metric["direction"]})
+    return found
+
+
+def _frame(nights: list[dict[str, Any]], shifts: list[float]) -> pd.DataFrame:
+    rows = []
+    for night, shift in zip(nights, shifts, strict=True):
+        ratios = night["ratios"] * (1.0 + shift)
+        rows.append({"value": float(np.median(ratios)),
+                     "stdev": float(np.std(ratios, ddof=1) / np.sqrt(len(ratios))),
+                     "trial_values": ratios.tolist()})
+    return pd.DataFrame(rows)
+
+
+def flags(nights: list[dict[str, Any]], shifts: list[float]) -> list[str]:
+    """The gate's classification after each night of a sequence (from its third)."""
+    frame = _frame(nights, shifts)
+    direction = nights[0]["direction"]
+    found = []
+    for count in range(1, len(frame) + 1):
+        step = newest_step(find_steps(frame.iloc[:count], direction), count)
+        found.append("normal" if step is None else step.result.verdict)
+    return found
+
+
+def rates(aa: list[dict[str, Any]], slowed: list[dict[str, Any]], draws: int,
+          rng: np.random.Generator, length: int = 8) -> dict[str, Any]:
+    """Detection within 2 nights with the slowed nights from a random night k (3..6), and
+    false alarms per judged A/A night (all-A/A sequences of ``length`` nights)."""
+    detected = 0
+    for _ in range(draws):
+        k = int(rng.integers(3, 7))
+        picked = [aa[i] for i in rng.integers(len(aa), size=k - 1)] + \
+            [slowed[i] for i in rng.integers(len(slowed), size=2)]
+        detected += "regression" in flags(picked, [0.0] * len(picked))[k - 1:]
+    alarms = judged = 0
+    for _ in range(draws):
+        picked = [aa[i] for i in rng.integers(len(aa), size=length)]
+        found = flags(picked, [0.0] * length)[2:]
+        judged += len(found)
+        alarms += sum(f != "normal" for f in found)
+    return {"detected": detected / draws, "false_alarms": alarms / judged, "draws": draws}
+
+
+def smallest_change(aa: list[dict[str, Any]], draws: int, rng: np.random.Generator) -> float:
+    """The smallest slowdown (A/A nights shifted from night k) flagged within 2 nights in 90 %
+    of sequences."""
+    for change in np.arange(0.005, 0.2, 0.005):
+        hits = 0
+        for _ in range(draws):
+            k = int(rng.integers(3, 7))
+            picked = [aa[i] for i in rng.integers(len(aa), size=k + 1)]
+            shifts = [0.0] * (k - 1) + [-change, -change]
+            hits += "regression" in flags(picked, shifts)[k - 1:]
+        if hits >= 0.9 * draws:
+            return float(change)
+    return float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, show or resample (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.nightly_bench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    go = commands.add_parser("run")
+    go.add_argument("--out", type=Path, required=True)
+    go.add_argument("--nights", type=int, default=6)
+    go.add_argument("--slow-from", type=int, default=0, help="first slowed night (0: none)")
+    go.add_argument("--max-rounds", type=int, default=30)
+    go.add_argument("--plain", action="store_true", help="no reference (today's nightly)")
+    table = commands.add_parser("show")
+    table.add_argument("folders", nargs="+", type=Path)
+    sample = commands.add_parser("resample")
+    sample.add_argument("--case", required=True)
+    sample.add_argument("--aa", nargs="+", type=Path, required=True)
+    sample.add_argument("--slowed", nargs="+", type=Path, required=True)
+    sample.add_argument("--draws", type=int, default=400)
+    sample.add_argument("--seed", type=int, default=37)
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.out, args.nights, args.slow_from, args.max_rounds, args.plain)
+    elif args.command == "show":
+        sys.stdout.write(show(args.folders))
+    else:
+        rng = np.random.default_rng(args.seed)
+        aa, slowed = _nights(args.aa), _nights(args.slowed)
+        found = rates(aa, slowed, args.draws, rng)
+        sys.stdout.write(
+            f"| {args.case} | {len(aa)} | {len(slowed)} | {found['detected']:.1%} | "
+            f"{found['false_alarms']:.1%} | {smallest_change(aa, args.draws // 2, rng):.1%} "
+            "|\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
