@@ -138,6 +138,21 @@ def test_a_comparison_the_test_does_not_use_is_skipped_with_the_reason(tmp_path:
         (out / "records.jsonl").read_text().strip()
 
 
+def test_with_ab_unused_plain_such_a_test_is_measured_plainly_saying_why(tmp_path: Path):
+    """Issue 37: the nightly against an nginx reference still measures tcp_term, plainly."""
+    code, out = _robot(tmp_path, "a: {name: log-off}\nb:\n  name: log-on\n"
+                       "  nginx: {proxy: {server: ['access_log /dev/null;']}}\n",
+                       "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot",
+                       [*SHORT, "-v", "AB_UNUSED:plain", "-v",
+                        f"CRITERIA:{REPO / 'utest/fixtures/criteria/machinery.yaml'}"])
+    status, message = _messages(out)["1s-kernel-tcp-term"]
+    assert code == 0 and status == "PASS", message
+    assert "which this test does not use" in message
+    assert "measured plainly (-v AB_UNUSED:plain)" in message
+    record = json.loads((out / "records.jsonl").read_text().splitlines()[-1])
+    assert "ab" not in record and len(record["metrics"]["throughput"]["trials"]) >= 2
+
+
 def test_a_side_that_answers_with_errors_fails_the_test_naming_the_side(tmp_path: Path):
     """Issue 34: errors passed in A/B mode (every criterion was skipped). A candidate proxy
     that answers 500 fails the test, the side named, whatever its rate."""

@@ -52,6 +52,14 @@ def test_tcp_term_headline_is_the_receiver_throughput():
     assert headline(m) == "throughput 14.2 Gbit/s [14, 14.5] (receiver)"
 
 
+def test_a_test_measured_plainly_in_an_ab_run_says_why():
+    m = Measurement("tcp_term", "kernel", {})
+    m.add("throughput", [14.0, 14.2, 14.5], "Gbit/s")
+    m.evidence["ab_unused"] = "A/B x: the sides differ only in nginx.proxy; measured plainly"
+    assert headline(m) == ("throughput 14.2 Gbit/s [14, 14.5] (receiver); A/B x: the sides "
+                           "differ only in nginx.proxy; measured plainly")
+
+
 def test_ebpf_stream_headline_lists_variants_then_ratios():
     m = Measurement("ebpf_stream", "kernel", {})
     for name, value in (("direct", 14.0), ("native", 6.1), ("ebpf", 5.2)):

@@ -97,7 +97,7 @@ def run_case(case: Case, telemetry: TrialTelemetry,
             return measurement
     measurement = _plain(case, telemetry, after)
     if unused:
-        measurement.notes.append(unused)
+        measurement.evidence["ab_unused"] = unused  # in the record and the test's message
     return measurement
 
 

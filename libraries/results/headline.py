@@ -153,4 +153,6 @@ def headline(measurement: Measurement) -> str:
             parts = []
     if not parts:
         parts = [f"{name} {_with_unit(metric)}" for name, metric in measurement.metrics.items()]
+    if measurement.evidence.get("ab_unused"):  # -v AB_UNUSED:plain: why it ran plainly
+        parts.append(str(measurement.evidence["ab_unused"]))
     return "; ".join(parts) if parts else "no metric measured"

@@ -7,7 +7,7 @@ of description, which a few nights' tighter fit does not repay. So the nights ar
 order and at every night the step is tested directly: a level starting at that night, or at the
 one before (:data:`WINDOW` candidates, the interval level split between them), against the
 level before it (up to :data:`BASELINE` nights since the previous step). A candidate is a step
-when :func:`libraries.results.verdict.ab_verdict` on the pooled per-round ratios (Hodges-
+(the one whose change is larger, when both are) when :func:`libraries.results.verdict.ab_verdict` on the pooled per-round ratios (Hodges-
 Lehmann change, Mann-Whitney interval, widened by the night-to-night scatter the nights' own
 intervals do not explain, :func:`libraries.trend.confirm.ratio_noise`) puts the whole interval
 beyond the margin; the level then restarts there. The newest night is a regression
@@ -17,6 +17,7 @@ beyond the margin; the level then restarts there. The newest night is a regressi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -54,6 +55,7 @@ def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
     steps: list[Step] = []
     level = 0
     for night in range(len(rows)):
+        found = []
         for start in range(night - WINDOW + 1, night + 1):
             if start - level < LEVEL_NIGHTS:
                 continue
@@ -67,9 +69,10 @@ def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
             except ValueError:  # a zero or negative ratio: no change as a ratio
                 continue
             if result.verdict in ("regression", "progression"):
-                steps.append(Step(start, result))
-                level = start
-                break
+                found.append(Step(start, result))
+        if found:  # where the level moved most: a step's own night, not one before it
+            steps.append(max(found, key=lambda s: abs(math.log(s.result.change.ratio))))
+            level = steps[-1].start
     return steps
 
 
