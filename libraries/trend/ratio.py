@@ -7,12 +7,13 @@ of description, which a few nights' tighter fit does not repay. So the nights ar
 order and at every night the step is tested directly: a level starting at that night, or at the
 one before (:data:`WINDOW` candidates, the interval level split between them), against the
 level before it (up to :data:`BASELINE` nights since the previous step). A candidate is a step
-(the one whose change is larger, when both are) when :func:`libraries.results.verdict.ab_verdict` on the pooled per-round ratios (Hodges-
-Lehmann change, Mann-Whitney interval, widened by the night-to-night scatter the nights' own
-intervals do not explain, :func:`libraries.trend.confirm.ratio_noise`) puts the whole interval
-beyond the margin; the level then restarts there. The newest night is a regression
-(progression) while a step in the metric's wrong (right) direction started within the newest
-:data:`WINDOW` nights: on the night it starts and the next.
+when :func:`libraries.results.verdict.ab_verdict` on the pooled per-round ratios
+(Hodges-Lehmann change, Mann-Whitney interval, widened by the night-to-night scatter the
+nights' own intervals do not explain, :func:`libraries.trend.confirm.ratio_noise`) puts the
+whole interval beyond the margin (of two, the larger change); the level then restarts there.
+The newest night is a regression (progression) while a step in the metric's wrong (right)
+direction started within the newest :data:`WINDOW` nights: on the night it starts and the
+next.
 """
 
 from __future__ import annotations
