@@ -85,8 +85,9 @@ def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
 
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
              direction: str) -> list[Group]:
-    """The levels between ``steps`` as groups (indexes shifted by ``offset``), labelled in
-    value terms like jumpavg's (``regression`` = went down) for the chart's step line."""
+    """The levels between ``steps`` as groups (the median of their nights; indexes shifted
+    by ``offset``), labelled in value terms like jumpavg's (``regression`` = went down) for
+    the chart's step line."""
     bounds = [0, *(s.start for s in steps), len(values)]
     groups = []
     for index, (start, end) in enumerate(pairwise(bounds)):
@@ -96,5 +97,5 @@ def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
             down = (verdict == "regression") == (direction != "lower_is_better")
             label = "regression" if down else "progression"
         groups.append(Group(start + offset, end - 1 + offset,
-                            float(np.mean(values[start:end])), label))
+                            float(np.median(values[start:end])), label))
     return groups
