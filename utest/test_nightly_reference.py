@@ -170,11 +170,11 @@ def test_the_history_keeps_the_ratio_and_both_sides_figures_per_reference(
     assert is_side_metric("rps [b: today]") and not is_side_metric("ab_rps_ratio")
 
 
-def test_a_3_percent_step_of_today_against_the_reference_is_flagged_on_its_first_night(
+def test_a_3_percent_step_of_today_against_the_reference_is_flagged_on_its_second_night(
         tmp_path: Path) -> None:
-    nights(tmp_path, [1.0] * 4 + [0.97] * 2)
+    nights(tmp_path, [1.0] * 4 + [0.97] * 3)
     found = classifications(tmp_path)
-    assert found["ab_rps_ratio"] == ["normal"] * 4 + ["regression"] * 2
+    assert found["ab_rps_ratio"] == ["normal"] * 5 + ["regression", "normal"]
     assert set(found["rps [a: nginx-ref]"] + found["rps [b: today]"]) == {"normal"}
 
 

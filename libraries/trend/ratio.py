@@ -2,18 +2,19 @@
 
 Both sides of a night share the machine, so its drift cancels in the ratio and a night's
 rounds estimate the ratio as closely as their own spread says. jumpavg alone, grouping the
-nights by their medians, cannot see a 3 % step on its first night: a new group costs ~13 bits
+nights by their medians, cannot see a 3 % step within two nights: a new group costs ~13 bits
 of description, which a few nights' tighter fit does not repay. So the nights are walked in
-order and at every night the step is tested directly: a level starting at that night, or at the
-one before (:data:`WINDOW` candidates, the interval level split between them), against the
-level before it (up to :data:`BASELINE` nights since the previous step). A candidate is a step
-when :func:`libraries.results.verdict.ab_verdict` on the pooled per-round ratios
-(Hodges-Lehmann change, Mann-Whitney interval, widened by the night-to-night scatter the
-nights' own intervals do not explain, :func:`libraries.trend.confirm.ratio_noise`) puts the
-whole interval beyond the margin (of two, the larger change); the level then restarts there.
-The newest night is a regression (progression) while a step in the metric's wrong (right)
-direction started within the newest :data:`WINDOW` nights: on the night it starts and the
-next.
+order and at every night a new level is tested directly: the newest :data:`LENGTHS` nights
+(two: one wild night alone, e.g. a disturbance that hit one side for minutes, is no step)
+against the level before them (up to :data:`BASELINE` nights since the previous step, at least
+:data:`LEVEL_NIGHTS`). It is a step when :func:`libraries.results.verdict.ab_verdict` on the
+pooled per-round ratios (Hodges-Lehmann change, Mann-Whitney interval, widened by the
+night-to-night scatter the nights' own intervals do not explain,
+:func:`libraries.trend.confirm.ratio_noise`) puts the whole interval beyond the margin and each
+night of the new level, on its own, moved beyond the margin the same way (a window that
+straddles a step is no level); the level then restarts there. The newest night is a
+regression (progression) when its test found a step in the metric's wrong (right) direction:
+a step starting on night k is flagged once, on night k + 1.
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from libraries.results.inference import DEFAULT_ALPHA
+from libraries.results.inference import DEFAULT_ALPHA, change_interval
 from libraries.results.verdict import AbResult, ab_verdict
 from libraries.trend.confirm import RATIO_MARGIN, ratio_noise, trials_of
 from libraries.trend.detect import Group
 
-WINDOW = 2
-"""A step is looked for starting at the newest night and at the one before; it is flagged on
-both."""
+LENGTHS = (2,)
+"""At each night a new level of this many nights (ending that night) is tested. Measured by
+benchmarks/nightly_bench.py on this VM's recorded nights (200 resampled sequences each):
+(2,) detected the planted ssl_proxy slowdown within two nights in 53 % with 2.0 % false
+alarms per A/A night; (1, 2) in 38 % with 8.8 % (a single wild A/A night, +35 %, was flagged);
+(2, 3) in 41 % with 1.8 %; tcp_term 72 %, 68 %, 60 %, no false alarm in any."""
 LEVEL_NIGHTS = 2
 """A level needs this many nights before a step from it is tested."""
 BASELINE = 10
@@ -46,41 +50,61 @@ class Step:
 
     start: int
     result: AbResult
+    found: int = -1
+    """The night (row index) whose test found it."""
 
 
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
-               alpha: float = DEFAULT_ALPHA) -> list[Step]:
+               alpha: float = DEFAULT_ALPHA, lengths: Sequence[int] | None = None
+               ) -> list[Step]:
     """The steps of a ratio series' ``rows`` (oldest first), walking the nights in order (see
-    the module)."""
+    the module); ``lengths``: the new level's lengths in nights tested at each night
+    (default :data:`LENGTHS`)."""
+    lengths = tuple(lengths or LENGTHS)
     trials = [trials_of(rows.iloc[i: i + 1]) for i in range(len(rows))]
     steps: list[Step] = []
     level = 0
     for night in range(len(rows)):
         found = []
-        for start in range(night - WINDOW + 1, night + 1):
+        for length in lengths:
+            start = night + 1 - length
             if start - level < LEVEL_NIGHTS:
                 continue
             first = max(level, start - BASELINE)
             base = [v for part in trials[first:start] for v in part]
             new = [v for part in trials[start: night + 1] for v in part]
             try:
-                result = ab_verdict(base, new, direction, alpha=alpha / WINDOW,
+                result = ab_verdict(base, new, direction, alpha=alpha / len(lengths),
                                     noise=ratio_noise(rows.iloc[first:start]), margin=margin,
                                     runs=(start - first, night + 1 - start))
             except ValueError:  # a zero or negative ratio: no change as a ratio
                 continue
-            if result.verdict in ("regression", "progression"):
-                found.append(Step(start, result))
+            if result.verdict in ("regression", "progression") and _every_night_moved(
+                    base, trials[start: night + 1], result.change.ratio, margin):
+                found.append(Step(start, result, night))
         if found:  # where the level moved most: a step's own night, not one before it
             steps.append(max(found, key=lambda s: abs(math.log(s.result.change.ratio))))
             level = steps[-1].start
     return steps
 
 
+def _every_night_moved(base: list[float], nights: Sequence[list[float]], change: float,
+                       margin: float) -> bool:
+    """Whether each night of a new level, on its own, moved beyond the margin the way the
+    pooled change did (its Hodges-Lehmann point estimate against the baseline): a window that
+    straddles a step, or one wild night beside a normal one, is not a new level."""
+    down = change < 1.0
+    for trials in nights:
+        ratio = change_interval(base, trials).ratio
+        if (ratio >= 1.0 - margin) if down else (ratio <= 1.0 + margin):
+            return False
+    return True
+
+
 def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
     """The step that makes the newest of ``nights`` a regression or progression: the last
-    one, when it started within the newest :data:`WINDOW` nights; else None."""
-    return steps[-1] if steps and steps[-1].start >= nights - WINDOW else None
+    one, when the newest night's test found it; else None."""
+    return steps[-1] if steps and steps[-1].found == nights - 1 else None
 
 
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
