@@ -121,21 +121,28 @@ class ComparisonFile:
         return c.name or f"{c.a.name} vs {c.b.name}"
 
 
+def read_mapping(path: str | Path, what: str, expected: str) -> tuple[str, dict[str, Any]]:
+    """The text of the YAML file ``path`` (a ``what``) and the mapping it holds;
+    :class:`TopologyError` naming the file when it cannot be read, is not YAML or holds
+    something other than ``expected``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise TopologyError(f"{path}: cannot read the {what} ({error.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise TopologyError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise TopologyError(f"{path}: expected {expected}, got {data!r}")
+    return text, data
+
+
 def load_comparison(path: str | Path, topology: Topology) -> ComparisonFile:
     """Read, validate and check ``path`` against ``topology``; :class:`TopologyError` naming
     the file and key path of every problem."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise TopologyError(f"{source}: cannot read the comparison file ({error.strerror})"
-                            ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise TopologyError(f"{source}: not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise TopologyError(f"{source}: expected a mapping with sides a and b, got {data!r}")
+    text, data = read_mapping(path, "comparison file", "a mapping with sides a and b")
     try:
         comparison = Comparison.model_validate(data)
     except ValidationError as error:

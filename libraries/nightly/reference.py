@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from libraries.ab.comparison import Side
+from libraries.ab.comparison import Side, read_mapping
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import format_errors
 
@@ -54,18 +54,8 @@ class Reference:
 def load_reference(path: Path) -> Reference:
     """Read and validate a reference file; :class:`TopologyError` naming the file and key of
     every problem (checks against the topology are the suites', as for any comparison)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise TopologyError(f"{path}: cannot read the reference file ({error.strerror})"
-                            ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise TopologyError(f"{path}: not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise TopologyError(f"{path}: expected a mapping with the reference's name and what it "
-                            f"sets (tools, vpp, nginx, startup, vcl, sysctl, env), got {data!r}")
+    text, data = read_mapping(path, "reference file", "a mapping with the reference's name "
+                              "and what it sets (tools, vpp, nginx, startup, vcl, sysctl, env)")
     try:
         side = Side.model_validate(data)
     except ValidationError as error:
