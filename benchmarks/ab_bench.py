@@ -67,6 +67,17 @@ exec {binary} "$@"
 """
 
 
+def burner(folder: Path, tool: str, binary: str, share: float) -> Path:
+    """Write the :data:`BURNER` wrapper of ``binary`` taking ``share`` of CPU 0 into
+    ``folder``; its path."""
+    path = folder / f"{tool}-burn-{share:g}"
+    path.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0, binary=binary,
+                                  python=sys.executable, busy=0.01 * share,
+                                  idle=0.01 * (1 - share)))
+    path.chmod(0o755)
+    return path
+
+
 def comparison(case: str, side: str, folder: Path) -> Path:
     """Write the comparison file of ``side`` (``aa`` or ``burn:<share>``) for ``case``."""
     _, _, tool, binary, _ = CASES[case]
@@ -78,11 +89,7 @@ def comparison(case: str, side: str, folder: Path) -> Path:
                 f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
     else:
         share = float(side.split(":", 1)[1])
-        candidate = folder / f"{tool}-burn-{share:g}"
-        candidate.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0,
-                                           binary=binary, python=sys.executable,
-                                           busy=0.01 * share, idle=0.01 * (1 - share)))
-        candidate.chmod(0o755)
+        candidate = burner(folder, tool, binary, share)
         text = (f"name: {tool} with {share:.0%} of its core taken\na: {{name: {tool}}}\n"
                 f"b:\n  name: {tool}-burn-{share:g}\n  tools: {{dut: {{{tool}: "
                 f"{candidate}}}}}\n")

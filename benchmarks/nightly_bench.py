@@ -14,7 +14,7 @@ floors) into one results folder and history, as a lab would run it night after n
 reference is the Debian nginx and iperf3 reached through symlinks (so each switch restarts
 them, as a real reference build would be); tonight's build is the topology (``3node`` with its
 DUT's nginx and iperf3 replaced from night ``--slow-from`` on by the A/B benchmark's burner
-wrappers, :data:`benchmarks.ab_bench.BURNER`: a 3 % (ssl_proxy) and 3.5 % (tcp_term) busy share
+wrappers, :func:`benchmarks.ab_bench.burner`: a 3 % (ssl_proxy) and 3.5 % (tcp_term) busy share
 of the DUT's core, the known slowdowns of benchmarks/README.md). After each night the gate's
 classification of every ratio series is read from the history and written to
 ``nights.jsonl``, with the night's exit code and minutes; each night's records also go to
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.ab_bench import BURNER
+from benchmarks.ab_bench import burner
 from libraries.history.store import Store
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import find_steps, newest_step
@@ -56,15 +56,6 @@ DUT_TOOLS = "    tools: {nginx: nginx, iperf3: iperf3,"
 """The DUT's tools line of topologies/3node.yaml that a night's topology rewrites."""
 
 
-def _burner(folder: Path, tool: str, binary: str, share: float) -> Path:
-    path = folder / f"{tool}-burn-{share:g}"
-    path.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0, binary=binary,
-                                  python=sys.executable, busy=0.01 * share,
-                                  idle=0.01 * (1 - share)))
-    path.chmod(0o755)
-    return path
-
-
 def prepare(out: Path) -> tuple[Path, Path, Path]:
     """The reference file, tonight's normal topology and its slowed twin, written in ``out``."""
     tools = out / "bin"
@@ -76,7 +67,7 @@ def prepare(out: Path) -> tuple[Path, Path, Path]:
             link.symlink_to(binary)
         reference[tool] = str(link)
         normal[tool] = tool
-        slowed[tool] = str(_burner(tools, tool, binary, share))
+        slowed[tool] = str(burner(tools, tool, binary, share))
     ref = out / "reference.yaml"
     ref.write_text("name: debian-ref\ntools:\n  dut: {" + ", ".join(
         f"{tool}: {path}" for tool, path in reference.items()) + "}\n")

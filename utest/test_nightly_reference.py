@@ -27,7 +27,7 @@ from libraries.results.records import append_record
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 from libraries.trend.analysis import analyse
-from libraries.trend.confirm import ratio_noise
+from libraries.trend.ratio import ratio_noise
 from utest.test_nightly import calls, fakes  # noqa: F401  (fixture)
 from utest.test_trend import T0, make_record
 

@@ -11,28 +11,20 @@ runs before the change (for groups of several runs). The change stands only when
 verdict is the same regression (progression); otherwise the series stays ``normal`` and says
 why.
 
-An A/B ratio series (a nightly against a pinned reference: today / reference per round) is
-judged by :mod:`libraries.trend.ratio` at the A/B margin (:data:`RATIO_MARGIN`), its interval
-widened only by the night-to-night scatter its nights' own intervals do not explain
-(:func:`ratio_noise`).
+An A/B ratio series (a nightly against a pinned reference) is judged by
+:mod:`libraries.trend.ratio` instead.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from libraries.results.plan import AbSettings
 from libraries.results.verdict import AbResult, ab_verdict, run_to_run_cv
 from libraries.trend.detect import Group
 
-RATIO_MARGIN = AbSettings().margin
-"""A step of an A/B ratio series is flagged when its whole interval lies beyond this (the A/B
-tests' own default margin, 1 %)."""
 BASELINE_RUNS = 10
 """At most this many runs of the previous group (its newest) are the baseline."""
 NOISE_RUNS = 20
@@ -52,21 +44,6 @@ def trials_of(rows: pd.DataFrame) -> list[float]:
 
 def _has(trials: Any) -> bool:
     return trials is not None and len(trials) > 0
-
-
-def ratio_noise(before: pd.DataFrame) -> float | None:
-    """The night-to-night scatter of an A/B ratio series that the nights' own intervals do
-    not explain: ``sqrt(cv**2 - se**2)`` with ``cv`` the robust run-to-run CV of the nights'
-    ratios and ``se`` their median relative standard error (the ``stdev`` column of a ratio
-    row); None with too few nights for a CV, 0 when the nights agree within their errors.
-    Both sides of a night share the machine's state, so this is usually near 0: widening by
-    the whole CV, as for a plain series, would count the rounds' noise twice."""
-    cv = run_to_run_cv([float(v) for v in before["value"]])
-    if cv is None:
-        return None
-    values = before["value"].to_numpy(float)
-    errors = before["stdev"].to_numpy(float) / np.where(values != 0, np.abs(values), 1.0)
-    return math.sqrt(max(0.0, cv * cv - float(np.median(errors)) ** 2))
 
 
 def confirm_change(rows: pd.DataFrame, size: int, groups: Sequence[Group], recent: int,

@@ -10,7 +10,7 @@ against the level before them (up to :data:`BASELINE` nights since the previous 
 :data:`LEVEL_NIGHTS`). It is a step when :func:`libraries.results.verdict.ab_verdict` on the
 pooled per-round ratios (Hodges-Lehmann change, Mann-Whitney interval, widened by the
 night-to-night scatter the nights' own intervals do not explain,
-:func:`libraries.trend.confirm.ratio_noise`) puts the whole interval beyond the margin and each
+:func:`ratio_noise`) puts the whole interval beyond the margin and each
 night of the new level, on its own, moved beyond the margin the same way (a window that
 straddles a step is no level); the level then restarts there. The newest night is a
 regression (progression) when its test found a step in the metric's wrong (right) direction:
@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from libraries.results.inference import DEFAULT_ALPHA, change_interval
-from libraries.results.verdict import AbResult, ab_verdict
-from libraries.trend.confirm import RATIO_MARGIN, ratio_noise, trials_of
+from libraries.results.plan import AbSettings
+from libraries.results.verdict import AbResult, ab_verdict, run_to_run_cv
+from libraries.trend.confirm import trials_of
 from libraries.trend.detect import Group
 
 LENGTHS = (2,)
@@ -42,6 +43,9 @@ LEVEL_NIGHTS = 2
 """A level needs this many nights before a step from it is tested."""
 BASELINE = 10
 """At most this many nights of the level (its newest) are the baseline."""
+RATIO_MARGIN = AbSettings().margin
+"""A step of an A/B ratio series is flagged when its whole interval lies beyond this (the A/B
+tests' own default margin, 1 %)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,21 @@ class Step:
     result: AbResult
     found: int = -1
     """The night (row index) whose test found it."""
+
+
+def ratio_noise(before: pd.DataFrame) -> float | None:
+    """The night-to-night scatter of an A/B ratio series that the nights' own intervals do
+    not explain: ``sqrt(cv**2 - se**2)`` with ``cv`` the robust run-to-run CV of the nights'
+    ratios and ``se`` their median relative standard error (the ``stdev`` column of a ratio
+    row); None with too few nights for a CV, 0 when the nights agree within their errors.
+    Both sides of a night share the machine's state, so this is usually near 0: widening by
+    the whole CV, as for a plain series, would count the rounds' noise twice."""
+    cv = run_to_run_cv([float(v) for v in before["value"]])
+    if cv is None:
+        return None
+    values = before["value"].to_numpy(float)
+    errors = before["stdev"].to_numpy(float) / np.where(values != 0, np.abs(values), 1.0)
+    return math.sqrt(max(0.0, cv * cv - float(np.median(errors)) ** 2))
 
 
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
