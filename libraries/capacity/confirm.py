@@ -150,7 +150,7 @@ def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal
     rate = knee
     retried: list[CapacityTrial] = []
     while len(trials) < TRIES:
-        trial = _trial(measure, path, seconds, rate, goal, retried)
+        trial = goal_trial(measure, path, seconds, rate, goal, retried)
         trials.append(trial)
         if holds(trial, goal, HOLD):
             held = rate
@@ -167,8 +167,12 @@ def confirm_capacity(measure: Measure, path: str, knee: float, goal: LatencyGoal
     return Confirmation(path, goal, seconds, knee, tuple(trials), held, tuple(retried))
 
 
-def _trial(measure: Measure, path: str, seconds: float, rate: float, goal: LatencyGoal,
-           retried: list[CapacityTrial]) -> CapacityTrial:
+def goal_trial(measure: Measure, path: str, seconds: float, rate: float, goal: LatencyGoal,
+               retried: list[CapacityTrial]) -> CapacityTrial:
+    """One trial of ``seconds`` at ``rate`` judged for ``goal``: a trial the generator did not
+    deliver is run again and then raises (as in the search); one short of its schedule by the
+    generator (:func:`short_of_schedule`) is run again up to :data:`REPEATS` times, each run
+    set aside appended to ``retried``."""
     trial = delivered_trial(measure, path, seconds, rate)
     for _repeat in range(REPEATS):
         why = short_of_schedule(trial, goal)
