@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -199,8 +200,12 @@ def test_missing_library_fails_with_the_tracer_log(node, tracer, nginx, tracers)
     params = SslsniffParams(library="/usr/lib/x86_64-linux-gnu/libssl-none.so.3",
                             pids=tuple(pids))
     expected = r"(?s)exited before attaching.*its output:.*does not exist"
-    with pytest.raises(TracerError, match=expected):
-        tracers(params, tracer, attach_timeout=10)
+    for _attempt in range(3):  # bpftrace 0.17 sometimes fails its own RLIMIT_MEMLOCK set-up
+        with pytest.raises(TracerError) as caught:
+            tracers(params, tracer, attach_timeout=10)
+        if "RLIMIT_MEMLOCK" not in str(caught.value):
+            break
+    assert re.search(expected, str(caught.value)), str(caught.value)
 
 
 def test_killed_tracer_leaves_no_uprobe_behind(node, tracer, nginx, tracers):
