@@ -5,9 +5,12 @@ A test's set-up starts its processes for side ``a`` and registers them as *compo
 they use: a tool on a node, an nginx role, a tool's environment, a node's VPP, an app's VCL);
 each measured trial declares what it runs too (a tool started per trial: wrk, an iperf3
 client). Switching side stops and starts only the components whose inputs differ between the
-sides, sets the sysctls, and is timed. A test whose every difference is unused by what it
-runs has nothing to compare (:class:`NothingToCompare`). No Robot Framework here: the keyword
-layer (``libraries.keywords.ab``) holds the session of a suite.
+sides, and every component on a node whose sysctls differ (a socket takes many sysctls when
+it is made: an iperf3 server's or nginx's listener made before the switch would serve the next
+trial with the other side's buffers), sets the sysctls in between, and is timed. A test whose
+every difference is unused by what it runs has nothing to compare (:class:`NothingToCompare`).
+No Robot Framework here: the keyword layer (``libraries.keywords.ab``) holds the session of a
+suite.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ def _differs(a: Side, b: Side, use: Use) -> bool:
     if kind == "vcl":
         return a.vcl.get(use[1]) != b.vcl.get(use[1])  # type: ignore[call-overload]
     raise ValueError(f"unknown component use {use!r}")
+
+
+def _nodes(component: Component) -> set[str]:
+    """The nodes ``component`` runs on: those of its tools and VPP."""
+    return {use[1] for use in component.uses if use[0] in ("tool", "vpp")}
 
 
 def _differences(a: Side, b: Side) -> list[str]:
@@ -150,9 +158,13 @@ class AbSession:
                 for node, keys in self.originals.items()}
 
     def affected(self) -> list[Component]:
-        """The components whose inputs differ between the sides, in start order."""
+        """The components whose inputs differ between the sides, or that run on a node whose
+        sysctls differ, in start order."""
         a, b = self.sides["a"], self.sides["b"]
-        return [c for c in self.components if any(_differs(a, b, use) for use in c.uses)]
+        on_a, on_b = self._sysctls(a), self._sysctls(b)
+        nodes = {node for node in on_a if on_a[node] != on_b.get(node)}
+        return [c for c in self.components
+                if any(_differs(a, b, use) for use in c.uses) or _nodes(c) & nodes]
 
     def unused_difference(self, trial_uses: frozenset[Use] = frozenset()) -> str | None:
         """Why the running test cannot tell the sides apart, or None when it can: every
