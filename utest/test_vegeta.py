@@ -217,7 +217,8 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     from when it got around to sending them would report far less (coordinated omission):
     p90 and p99 of a few ms, which the lower bounds catch. Measured here: p90 0.15-0.20 s, p99
     0.46-0.49 s, p99.9 0.50 s; with two CPU burners and a robot run beside it p90 0.16-0.35 s
-    (the backlog drains slower), p99 0.47-0.51 s.
+    (the backlog drains slower), p99 0.47-0.51 s; on a slower VM beside a nice-19 build and
+    another test worker, p50 0.11 s (the drain reached half of the requests).
 
     The upper bounds leave twice that for a slow drain on a busy machine and still catch
     latency timed from the wrong origin (from the run's start: p90 over 3 s): no request waits
@@ -229,7 +230,7 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     stall.join()
     assert result.failed == 0 and result.requests == pytest.approx(8000, rel=0.01)
     p = result.percentiles
-    assert p[0.5] < 0.05  # most requests never met the stall
+    assert p[0.5] < 0.25  # half the requests waited less than half the stall
     assert 0.08 < p[0.9] < 0.75  # ~10 % waited 0.1 s or more
     assert 0.4 < p[0.99] < 1.0  # ~1 % waited most of the 0.5 s
 

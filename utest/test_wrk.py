@@ -28,6 +28,7 @@ from libraries.tools.wrk.output import WrkErrors, parse_wrk_output
 from libraries.tools.wrk.run import (
     WrkOptions,
     build_wrk_command,
+    choose_load_tool,
     default_timeout,
     detect_wrk_flavour,
     probe_wrk,
@@ -161,6 +162,47 @@ def test_probe_of_missing_binary_raises_tool_missing():
     node = FakeNode(stderr="sh: 1: /opt/wrk2/wrk: not found", exit_code=127)
     with pytest.raises(ToolMissing, match="tg: wrk binary '/opt/wrk2/wrk' is missing"):
         probe_wrk(node, "/opt/wrk2/wrk")
+
+
+class ByBinary(FakeNode):
+    """Answers ``<binary> --help`` with that binary's usage text (a missing one: not found)."""
+
+    def __init__(self, helps: dict[str, str]):
+        super().__init__()
+        self.helps = helps
+
+    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+            check: bool = True) -> CommandResult:
+        self.calls.append({"command": command, "timeout": timeout, "check": check})
+        text = self.helps.get(shlex.split(command)[0])
+        if text is None:
+            return CommandResult(command, 127, "", f"sh: 1: {command}: not found", 0.1)
+        return CommandResult(command, 1, text, "", 0.1)
+
+
+@pytest.mark.parametrize(("tools", "helps", "chosen"), [
+    # both declared: wrk's closed loop (wrk2 at -R 1e8 starts its connections late)
+    ({"wrk": "wrk", "wrk2": "/opt/wrk2/wrk"},
+     {"wrk": "wrk41_help.txt", "/opt/wrk2/wrk": "wrk2_help_synthetic.txt"}, ("wrk", "wrk")),
+    # wrk2 is what the node has: it runs, at its -R
+    ({"wrk2": "/opt/wrk2/wrk"}, {"/opt/wrk2/wrk": "wrk2_help_synthetic.txt"},
+     ("/opt/wrk2/wrk", "wrk2")),
+    # wrk declared but missing: wrk2
+    ({"wrk": "wrk", "wrk2": "/opt/wrk2/wrk"}, {"/opt/wrk2/wrk": "wrk2_help_synthetic.txt"},
+     ("/opt/wrk2/wrk", "wrk2")),
+    # a `wrk` entry that is wrk2's binary is probed as wrk2
+    ({"wrk": "/opt/wrk2/wrk"}, {"/opt/wrk2/wrk": "wrk2_help_synthetic.txt"},
+     ("/opt/wrk2/wrk", "wrk2")),
+])
+def test_the_closed_loop_tool_is_wrk_where_declared_else_wrk2(tools, helps, chosen):
+    node = ByBinary({binary: fixture(name) for binary, name in helps.items()})
+    assert choose_load_tool(node, tools) == chosen  # type: ignore[arg-type]
+
+
+def test_no_answering_load_tool_names_what_was_declared_and_tried():
+    with pytest.raises(ToolMissing, match=r"tg: no HTTP load tool answers \(declared: \['wrk', "
+                       r"'wrk2'\]\): .*'wrk' is missing.*'/opt/wrk2/wrk' is missing"):
+        choose_load_tool(ByBinary({}), {"wrk2": "/opt/wrk2/wrk", "wrk": "wrk"})
 
 
 # -- parser: seed samples ----------------------------------------------------------------------
