@@ -178,6 +178,21 @@ def test_nginx_builds_compared_on_tcp_term_are_skipped_not_judged(tmp_path: Path
         "iperf3 on tg, iperf3-server)" in message
 
 
+def test_wrk2_builds_compared_where_wrk_runs_are_skipped_not_judged(tmp_path: Path):
+    """The closed-loop trials run wrk where a node declares it: a comparison of wrk2 builds
+    measured wrk against itself (on 3node with /opt/wrk2, 2026-11-27: now this skip, 6 s)."""
+    builds = [tmp_path / "wrk2-built", tmp_path / "wrk2-candidate"]  # on nodes with no wrk2 too
+    for build in builds:
+        shutil.copy2(shutil.which("wrk") or "/usr/bin/wrk", build)  # answers `-v` as wrk2 would
+    code, out = _robot(tmp_path, f"a: {{name: built, tools: {{tg: {{wrk2: {builds[0]}}}}}}}\n"
+                       f"b:\n  name: candidate\n  tools: {{tg: {{wrk2: {builds[1]}}}}}\n",
+                       "1kb-10c-kernel-ssl-proxy", "tests/ssl_proxy/kernel.robot")
+    status, message = _messages(out)["1kb-10c-kernel-ssl-proxy"]
+    assert code == 0 and status == "SKIP", message
+    assert "the sides differ only in tools.tg.wrk2, which this test does not use (it runs: " \
+        "nginx-proxy, nginx-server, wrk on tg)" in message
+
+
 @pytest.mark.parametrize(("comparison", "expected"), [
     ("a: {name: x}\nb: {name: y, tools: {dut: {nginx: /bin/false}}}\n",
      "b.tools.dut.nginx: /bin/false does not answer its version command"),
