@@ -164,33 +164,30 @@ def test_a_side_that_answers_with_errors_fails_the_test_naming_the_side(tmp_path
     assert "A/B side b (broken): proxy:" in message and "were not 2xx/3xx" in message
 
 
-def test_nginx_builds_compared_on_tcp_term_are_skipped_not_judged(tmp_path: Path):
-    """Issue 34's first defect: ab-nginx-builds on tcp_term measured iperf3 against itself for
-    40 rounds and reported a verdict about nginx builds it never started."""
-    candidate = tmp_path / "nginx-candidate"
-    shutil.copy2(shutil.which("nginx") or "/usr/sbin/nginx", candidate)
-    code, out = _robot(tmp_path, f"a: {{name: debian}}\nb:\n  name: candidate\n"
-                       f"  tools: {{dut: {{nginx: {candidate}}}}}\n",
-                       "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot")
-    status, message = _messages(out)["1s-kernel-tcp-term"]
+@pytest.mark.parametrize(("node", "tool", "source", "test", "suite", "runs"), [
+    # issue 34's first defect: ab-nginx-builds on tcp_term measured iperf3 against itself for
+    # 40 rounds and reported a verdict about nginx builds it never started
+    ("dut", "nginx", "nginx", "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot",
+     "iperf3 on tg, iperf3-server"),
+    # the closed-loop trials run wrk where a node declares it: a comparison of wrk2 builds
+    # measured wrk against itself (3node with /opt/wrk2, 2026-11-27); copies of Debian's wrk
+    # stand in for the builds (they answer `-v`), so nodes without wrk2 run it too
+    ("tg", "wrk2", "wrk", "1kb-10c-kernel-ssl-proxy", "tests/ssl_proxy/kernel.robot",
+     "nginx-proxy, nginx-server, wrk on tg"),
+])
+def test_builds_of_a_tool_the_test_does_not_run_are_skipped_not_judged(
+        tmp_path: Path, node: str, tool: str, source: str, test: str, suite: str, runs: str):
+    builds = []
+    for name in ("built", "candidate"):
+        builds.append(tmp_path / f"{tool}-{name}")
+        shutil.copy2(shutil.which(source) or f"/usr/sbin/{source}", builds[-1])
+    code, out = _robot(tmp_path, f"a: {{name: built, tools: {{{node}: {{{tool}: {builds[0]}}}}}}}\n"
+                       f"b:\n  name: candidate\n  tools: {{{node}: {{{tool}: {builds[1]}}}}}\n",
+                       test, suite)
+    status, message = _messages(out)[test]
     assert code == 0 and status == "SKIP", message
-    assert "the sides differ only in tools.dut.nginx, which this test does not use (it runs: " \
-        "iperf3 on tg, iperf3-server)" in message
-
-
-def test_wrk2_builds_compared_where_wrk_runs_are_skipped_not_judged(tmp_path: Path):
-    """The closed-loop trials run wrk where a node declares it: a comparison of wrk2 builds
-    measured wrk against itself (on 3node with /opt/wrk2, 2026-11-27: now this skip, 6 s)."""
-    builds = [tmp_path / "wrk2-built", tmp_path / "wrk2-candidate"]  # on nodes with no wrk2 too
-    for build in builds:
-        shutil.copy2(shutil.which("wrk") or "/usr/bin/wrk", build)  # answers `-v` as wrk2 would
-    code, out = _robot(tmp_path, f"a: {{name: built, tools: {{tg: {{wrk2: {builds[0]}}}}}}}\n"
-                       f"b:\n  name: candidate\n  tools: {{tg: {{wrk2: {builds[1]}}}}}\n",
-                       "1kb-10c-kernel-ssl-proxy", "tests/ssl_proxy/kernel.robot")
-    status, message = _messages(out)["1kb-10c-kernel-ssl-proxy"]
-    assert code == 0 and status == "SKIP", message
-    assert "the sides differ only in tools.tg.wrk2, which this test does not use (it runs: " \
-        "nginx-proxy, nginx-server, wrk on tg)" in message
+    assert f"the sides differ only in tools.{node}.{tool}, which this test does not use (it " \
+        f"runs: {runs})" in message
 
 
 @pytest.mark.parametrize(("comparison", "expected"), [
