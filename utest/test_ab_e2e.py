@@ -177,10 +177,11 @@ def test_a_side_that_answers_with_errors_fails_the_test_naming_the_side(tmp_path
 ])
 def test_builds_of_a_tool_the_test_does_not_run_are_skipped_not_judged(
         tmp_path: Path, node: str, tool: str, source: str, test: str, suite: str, runs: str):
-    builds = []
-    for name in ("built", "candidate"):
-        builds.append(tmp_path / f"{tool}-{name}")
-        shutil.copy2(shutil.which(source) or f"/usr/sbin/{source}", builds[-1])
+    binary = shutil.which(source)  # setup.sh installs it
+    assert binary, f"{source} is not on PATH"
+    builds = [tmp_path / f"{tool}-{name}" for name in ("built", "candidate")]
+    for build in builds:
+        shutil.copy2(binary, build)
     code, out = _robot(tmp_path, f"a: {{name: built, tools: {{{node}: {{{tool}: {builds[0]}}}}}}}\n"
                        f"b:\n  name: candidate\n  tools: {{{node}: {{{tool}: {builds[1]}}}}}\n",
                        test, suite)

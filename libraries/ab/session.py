@@ -161,10 +161,14 @@ class AbSession:
         """The components whose inputs differ between the sides, or that run on a node whose
         sysctls differ, in start order."""
         a, b = self.sides["a"], self.sides["b"]
-        on_a, on_b = self._sysctls(a), self._sysctls(b)
-        nodes = {node for node in on_a if on_a[node] != on_b.get(node)}
+        nodes = self._sysctl_nodes()
         return [c for c in self.components
                 if any(_differs(a, b, use) for use in c.uses) or _nodes(c) & nodes]
+
+    def _sysctl_nodes(self) -> set[str]:
+        """The nodes whose sysctls differ between the sides."""
+        on_a, on_b = self._sysctls(self.sides["a"]), self._sysctls(self.sides["b"])
+        return {node for node in on_a if on_a[node] != on_b[node]}
 
     def unused_difference(self, trial_uses: frozenset[Use] = frozenset()) -> str | None:
         """Why the running test cannot tell the sides apart, or None when it can: every
@@ -173,7 +177,7 @@ class AbSession:
         (nginx builds on tcp_term, a VPP comparison on a kernel test, a proxy knob on the
         stream case). Sysctls always count: they are the node's, whatever runs."""
         a, b = self.sides["a"], self.sides["b"]
-        if self.loaded.comparison.aa or self._sysctls(a) != self._sysctls(b):
+        if self.loaded.comparison.aa or self._sysctl_nodes():
             return None
         used = trial_uses | {use for c in self.components for use in c.uses}
         if any(_differs(a, b, use) for use in used):

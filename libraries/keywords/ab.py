@@ -11,7 +11,7 @@ included, and ``Check A/B Verdict`` turns the verdict into the test's status. Th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
@@ -42,6 +42,16 @@ def component_started(name: str, uses: set[Use], stop: Callable[[], None],
     ab = current_ab()
     if ab is not None:
         ab.register(name, uses, stop, restart)
+
+
+def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Use]:
+    """What a closed-loop HTTP trial on ``node`` uses that an A/B side may change: the ``wrk``
+    entry (a side that declares it runs it: ``CLOSED_LOOP_ORDER``), the ``wrk2`` entry only
+    where ``binary``, the tool side a runs, is not wrk's, and both tools' environments."""
+    uses: set[Use] = {("tool", node, "wrk"), ("env", "wrk"), ("env", "wrk2")}
+    if binary != tools.get("wrk"):
+        uses.add(("tool", node, "wrk2"))
+    return uses
 
 
 def side_nginx(role: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -18,7 +18,7 @@ from libraries.capacity.generators import (
 )
 from libraries.capacity.limits import search_paths_capacity
 from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
-from libraries.keywords.ab import component_started, side_nginx
+from libraries.keywords.ab import closed_loop_uses, component_started, side_nginx
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.https_paths import (
     add_path_metrics,
@@ -319,11 +319,7 @@ class SslProxyKeywords:
             return measurement
 
         self._paths = dict(urls)
-        # wrk runs where declared (a side that declares it runs it); wrk2 only where side a has
-        # no answering wrk: a comparison of wrk2 builds is then no difference this test uses
-        uses = {("tool", tg.name, "wrk"), ("env", "wrk"), ("env", "wrk2")}
-        if load_tool()[0] != testbed.topology.nodes[tg.name].tools.get("wrk"):
-            uses.add(("tool", tg.name, "wrk2"))
+        uses = closed_loop_uses(tg.name, testbed.topology.nodes[tg.name].tools, load_tool()[0])
         uses |= {("vcl", "client"), ("vpp", tg.name)} if stack == "vpp" else set()
         case = Case("ssl_proxy", stack, dict.fromkeys(urls, trial), plan, build,
                     {"rps": "higher_is_better"},  # A/B: the proxied path is under test

@@ -16,7 +16,7 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import current_judge, current_testbed, tool_env
-from libraries.keywords.ab import component_started, refuse_in_ab
+from libraries.keywords.ab import closed_loop_uses, component_started, refuse_in_ab
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
@@ -279,7 +279,7 @@ class SslsniffKeywords:
         server = self._server()
         dut = testbed.nodes[server.node]
         tg = testbed.node(client)
-        flavour = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)[1]
+        first, flavour = choose_load_tool(tg, tools := testbed.topology.nodes[tg.name].tools)
         address = testbed.topology.address_of(dut.name, seen_from=tg.name)
         cpus = testbed.topology.cpus_of(tg.name, "load")
         plan = parse_plan(trials, duration, warmup)
@@ -332,7 +332,7 @@ class SslsniffKeywords:
         case = Case("sslsniff", "kernel", {"baseline": baseline, "traced": with_tracer}, plan,
                     build, {"traced_rps": "higher_is_better"},
                     {"tracer": variant, "file": path, "connections": int(connections)},
-                    frozenset({("tool", tg.name, flavour), ("env", flavour)}), output="wrk output",
+                    frozenset(closed_loop_uses(tg.name, tools, first)), output="wrk output",
                     generator=(tg.name, "wrk"))
         return run_case(case, telemetry)
 
