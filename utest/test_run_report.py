@@ -16,10 +16,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from robot.api import SkipExecution
 
 from libraries.keywords.results import ResultsKeywords
 from libraries.report.run import load_tests, main, render_run_report
 from libraries.report.run_end import finish_run
+from libraries.results.measurement import Measurement
+from libraries.testbed.errors import HostStackError
 from utest.test_trend_browser import CHROMIUM, chromium, console_lines
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"
@@ -181,3 +184,30 @@ def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Pat
     for variant in ebpf["telemetry"]["variants"]:
         assert f"<b>{variant}</b>" in section
     assert re.search(r"CPU +%usr +%nice +%sys", section) and "nginx" in section
+
+
+def _checked(monkeypatch: pytest.MonkeyPatch, outcomes: list[str]) -> ResultsKeywords:
+    """Results keywords judging with criteria of ``outcomes``, off a running testbed."""
+    keywords = ResultsKeywords()
+    results = [SimpleNamespace(outcome=o, floor=False, describe=lambda o=o: f"rps {o}")
+               for o in outcomes]
+    monkeypatch.setattr(keywords, "_testbed_context", lambda: ("3node", {}))
+    monkeypatch.setattr(keywords, "judge", lambda: SimpleNamespace(
+        evaluate=lambda measurement: results))
+    return keywords
+
+
+def test_a_result_the_testbed_cannot_measure_is_skipped_after_what_fails():
+    """A capacity goal under the testbed's latency floor (libraries.capacity.floor) is
+    recorded, then skipped; an invalid result or a missed criterion still fails first."""
+    measurement = Measurement("ssl_proxy", "kernel", {})
+    measurement.untestable.append("p99<=10ms is under this testbed's latency floor")
+    with pytest.MonkeyPatch.context() as patch:
+        with pytest.raises(SkipExecution, match="not measurable on this testbed .recorded.: "
+                           "p99<=10ms is under this testbed's latency floor"):
+            _checked(patch, ["pass"]).check_criteria(measurement)
+        with pytest.raises(HostStackError, match="criteria not met: rps fail"):
+            _checked(patch, ["pass", "fail"]).check_criteria(measurement)
+        measurement.invalid.append("direct path: the search did not finish")
+        with pytest.raises(HostStackError, match="invalid result: direct path"):
+            _checked(patch, ["pass"]).check_criteria(measurement)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from libraries.capacity.confirm import goal_record, goal_trial
+from libraries.capacity.floor import judge_unconfirmed
 from libraries.capacity.generators import (
     Generator,
     confirm_paths,
@@ -80,8 +81,11 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     saturated generator is marked generator-bound (a lower bound), and then no ratio is
     recorded (unavailable, with the reason). A capacity above the closed-loop maximum, or
     below the 50 % latency pass that met the goal, or from a search that did not finish, is
-    never recorded, nor is a knee no confirmation held: it is unavailable and the measurement
-    invalid, saying why. Each path's trials go to ``log_folded``. Returns ``measurement``."""
+    never recorded: it is unavailable and the measurement invalid, saying why; nor is a knee
+    no confirmation held (:mod:`libraries.capacity.floor`: the direct path's only makes it and
+    the ratio unavailable; the proxied path's is invalid where the direct path keeps the goal
+    at its lowest rate, untestable, the goal under the testbed's latency floor, where it does
+    not). Each path's trials go to ``log_folded``. Returns ``measurement``."""
     closed = {p: {"proxy": "rps", "direct": "direct_rps"}[p] for p in paths}
     maxima = {p: measurement.value(name) for p, name in closed.items()}
     # the best closed-loop trial: on real VPP (1node) one of five direct trials read 11.0k
@@ -121,10 +125,6 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     for variant, rate in confirmed.items():
         result = found[variant]
         if rate is None:
-            said = measurement.evidence["capacity_confirmation"][variant]["semantics"]
-            problem = f"{variant} path: {said} (MLRsearch's knee: {knees[variant]:.0f})"
-            measurement.unavailable[NAMES[variant]] = problem
-            measurement.invalid.append(problem)
             continue
         measurement.add(NAMES[variant], [rate], "requests/s")
         if not result.finished:
@@ -214,6 +214,15 @@ def _confirm(measurement: Measurement, generator: Generator, paths: dict[str, st
                    "\n".join(_trial_line(t, goal.limit_ms) for t in confirmation.trials))
         measurement.notes.append(f"{variant} capacity: {confirmation.semantics} (MLRsearch's "
                                  f"knee {confirmation.knee:.0f})")
+    judged = judge_unconfirmed(done, path_trials(generator, paths, settings.limits))
+    for variant, why in judged.unavailable.items():
+        measurement.unavailable[NAMES[variant]] = why
+    measurement.invalid.extend(judged.invalid)
+    measurement.untestable.extend(judged.untestable)
+    if judged.evidence is not None:
+        measurement.evidence["capacity_floor"] = judged.evidence
+    for why in judged.untestable or [w for v, w in judged.unavailable.items() if v == "direct"]:
+        LOG.warning(why)
     return {v: c.rate for v, c in done.items()}
 
 

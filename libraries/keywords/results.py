@@ -352,7 +352,8 @@ class ResultsKeywords:
     @keyword("Check Criteria")
     def check_criteria(self, measurement: Measurement) -> None:
         """Fail with measured vs required for every criterion the result misses (an A/B
-        test: on a regression of the candidate, see ``Check A/B Verdict``).
+        test: on a regression of the candidate, see ``Check A/B Verdict``); skip, after
+        that, a result the testbed could not measure (a latency goal under its floor).
 
         A test with no criterion for this topology passes with a warning saying its result
         was recorded but not judged.
@@ -367,15 +368,18 @@ class ResultsKeywords:
             logger.info(f"NOT JUDGED {metric}: unavailable ({why})")
         if measurement.invalid:
             raise HostStackError("invalid result: " + "; ".join(measurement.invalid))
-        if not results:
-            logger.warn(f"no pass criterion for case {measurement.case} on topology "
-                        f"{topology}: the result is recorded, not judged")
-            return
         for result in results:
             logger.info(f"{result.outcome.upper()} {result.describe()}")
         failed = [r for r in results if r.outcome == "fail"]
         if failed:
             raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))
+        if measurement.untestable:
+            raise SkipExecution("not measurable on this testbed (recorded): "
+                                + "; ".join(measurement.untestable))
+        if not results:
+            logger.warn(f"no pass criterion for case {measurement.case} on topology "
+                        f"{topology}: the result is recorded, not judged")
+            return
         pending = [r for r in results if r.outcome == "inconclusive"]
         if pending:
             rounds = measurement.rounds or fixed_rounds(measurement)

@@ -105,6 +105,8 @@ def _ssl_proxy(m: Measurement) -> list[str]:
             inside.append(f"direct {figure(m.value('direct_capacity'))}{bound}")
         text += f" ({'; '.join(inside)})" if inside else ""
         parts.append(text)
+    elif "capacity" in m.unavailable:
+        parts.append("capacity unavailable")
     return parts
 
 

@@ -61,7 +61,9 @@ class Measurement:
     seen by the server, error counts, engagement counters), ``notes`` human-readable remarks
     (e.g. why latency is unavailable), ``unavailable`` the metrics the test could not give a
     figure for, with the reason (never judged), ``invalid`` the reasons the result must not
-    stand (the test fails for them whatever the criteria say), ``ab`` the comparison of an
+    stand (the test fails for them whatever the criteria say), ``untestable`` the reasons the
+    testbed cannot measure what the test claims (recorded, then skipped with them, unless
+    invalid or a missed criterion fails it first), ``ab`` the comparison of an
     A/B test (:mod:`libraries.ab`: its metrics are per-round ratios) and ``sides`` each side's
     own measurement (judged by the criteria per side; not recorded as such).
     """
@@ -79,6 +81,7 @@ class Measurement:
     environment: dict[str, Any] | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)
+    untestable: list[str] = field(default_factory=list)
     ab: dict[str, Any] | None = None
     sides: dict[str, Measurement] = field(default_factory=dict)
 
