@@ -31,6 +31,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,35 @@ def local_problems(side: Side) -> list[str]:
     return problems
 
 
+GROUP_EXIT_S = 10.0
+"""Seconds a killed build's process group gets to exit: SIGKILL is certain but not instant (a
+busy 2-core VM: a tox run found the build's ``sleep`` still running right after the kill)."""
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def _wait_group_gone(pgid: int, seconds: float) -> list[int]:
+    """Wait up to ``seconds`` for process group ``pgid`` to have no live process; the ones
+    left (none: all gone)."""
+    deadline = time.monotonic() + seconds
+    while (left := _group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def make_build(builds: Builds, index: int, log: Path) -> str | None:
     """Run the build command for build ``index`` (``{rev}`` = its name), its output to
     ``log``; None when it succeeded and the build then answers, else why not."""
@@ -191,7 +221,10 @@ def make_build(builds: Builds, index: int, log: Path) -> str | None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run.pid, signal.SIGKILL)
             run.wait(timeout=30)
-            return f"build command timed out after {builds.build_timeout:g} s (log {log})"
+            left = _wait_group_gone(run.pid, GROUP_EXIT_S)
+            return (f"build command timed out after {builds.build_timeout:g} s (log {log})"
+                    + (f"; processes {left} of its group still running {GROUP_EXIT_S:g} s after "
+                       "SIGKILL" if left else ""))
     if run.returncode != 0:
         return f"build command exited {run.returncode} (log {log})"
     problems = local_problems(side)
