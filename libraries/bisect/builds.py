@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from libraries.ab.comparison import Side, side_problems
 from libraries.testbed.errors import TopologyError
+from libraries.testbed.teardown import process_stat
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import format_errors
 from libraries.tools.versions import PROBES, parse_version, version_command
@@ -183,13 +184,8 @@ def _group_members(pgid: int) -> list[int]:
     """The live (not zombie) processes of process group ``pgid``."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+        fields = process_stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             members.append(int(entry.name))
     return members
 

@@ -221,7 +221,8 @@ def _confirm(measurement: Measurement, generator: Generator, paths: dict[str, st
     measurement.untestable.extend(judged.untestable)
     if judged.evidence is not None:
         measurement.evidence["capacity_floor"] = judged.evidence
-    for why in judged.untestable or [w for v, w in judged.unavailable.items() if v == "direct"]:
+    for why in [*judged.untestable, *([judged.unavailable["direct"]]
+                                      if "direct" in judged.unavailable else [])]:
         LOG.warning(why)
     return {v: c.rate for v, c in done.items()}
 

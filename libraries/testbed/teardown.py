@@ -50,13 +50,20 @@ def workdir_root(prefix: str) -> str:
     return f"/tmp/hoststack-{prefix}"
 
 
-def process_state(pid: int) -> str | None:
-    """The state letter of ``pid`` (``R``, ``S``, ``Z``, ...), or None once it is gone."""
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...), or
+    None once ``pid`` is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[-1].split()[0]
+    return stat.rsplit(")", 1)[-1].split()
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` (``R``, ``S``, ``Z``, ...), or None once it is gone."""
+    fields = process_stat(pid)
+    return fields[0] if fields else None
 
 
 def pid_alive(pid: int) -> bool:
