@@ -21,6 +21,7 @@ from libraries.ab.rounds import (
     judge_at_looks,
     measure_ab,
     ratio_interval,
+    resolution,
 )
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
@@ -226,3 +227,28 @@ def test_the_comparison_is_per_round_ratios_of_the_two_sides():
     record = comparison.as_record()
     assert record["method"].startswith("Hodges-Lehmann of per-round log ratios")
     assert record["change_pct"] == pytest.approx((comparison.interval.change - 1) * 100)
+
+
+def test_an_undecided_interval_says_what_its_rounds_can_tell():
+    """The projection from one look's interval: 60 rounds with a 5 % per-round spread, then
+    as many rounds as it says a margin-wide interval needs: that interval is the margin's
+    width within a quarter (the first look's spread is itself an estimate), and a change of
+    its smallest-change figure is called at the first 60 rounds' level in about half of the
+    tests."""
+    settings = AbSettings()
+    rng = np.random.default_rng(21)
+    first = ratio_interval(np.exp(rng.normal(0, 0.05, 60)), settings.alpha_per_look)
+    told = resolution(first, settings.margin)
+    assert told is not None and 0.02 < told.smallest_change < 0.04
+    assert 120 < told.rounds_for_margin < 400
+    wide = ratio_interval(np.exp(rng.normal(0, 0.05, told.rounds_for_margin)),
+                          settings.alpha_per_look)
+    assert math.log(wide.high / wide.low) / 2 == pytest.approx(math.log1p(settings.margin),
+                                                               rel=0.25)
+    called = sum(judge(ratio_interval(np.exp(rng.normal(-math.log1p(told.smallest_change),
+                                                        0.05, 60)),
+                                      settings.alpha_per_look),
+                       "higher_is_better", settings.margin) == "regression"
+                 for _ in range(200))
+    assert 0.3 < called / 200 < 0.7
+    assert resolution(RatioInterval(1.0, None, None, 0.99, 4), settings.margin) is None

@@ -234,6 +234,24 @@ def test_the_message_says_who_is_slower_by_how_much_after_how_many_rounds(tmp_pa
         "A/B rps: no change (+0.2 % [-0.8, +1.2], margin 1 %) after 24 rounds")
 
 
+def test_an_inconclusive_message_and_record_say_what_the_rounds_could_tell(tmp_path: Path):
+    """-0.9 % [-7.0, +3.5] after 60 rounds: a half-width of 5.4 % in logs, so only a change
+    beyond about 6.5 % is called, and a 1 %-wide half needs (5.4 / 1) ** 2 * 60 rounds."""
+    session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
+                             "['ssl_buffer_size 4k;']}}}\n")
+    interval = RatioInterval(0.991, 0.93, 1.035, 0.99, 60)
+    outcome = AbOutcome({}, {}, {"rps": MetricComparison(
+        "rps", "higher_is_better", (0.991,) * 60, interval, "inconclusive")}, 60,
+        "round limit", [10, 20, 30, 40, 50, 60], [0.1])
+    assert session.message(outcome).startswith(
+        "A/B rps: inconclusive (-0.9 % [-7.0, +3.5], margin 1 %; at this scatter 60 rounds "
+        "call only a change beyond about 6.5 %, and an interval within the margin would take "
+        "about 1,734 rounds) after 60 rounds")
+    assert session.block(outcome)["metrics"]["rps"]["resolution"] == {
+        "smallest_change_pct": pytest.approx(6.549, abs=0.01), "rounds_for_margin": 1734}
+    assert "resolution" not in session.block(_outcome(0.97, "regression"))["metrics"]["rps"]
+
+
 def test_the_record_block_keeps_the_file_both_sides_the_rounds_and_the_switch_cost(
         tmp_path: Path):
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "

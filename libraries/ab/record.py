@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from libraries.ab.comparison import ComparisonFile
-from libraries.ab.rounds import AbOutcome
+from libraries.ab.rounds import AbOutcome, MetricComparison, resolution
 from libraries.results.plan import AbSettings
 
 Versions = dict[str, dict[str, dict[str, str]]]
@@ -24,7 +24,8 @@ def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
                        "name": loaded.title, "aa": loaded.comparison.aa},
         "sides": {key: {"name": side.name, "changes": side.changes(),
                         "versions": versions.get(key, {})} for key, side in sides.items()},
-        "metrics": {m: c.as_record() for m, c in outcome.comparisons.items()},
+        "metrics": {m: _metric_record(c, settings.margin)
+                    for m, c in outcome.comparisons.items()},
         "verdict": worst([c.verdict for c in outcome.comparisons.values()]),
         "rounds": {"run": outcome.rounds, "looks": outcome.looks,
                    "planned_looks": list(settings.looks), "alpha": settings.alpha,
@@ -55,7 +56,7 @@ def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
                          f"{shown[shown.index(' ['):] if ' [' in shown else ''}")
         else:
             parts.append(f"{metric}: {c.verdict} ({c.describe()}, margin "
-                         f"{settings.margin * 100:g} %)")
+                         f"{settings.margin * 100:g} %{_told(c, settings.margin)})")
     names = {"a": a, "b": b}
     shown_versions = "; ".join(
         f"{names[key]}: " + ", ".join(f"{tool} {v}" for node in found.values()
@@ -63,6 +64,26 @@ def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
         for key, found in versions.items() if found)
     return (f"A/B {'; '.join(parts)} after {outcome.rounds} rounds"
             + (f" ({shown_versions})" if shown_versions else ""))
+
+
+def _metric_record(c: MetricComparison, margin: float) -> dict[str, Any]:
+    """A metric's record; an undecided one with what its rounds can tell (``resolution``)."""
+    found = c.as_record()
+    if c.verdict == "inconclusive":
+        told = resolution(c.interval, margin)
+        found["resolution"] = told.as_record() if told is not None else None
+    return found
+
+
+def _told(c: MetricComparison, margin: float) -> str:
+    """For an undecided metric: the change its rounds call only beyond, and the rounds an
+    interval as narrow as the margin would take, at the rounds' own scatter."""
+    told = resolution(c.interval, margin) if c.verdict == "inconclusive" else None
+    if told is None:
+        return ""
+    return (f"; at this scatter {c.interval.n} rounds call only a change beyond about "
+            f"{told.smallest_change * 100:.1f} %, and an interval within the margin would "
+            f"take about {told.rounds_for_margin:,} rounds")
 
 
 def worst(verdicts: list[str]) -> str:

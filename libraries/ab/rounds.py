@@ -123,6 +123,32 @@ def judge_at_looks(ratios: Sequence[float], settings: AbSettings,
 
 
 @dataclass(frozen=True)
+class Resolution:
+    """What an undecided metric's rounds can tell at their own scatter, projected from its
+    interval (whose width shrinks as one over the square root of the rounds, the looks'
+    level kept): ``smallest_change``, the relative change these rounds call only beyond (its
+    interval would just clear the margin), and ``rounds_for_margin``, about how many rounds
+    would narrow the interval to the margin's width (what a "no change" needs)."""
+
+    smallest_change: float
+    rounds_for_margin: int
+
+    def as_record(self) -> dict[str, Any]:
+        """The record's form (the change in percent)."""
+        return {"smallest_change_pct": self.smallest_change * 100,
+                "rounds_for_margin": self.rounds_for_margin}
+
+
+def resolution(interval: RatioInterval, margin: float) -> Resolution | None:
+    """:class:`Resolution` of ``interval`` against ``margin``; None without an interval."""
+    if interval.low is None or interval.high is None or not 0 < interval.low < interval.high:
+        return None
+    half = (math.log(interval.high) - math.log(interval.low)) / 2
+    return Resolution(math.exp(math.log1p(margin) + half) - 1,
+                      math.ceil(interval.n * (half / math.log1p(margin)) ** 2))
+
+
+@dataclass(frozen=True)
 class MetricComparison:
     """One metric: its ``direction``, the per-round ``ratios`` (b / a), the interval and the
     verdict at the last look."""
