@@ -141,12 +141,15 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 def summary(path: Path) -> str:
-    """One markdown row of the A/B records in ``path``."""
+    """One markdown row of the A/B records in ``path`` (the per-round spread: the standard
+    deviation of a test's per-round log ratios, what its interval's width follows)."""
     records = _records(path)
     verdicts = [r["ab"]["verdict"] for r in records]
     changes = [next(iter(r["ab"]["metrics"].values()))["change_pct"] for r in records]
     rounds = [r["ab"]["rounds"]["run"] for r in records]
     minutes = [r["bench"]["wall_s"] / 60 for r in records]
+    spreads = [100 * float(np.std(np.log(next(iter(r["ab"]["metrics"].values()))["ratios"]),
+                                  ddof=1)) for r in records]
     bench = records[0]["bench"]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in
                        ("regression", "progression", "no change", "inconclusive")
@@ -154,7 +157,8 @@ def summary(path: Path) -> str:
     return (f"| {bench['case']} | {bench['side']}{' (truth)' if bench['truth'] else ''} | "
             f"{len(records)} | {counts} | {statistics.median(changes):+.2f} % "
             f"({min(changes):+.1f} to {max(changes):+.1f}) | {statistics.median(rounds):.0f} "
-            f"({min(rounds)}-{max(rounds)}) | {statistics.median(minutes):.1f} "
+            f"({min(rounds)}-{max(rounds)}) | {statistics.median(spreads):.1f} % "
+            f"({min(spreads):.1f}-{max(spreads):.1f}) | {statistics.median(minutes):.1f} "
             f"({max(minutes):.1f}) |")
 
 
@@ -247,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         collect(args.case, args.side, args.runs, args.out, args.truth, args.max_rounds)
         return 0
     sys.stdout.write("| case | side b | tests | verdicts | change (median, range) | rounds | "
-                     "minutes per test (max) |\n|---|---|---|---|---|---|---|\n")
+                     "per-round spread (median, range) | minutes per test (max) |\n"
+                     "|---|---|---|---|---|---|---|---|\n")
     for path in args.files:
         sys.stdout.write(summary(path) + "\n")
     if args.mde:
