@@ -8,7 +8,7 @@ Packages, lowest layer first (a package imports only from the layers below it; t
                /proc CPU telemetry, tool versions;
 - ``results``  generic and pure: trials and statistics, criteria, the four-outcome verdict, the
                one parser of ``-v`` settings, JSON records, telemetry block, efficiency;
-- ``ab``       A/B runs: comparison files, sessions, balanced rounds, interval and verdict;
+- ``ab``       A/B runs: comparison files, sessions, rounds in random order, interval and verdict;
 - ``capacity`` capacity under latency goals: trials, generator adapters, MLRsearch, limits;
 - ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters;
 - ``history``  records files -> the columnar (Parquet) history of every run;

@@ -1,7 +1,7 @@
 """The A/B layer: two sides of the system under test measured in one run and judged per round.
 
-Owns the comparison file and the topology each side sees (``comparison``), the rounds in a
-balanced order, the Hodges-Lehmann interval of per-round ratios at corrected looks and the
+Owns the comparison file and the topology each side sees (``comparison``), the rounds in random
+order, the Hodges-Lehmann interval of per-round ratios at corrected looks and the
 verdict per metric (``rounds``, with the four-outcome rule of
 :func:`libraries.results.verdict.classify`), the record's ``ab`` block and the test's message
 (``record``), and the session of a running suite: sides, components, what a test uses,

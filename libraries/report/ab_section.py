@@ -44,7 +44,8 @@ def ratio_chart(record: dict[str, Any]) -> go.Figure | None:
     figure = go.Figure(traces)
     figure.update_layout(
         shapes=shapes, margin={"l": 70, "r": 20, "t": 40, "b": 50},
-        xaxis_title="round (A B | B A | ...)", yaxis_title="candidate / baseline",
+        xaxis_title="round (each in a random order: A B or B A)",
+        yaxis_title="candidate / baseline",
         title={"text": f"{record['name']}: {block['sides']['b']['name']} / "
                        f"{block['sides']['a']['name']} per round (line: the change, band: its "
                        f"interval, dashed: +-{margin:.0%})", "font": {"size": 14}},
@@ -107,8 +108,9 @@ def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
                    for r in records)
     return ('<section class="case" id="case-ab"><h2>A/B</h2>'
             f'<p class="note">Comparison: {about}. Each round measures both sides back to '
-            "back (A B | B A | ...); the change is the Hodges-Lehmann median of the per-round "
-            "ratios candidate / baseline, with its signed-rank interval at the looks' level."
+            "back, in an order drawn per round; the change is the Hodges-Lehmann median of "
+            "the per-round ratios candidate / baseline, with its signed-rank interval at the "
+            "looks' level."
             "</p>" + "".join(blocks)
             + "<table><tr><th>test</th><th>metric</th><th>baseline (a)</th><th>candidate (b)"
               "</th><th>change [interval]</th><th>verdict</th><th>rounds</th><th>switches</th>"
