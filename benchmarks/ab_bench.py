@@ -140,6 +140,12 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _log_ratios(record: dict[str, Any]) -> np.ndarray:
+    """The per-round log ratios of a record's (one) compared metric."""
+    (metric,) = record["ab"]["metrics"].values()
+    return np.log(metric["ratios"])
+
+
 def summary(path: Path) -> str:
     """One markdown row of the A/B records in ``path`` (the per-round spread: the standard
     deviation of a test's per-round log ratios, what its interval's width follows)."""
@@ -148,8 +154,7 @@ def summary(path: Path) -> str:
     changes = [next(iter(r["ab"]["metrics"].values()))["change_pct"] for r in records]
     rounds = [r["ab"]["rounds"]["run"] for r in records]
     minutes = [r["bench"]["wall_s"] / 60 for r in records]
-    spreads = [100 * float(np.std(np.log(next(iter(r["ab"]["metrics"].values()))["ratios"]),
-                                  ddof=1)) for r in records]
+    spreads = [100 * float(np.std(_log_ratios(r), ddof=1)) for r in records]
     bench = records[0]["bench"]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in
                        ("regression", "progression", "no change", "inconclusive")
@@ -169,7 +174,7 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
     offset, centred only by the median of all, stays in), shifts them down by the slowdown and
     judges them as the suite would."""
     records = [r for p in paths for r in _records(p)]
-    runs = [np.log(next(iter(r["ab"]["metrics"].values()))["ratios"]) for r in records]
+    runs = [_log_ratios(r) for r in records]
     centre = float(np.median(np.concatenate(runs)))
     runs = [logs - centre for logs in runs]
     per_round = statistics.median(r["bench"]["wall_s"] / max(1, r["ab"]["rounds"]["run"])
@@ -239,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(f"| normal, sd {sd:.1%} | " + rates(
                 lambda rng, n, sd=sd: rng.normal(0.0, sd, n), settings) + " |\n")
         for path in args.aa:
-            runs = [np.log(next(iter(r["ab"]["metrics"].values()))["ratios"])
-                    for r in _records(path)]
+            runs = [_log_ratios(r) for r in _records(path)]
             centre = float(np.median(np.concatenate(runs)))
             sys.stdout.write(f"| {path.name} (A/A rounds) | " + rates(
                 lambda rng, n, runs=runs, centre=centre: rng.choice(
