@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import statistics
 import sys
 import time
@@ -235,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.b_proxy_http and args.case != "ssl_proxy":
         parser.error("--b-proxy-http: only --case ssl_proxy runs a proxy")
     knobs = Knobs(dict(args.b_sysctl), tuple(args.b_proxy_http))
+    # a SIGTERM unwinds like Ctrl-C, so both testbeds are removed (run's finally)
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     record = run(args.case, args.rounds, args.seconds, args.topology, knobs)
     for method in ("duet", "sequential"):
         s = record[method]
