@@ -159,6 +159,18 @@ def _side(name: str, case: str, topology: str, seconds: int, knobs: Knobs,
         raise
 
 
+def _down(testbeds: list[Testbed]) -> None:
+    """Remove every testbed, even when removing one fails; then raise the first failure."""
+    failures = []
+    for testbed in testbeds:
+        try:
+            testbed.down()
+        except (HostStackError, OSError) as error:  # the other testbed must still go
+            failures.append(error)
+    if failures:
+        raise failures[0]
+
+
 def _summary(pairs: list[tuple[float, float]]) -> dict[str, float]:
     """Mean log ratio b/a as percent with its 95 % t-interval, and the per-round spread."""
     logs = [math.log(b / a) for a, b in pairs]
@@ -198,8 +210,7 @@ def run(case: str, rounds: int, seconds: int, topology: str, knobs: Knobs) -> di
                           f"sequential {alone[0]:.2f} {alone[1]:.2f} {UNITS[case]}",
                           flush=True)
     finally:
-        for side in sides:
-            side.testbed.down()
+        _down([side.testbed for side in sides])
     return {"case": case, "topology": topology, "seconds": seconds, "rounds": rounds,
             "b_sysctls": knobs.sysctls, "b_proxy_http": list(knobs.proxy_http),
             "wall_s": round(time.monotonic() - started, 1),
