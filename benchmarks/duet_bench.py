@@ -88,13 +88,15 @@ def _first(cpus: list[int]) -> tuple[int, ...] | None:
 
 def _tcp_term(testbed: Testbed, seconds: int) -> Callable[[], float]:
     dut, tg = testbed.node("dut"), testbed.node("tg")
-    server = start_iperf3_server(dut, "iperf3", IperfServerOptions(
+    tools = {node.name: testbed.topology.nodes[node.name].tools for node in (dut, tg)}
+    server = start_iperf3_server(dut, tools[dut.name].get("iperf3", "iperf3"), IperfServerOptions(
         port=IPERF_PORT, cpus=testbed.topology.cpus_of(dut.name, "server")))
     dut.wait_for_listener(IPERF_PORT, server)
     client = IperfClientOptions(server=testbed.topology.address_of(dut.name, seen_from=tg.name),
                                 port=IPERF_PORT, duration=seconds,
                                 cpus=testbed.topology.cpus_of(tg.name, "load"))
-    return lambda: run_iperf3_client(tg, "iperf3", client).gbps
+    binary = tools[tg.name].get("iperf3", "iperf3")
+    return lambda: run_iperf3_client(tg, binary, client).gbps
 
 
 def _certificates(testbed: Testbed, certs: RunCertificates) -> dict[str, str]:
@@ -120,7 +122,8 @@ def _ssl_proxy(testbed: Testbed, seconds: int, certs: RunCertificates,
                                worker_cpus=_first(top.cpus_of(server.name, "server"))),
         cert_path=f"{folders['server']}/server.cert", key_path=f"{folders['server']}/server.key",
         root_dir=f"{server.workdir}/www", listen_port=SERVER_PORT).render()
-    start_nginx(server, "nginx-server", config, [SERVER_PORT])
+    start_nginx(server, "nginx-server", config, [SERVER_PORT],
+                binary=top.nodes[server.name].tools.get("nginx", "nginx"))
     upstream = top.address_of(server.name, seen_from=dut.name)
     lines = tuple(line.replace("{workdir}", dut.workdir) for line in proxy_http)
     config = SslProxyParams(
@@ -129,13 +132,15 @@ def _ssl_proxy(testbed: Testbed, seconds: int, certs: RunCertificates,
                                extra_http=lines),
         cert_path=f"{folders['dut']}/proxy.cert", key_path=f"{folders['dut']}/proxy.key",
         listen_port=PROXY_PORT, upstreams=(f"{upstream}:{SERVER_PORT}",)).render()
-    start_nginx(dut, "nginx-proxy", config, [PROXY_PORT])
+    start_nginx(dut, "nginx-proxy", config, [PROXY_PORT],
+                binary=top.nodes[dut.name].tools.get("nginx", "nginx"))
     options = WrkOptions(url=f"https://{top.address_of(dut.name, seen_from=tg.name)}:"
                              f"{PROXY_PORT}/1kb", threads=1, connections=10, duration=seconds,
                          cpus=top.cpus_of(tg.name, "load"))
+    wrk = top.nodes[tg.name].tools.get("wrk", "wrk")  # plain wrk: closed loop, as the suite
 
     def trial() -> float:
-        result = run_wrk(tg, "wrk", options, flavour="wrk")
+        result = run_wrk(tg, wrk, options, flavour="wrk")
         if result.total_requests == 0 or result.non_2xx_3xx:
             raise HostStackError(f"{tg.name}: wrk through the proxy: {result.total_requests} "
                                  f"requests, {result.non_2xx_3xx} not 2xx/3xx: "
