@@ -22,9 +22,10 @@ Every round runs one duet pair (both sides at once) and one sequential pair (one
 the other, order by a coin), so both methods meet the same hour of the machine. A real change
 on side b only: ``--b-sysctl`` sets a sysctl in side b's DUT namespace (a per-namespace
 ``net.*`` key), ``--b-proxy-http`` adds nginx directives to side b's proxy (``http`` block).
-Prints, per method, the mean log ratio b/a in percent with its 95 % interval and the
-per-round spread; writes one JSON line per run. An experiment for a design choice, not a
-suite: nothing here is a product setting.
+Prints, per method, the change b/a in percent with its 95 % interval as the A/B engine
+computes them from per-round ratios (Hodges-Lehmann, signed rank) and the per-round spread;
+writes one JSON line per run. An experiment for a design choice, not a suite: nothing here is
+a product setting.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
+from libraries.ab.rounds import ratio_interval
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import load_topology
@@ -177,12 +178,15 @@ def _down(testbeds: list[Testbed]) -> None:
 
 
 def _summary(pairs: list[tuple[float, float]]) -> dict[str, float]:
-    """Mean log ratio b/a as percent with its 95 % t-interval, and the per-round spread."""
-    logs = [math.log(b / a) for a, b in pairs]
-    mean, sd = statistics.mean(logs), statistics.stdev(logs)
-    half = stats.t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
-    return {"change_pct": 100 * math.expm1(mean), "low_pct": 100 * math.expm1(mean - half),
-            "high_pct": 100 * math.expm1(mean + half), "spread_pct": 100 * sd,
+    """The change b/a and its 95 % interval as the A/B engine computes them from per-round
+    ratios (:func:`libraries.ab.rounds.ratio_interval`), and the per-round spread (standard
+    deviation of the log ratios, in percent)."""
+    ratios = tuple(b / a for a, b in pairs)
+    interval = ratio_interval(ratios, 0.05)
+    return {"change_pct": 100 * (interval.change - 1),
+            "low_pct": 100 * (interval.low - 1) if interval.low is not None else math.nan,
+            "high_pct": 100 * (interval.high - 1) if interval.high is not None else math.nan,
+            "spread_pct": 100 * statistics.stdev(math.log(r) for r in ratios),
             "median_a": statistics.median(a for a, _ in pairs),
             "median_b": statistics.median(b for _, b in pairs)}
 

@@ -5,24 +5,34 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 
 import pytest
 
 from benchmarks.duet_bench import _summary, _sysctl
+from libraries.ab.rounds import ratio_interval
 
 
-def test_the_summary_is_the_mean_log_ratio_with_its_t_interval() -> None:
-    pairs = [(10.0, 9.0), (10.0, 9.9), (8.0, 7.6), (12.0, 11.4)]
-    logs = [math.log(b / a) for a, b in pairs]
-    mean = sum(logs) / 4
+def test_the_summary_is_the_ab_engines_interval_and_the_spread_of_log_ratios() -> None:
+    pairs = [(10.0, 9.0), (10.0, 9.9), (8.0, 7.6), (12.0, 11.4), (10.0, 9.7), (9.0, 8.8),
+             (11.0, 10.4), (10.0, 9.6)]
+    ratios = tuple(b / a for a, b in pairs)
+    interval = ratio_interval(ratios, 0.05)
     summary = _summary(pairs)
-    assert summary["change_pct"] == pytest.approx(100 * math.expm1(mean))
-    assert summary["low_pct"] < summary["change_pct"] < summary["high_pct"]
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)
-    assert summary["spread_pct"] == pytest.approx(100 * sd)
-    half = 3.182446305284263 * sd / 2  # t(0.975, 3 df) * sd / sqrt(4)
-    assert summary["high_pct"] == pytest.approx(100 * math.expm1(mean + half))
-    assert (summary["median_a"], summary["median_b"]) == (10.0, 9.45)
+    assert summary["change_pct"] == pytest.approx(100 * (interval.change - 1))
+    assert summary["low_pct"] == pytest.approx(100 * (interval.low - 1))
+    assert summary["high_pct"] == pytest.approx(100 * (interval.high - 1))
+    assert summary["low_pct"] < summary["change_pct"] < summary["high_pct"] < 0  # all slower
+    assert summary["spread_pct"] == pytest.approx(
+        100 * statistics.stdev(math.log(r) for r in ratios))
+    assert (summary["median_a"], summary["median_b"]) == pytest.approx((10.0, 9.65))
+
+
+def test_too_few_rounds_for_an_interval_give_no_bounds() -> None:
+    summary = _summary([(10.0, 9.0), (10.0, 9.5)])
+    assert math.isnan(summary["low_pct"]) and math.isnan(summary["high_pct"])
+    assert summary["change_pct"] == pytest.approx(100 * (ratio_interval((0.9, 0.95), 0.05)
+                                                         .change - 1))
 
 
 def test_side_b_takes_only_per_namespace_sysctls() -> None:
