@@ -263,24 +263,55 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
     for side in SIDES:
         use(side)
         warm_up(variants, plan)
-    rounds, looks, stopped = 0, [], "round limit"
-    comparisons: dict[str, MetricComparison] = {}
-    sides: dict[str, Measurement] = {}
     trial_seconds = {s: 0.0 for s in SIDES}
-    while rounds < settings.max_rounds:
-        first = clock()
+
+    def run_round(number: int) -> None:
         order = ("a", "b") if coin.random() < 0.5 else ("b", "a")
         orders.append(" ".join(order).upper())
         for side in order:
             use(side)
             told = _SideObserver(observer, side) if observer is not None else None
             trial_seconds[side] += run_rounds(variants, plan.duration,
-                                              range(rounds + 1, rounds + 2),
+                                              range(number, number + 1),
                                               settings.max_rounds, results[side], told)
+
+    judged = judge_rounds(run_round, lambda: {s: build(results[s], trial_seconds[s])
+                                              for s in SIDES},
+                          metrics, settings, started, clock)
+    return AbOutcome(judged.sides, results, judged.comparisons, judged.rounds, judged.stopped,
+                     judged.looks, switches, clock() - started, " | ".join(orders), seed)
+
+
+@dataclass
+class Judged:
+    """What :func:`judge_rounds` ran and found: the rounds, why it stopped, the looks made,
+    each side's measurement and the comparison at the last look."""
+
+    rounds: int
+    stopped: str
+    looks: list[int]
+    sides: dict[str, Measurement]
+    comparisons: dict[str, MetricComparison]
+
+
+def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str, Measurement]],
+                 metrics: Mapping[str, Direction], settings: AbSettings, started: float,
+                 clock: Callable[[], float] = time.monotonic) -> Judged:
+    """Run rounds (``run_round(number)`` measures both sides once) until a look is
+    conclusive for every metric, or ``max_rounds`` or the budget (counted from ``started``,
+    the warm-ups included) is reached; judged at the looks (``built()``: each side's
+    measurement of the rounds so far). A budget that ends the test between looks makes its
+    last rounds the next look (never more looks than planned, so each keeps its level)."""
+    rounds, looks, stopped = 0, [], "round limit"
+    comparisons: dict[str, MetricComparison] = {}
+    sides: dict[str, Measurement] = {}
+    while rounds < settings.max_rounds:
+        first = clock()
         rounds += 1
+        run_round(rounds)
         if rounds in settings.looks:
             looks.append(rounds)
-            sides = {s: build(results[s], trial_seconds[s]) for s in SIDES}
+            sides = built()
             comparisons = compare(sides, metrics, settings)
             if all(c.verdict != "inconclusive" for c in comparisons.values()):
                 stopped = f"conclusive at the look after {rounds} rounds"
@@ -291,10 +322,7 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
                       f"{settings.budget_s:g} s)"
             break
     if rounds and (not looks or looks[-1] != rounds):
-        # a budget that ended the test between looks: its last rounds are the next look
-        # (never more looks than planned, so each keeps its level)
         looks.append(rounds)
-        sides = {s: build(results[s], trial_seconds[s]) for s in SIDES}
+        sides = built()
         comparisons = compare(sides, metrics, settings)
-    return AbOutcome(sides, results, comparisons, rounds, stopped, looks, switches,
-                     clock() - started, " | ".join(orders), seed)
+    return Judged(rounds, stopped, looks, sides, comparisons)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from libraries.ab.comparison import ComparisonFile, Side, load_comparison, side_topology
+from libraries.ab.duet import DuetLink, measure_duet, serve_duet
 from libraries.ab.record import Versions, ab_block, ab_message
 from libraries.ab.rounds import AbOutcome, measure_ab
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
@@ -93,17 +94,25 @@ def _differences(a: Side, b: Side) -> list[str]:
 
 class AbSession:
     """The A/B state of one suite: the comparison, the side now active, the components of the
-    running test and the sysctls to put back."""
+    running test and the sysctls to put back. With ``duet`` (:mod:`libraries.ab.duet`) this
+    run measures one side only, the link's, on its own testbed, beside the other side's run:
+    that side is active from the start, its set-up keywords start its components, and nothing
+    switches."""
 
     def __init__(self, loaded: ComparisonFile, testbed: Testbed, settings: AbSettings,
                  originals: dict[str, dict[str, str]],
-                 versions: dict[str, dict[str, dict[str, str]]]):
+                 versions: dict[str, dict[str, dict[str, str]]],
+                 duet: DuetLink | None = None):
         self.loaded, self.testbed, self.settings = loaded, testbed, settings
         self.base = testbed.topology
         self.originals = originals
         self.versions = versions
         self.side = "a"
         self.components: list[Component] = []
+        self.duet = duet
+        self.test = ""
+        if duet is not None:
+            self.activate(duet.side)
 
     @property
     def sides(self) -> dict[str, Side]:
@@ -211,6 +220,12 @@ class AbSession:
     def _restore(self) -> dict[str, str]:
         """:meth:`restore`'s work: the error of each node whose sysctls did not go back."""
         self.components = []
+        if self.duet is not None:  # the run's own side stays, for the next test's set-up
+            try:
+                self.activate(self.duet.side)
+            except HostStackError as error:
+                return {"*": str(error)}
+            return {}
         self.side = "a"
         self.testbed.topology = self.base
         failed = {}
@@ -224,8 +239,11 @@ class AbSession:
     def close(self) -> list[str]:
         """:meth:`restore`, then the originals kept on each node removed (they are back).
         Returns the errors met; a node whose originals could not be put back keeps them."""
+        duet, self.duet = self.duet, None
         failed = self._restore()
         errors = list(failed.values())
+        if duet is not None:
+            duet.close()
         if self.base.provision is None:
             for node in self.originals.keys() - failed.keys():
                 try:
@@ -246,6 +264,9 @@ class AbSession:
         return the A/B test's measurement: per metric the per-round ratios b / a as
         ``ab_<metric>_ratio``, both sides' figures as evidence, the comparison in ``ab``.
         Raises :class:`NothingToCompare` when the test uses nothing the sides change."""
+        if self.duet is not None:
+            return self._measure_duet(case, stack, parameters, variants, plan, build, metrics,
+                                      observer, trial_uses)
         if self.side != "a":
             raise HostStackError("an A/B test starts on side a (set-up keywords start it)")
         unused = self.unused_difference(trial_uses)
@@ -255,6 +276,49 @@ class AbSession:
         outcome = measure_ab(named, plan, build, metrics, self.settings, self.switch, observer)
         self.switch("a")
         return self._measurement(case, stack, parameters, outcome)
+
+    def _measure_duet(self, case: str, stack: str, parameters: dict[str, Any],
+                      variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
+                      build: Callable[[dict[str, list[Any]], float], Measurement],
+                      metrics: Mapping[str, Direction], observer: TrialObserver | None,
+                      trial_uses: frozenset[Use]) -> Measurement:
+        """:meth:`measure` beside the other side's run (:mod:`libraries.ab.duet`): side a
+        leads and returns the A/B measurement; side b follows and raises
+        :class:`MeasuredBeside` (its trials are in side a's record)."""
+        link = self.duet
+        assert link is not None
+        unused = self.unused_difference(trial_uses)
+        if unused:  # both runs reach the same answer and skip alike
+            raise NothingToCompare(unused)
+        if any(use[0] == "vpp" for c in self.components for use in c.uses):
+            raise NothingToCompare(
+                "duet A/B: this test runs VPP; two VPPs polling the same cores would measure "
+                "each other (run it as a sequential A/B test, without the duet launcher)")
+        named = {variant: self._named(trial) for variant, trial in variants.items()}
+        link.start_test(self.test)
+        self._check_own_sysctls()
+        if link.side == "b":
+            stopped = serve_duet(named, link)
+            raise MeasuredBeside(f"duet A/B side b ({self.active.name}): measured beside side "
+                                 f"a, whose run records and judges this test ({stopped})")
+        outcome = measure_duet(named, plan, build, metrics, self.settings, link, observer)
+        return self._measurement(case, stack, parameters, outcome)
+
+    def _check_own_sysctls(self) -> None:
+        """Each run's sysctls read back as its side's: a key that is the host's rather than
+        the network namespace's would carry the other run's value (both testbeds share the
+        kernel), and the comparison would then compare nothing."""
+        expected = self._sysctls(self.active)
+        for node, values in expected.items():
+            found = read_sysctls(self.testbed.nodes[node], sorted(values))
+            wrong = {k: v for k, v in found.items() if v.split() != str(values[k]).split()}
+            if wrong:
+                raise HostStackError(
+                    f"duet A/B side {self.side}: on {node} " + ", ".join(
+                        f"{k} reads {v!r}, not this side's {values[k]!r}"
+                        for k, v in wrong.items()) +
+                    ": the key is shared by both sides' testbeds (not per network namespace); "
+                    "compare it in a sequential A/B run")
 
     def _named(self, trial: Callable[[Trial], Any]) -> Callable[[Trial], Any]:
         """``trial``, whose failure (errors, a proof missing, a process dead) names the side
@@ -305,13 +369,25 @@ class NothingToCompare(HostStackError):
     it with this reason)."""
 
 
-def open_session(path: str, testbed: Testbed, settings: AbSettings) -> AbSession:
+class MeasuredBeside(Exception):
+    """Side b of a duet measured the test beside side a, whose run records it (the keyword
+    layer skips side b's test with this message)."""
+
+
+def open_session(path: str, testbed: Testbed, settings: AbSettings,
+                 duet: DuetLink | None = None) -> AbSession:
     """Load the comparison file ``path`` against the testbed's topology and check it on the
     nodes before anything is measured: every binary a side names answers its version command,
-    every sysctl exists and can be written back. Errors name the file, key or node."""
+    every sysctl exists and can be written back. Errors name the file, key or node. With
+    ``duet``, the testbed must be this run's own namespaces (two labs' nodes do not share
+    their cores' disturbances, which is the point of a duet)."""
     loaded = load_comparison(path, testbed.topology)
+    if duet is not None and testbed.topology.provision is None:
+        raise HostStackError(f"{path}: a duet A/B run needs a testbed of namespaces this run "
+                             f"makes (topology {testbed.topology.name} is a lab's nodes): "
+                             "two labs do not share their machines' disturbances")
     return AbSession(loaded, testbed, settings, sysctl_originals(testbed, loaded),
-                     side_versions(testbed, loaded))
+                     side_versions(testbed, loaded), duet)
 
 
 def side_versions(testbed: Testbed, loaded: ComparisonFile) -> Versions:

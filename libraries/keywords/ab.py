@@ -11,12 +11,15 @@ included, and ``Check A/B Verdict`` turns the verdict into the test's status. Th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.ab.duet import DuetLink, DuetRole
 from libraries.ab.session import AbSession, Use, open_session
 from libraries.keywords import current_testbed
 from libraries.results.measurement import Measurement
@@ -79,12 +82,28 @@ def refuse_in_ab(why: str) -> None:
         raise SkipExecution(why)
 
 
-@library(scope="SUITE", auto_keywords=False)
+@library(scope="SUITE", auto_keywords=False, listener="SELF")
 class AbKeywords:
-    """Set up, switch and restore the two sides of an A/B run (``-v AB:<file>``)."""
+    """Set up, switch and restore the two sides of an A/B run (``-v AB:<file>``); in a duet
+    run (``python -m libraries.ab.duet_run``, which sets ``-v AB_DUET``) the one side this run
+    measures beside the other's."""
+
+    ROBOT_LISTENER_API_VERSION = 3
 
     def __init__(self) -> None:
         self.session: AbSession | None = None
+
+    def start_test(self, data: Any, result: Any) -> None:
+        """Listener hook: a duet run meets the other side's at this test's full name."""
+        if self.session is not None:
+            self.session.test = result.full_name
+
+    def end_test(self, data: Any, result: Any) -> None:
+        """Listener hook: a duet test that ended here unmeasured (skipped, failed in its
+        set-up) or in the middle is told to the other side's run, which stops waiting."""
+        if self.session is not None and self.session.duet is not None:
+            self.session.duet.test_ended(result.full_name,
+                                         f"{result.status}: {result.message or 'no message'}")
 
     @keyword("Set Up A/B Comparison")
     def set_up_ab_comparison(self, path: str = "") -> None:
@@ -101,8 +120,17 @@ class AbKeywords:
                 lambda name, default: builtin.get_variable_value("${" + name + "}", default))
         except ValueError as error:
             raise HostStackError(str(error)) from None
-        self.session = open_session(path, current_testbed(), settings)
+        duet = _duet_link(builtin.get_variable_value("${AB_DUET}", ""))
+        try:
+            self.session = open_session(path, current_testbed(), settings, duet)
+        except BaseException:
+            if duet is not None:
+                duet.close()
+            raise
         loaded = self.session.loaded
+        if duet is not None:
+            logger.info(f"duet A/B: this run measures side {duet.side} beside the other "
+                        "side's run, on the same cores")
         logger.info(f"A/B comparison {loaded.title} ({path}, sha256 {loaded.sha256[:12]}): "
                     f"a = {loaded.comparison.a.name}, b = {loaded.comparison.b.name}; "
                     f"looks at rounds {list(settings.looks)} at alpha "
@@ -133,6 +161,18 @@ class AbKeywords:
         AB_INCONCLUSIVE:skip``, the default), pass with a warning (``pass``) or fail
         (``fail``)."""
         check_ab_verdict(measurement)
+
+
+def _duet_link(given: str) -> DuetLink | None:
+    """The duet link of ``-v AB_DUET:<side>:<fd>`` (none without it), on a descriptor of its
+    own so that closing one suite's link leaves the run's socket open for the next suite."""
+    if not given:
+        return None
+    try:
+        role = DuetRole.parse(given)
+        return DuetLink.from_role(DuetRole(role.side, os.dup(role.fd)))
+    except (ValueError, OSError) as error:
+        raise HostStackError(f"-v AB_DUET:{given}: {error}") from None
 
 
 class AbRegression(HostStackError):

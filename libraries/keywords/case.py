@@ -27,7 +27,7 @@ from typing import Any
 
 from robot.api import SkipExecution, logger
 
-from libraries.ab.session import NothingToCompare, Use
+from libraries.ab.session import MeasuredBeside, NothingToCompare, Use
 from libraries.keywords import current_judge, current_testbed, log_folded
 from libraries.keywords.ab import current_ab
 from libraries.keywords.profiling import current_profiling, profile_case
@@ -36,6 +36,7 @@ from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.adaptive import Build, measure
 from libraries.results.measurement import AllObservers, Direction, Measurement, Trial
 from libraries.results.plan import TrialPlan
+from libraries.testbed.errors import HostStackError
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ def run_case(case: Case, telemetry: TrialTelemetry,
     unused = None
     if ab is not None:
         profiling = current_profiling(True)
+        if profiling is not None and ab.duet is not None:
+            if profiling[0].mode == "on":
+                raise HostStackError("-v PROFILE:on: a duet A/B run cannot profile its sides "
+                                     "(a profile switches between them on one testbed); "
+                                     "profile in a sequential A/B run")
+            logger.info("duet A/B: no profile per side (-v PROFILE:auto profiles sequential "
+                        "A/B runs only)")
+            profiling = None
         chosen = case.ab_variants or tuple(case.variants)
         try:
             measurement = ab.measure(case.name, case.stack, case.parameters,
@@ -84,8 +93,10 @@ def run_case(case: Case, telemetry: TrialTelemetry,
                                      case.build, case.compared,
                                      AllObservers(ConsoleProgress(), telemetry),
                                      trial_uses=case.uses)
+        except MeasuredBeside as done:
+            raise SkipExecution(str(done)) from None
         except NothingToCompare as error:
-            if ab.settings.unused != "plain":
+            if ab.settings.unused != "plain" or ab.duet is not None:
                 raise SkipExecution(str(error)) from None
             unused = f"{error}; measured plainly (-v AB_UNUSED:plain)"
             logger.info(unused)

@@ -1,0 +1,282 @@
+"""Duet A/B (libraries.ab.duet, libraries.ab.duet_run): two runs, one per side, joined by a
+socket pair, measure every round's trials at the same time; side a judges. Here the two runs
+are two threads of one test, each with its own end of a real socket pair."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from libraries.ab import duet, duet_run
+from libraries.ab.comparison import load_comparison
+from libraries.ab.duet import (
+    DUET_ORDER,
+    DuetError,
+    DuetLink,
+    DuetRole,
+    OtherSideEnded,
+    measure_duet,
+    serve_duet,
+)
+from libraries.ab.session import AbSession, MeasuredBeside, NothingToCompare
+from libraries.results.measurement import Measurement, Trial
+from libraries.results.plan import AbSettings, TrialPlan
+from libraries.testbed.errors import HostStackError
+from libraries.testbed.topology_file import load_topology
+
+THREE = load_topology("3node")
+PLAN = TrialPlan(duration=1, trials=3, warmup=1)
+
+
+@pytest.fixture
+def links():
+    ends = socket.socketpair()
+    pair = DuetLink(ends[0], "a"), DuetLink(ends[1], "b")
+    yield pair
+    for link in pair:
+        link.close()
+
+
+def _in_thread(work: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``work`` beside the test (side b's run): its return value or exception."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _build(results: dict[str, list[Any]], seconds: float) -> Measurement:
+    measurement = Measurement(case="ssl_proxy", stack="kernel", parameters={})
+    measurement.add("rps", list(results["proxy"]), "req/s")
+    return measurement
+
+
+def _variant(factor: float, calls: list[Trial]) -> Callable[[Trial], float]:
+    """A trial whose result is a wobbling figure times ``factor``; remembers its calls."""
+    def run(trial: Trial) -> float:
+        calls.append(trial)
+        return 1000.0 * factor * (1 + 0.01 * (trial.round % 3))
+    return run
+
+
+def test_a_role_is_a_side_and_a_descriptor():
+    assert DuetRole.parse("b:7") == DuetRole("b", 7)
+    for bad in ("c:7", "a", "a:x", ""):
+        with pytest.raises(ValueError, match="AB_DUET"):
+            DuetRole.parse(bad)
+
+
+def test_messages_cross_whole_and_a_silent_or_gone_side_is_named(links):
+    a, b = links
+    a.send("trial", "T", "proxy", 2, 1)
+    assert b.receive(1, "a trial") == ("trial", "T", "proxy", 2, 1)
+    with pytest.raises(DuetError, match=r"side b sent nothing in 0.05 s while this side waited "
+                                        r"for the result"):
+        a.receive(0.05, "the result")
+    b.close()
+    with pytest.raises(DuetError, match="side b's run ended while this side waited for x"):
+        a.receive(1, "x")
+
+
+def test_the_handshake_passes_over_earlier_tests_and_stops_at_an_end_of_this_one(links):
+    a, b = links
+    b.send("result", "Old test", 1.0, 1.0)  # a stale reply of a test side a gave up
+    b.send("ended", "Older test", "FAIL: set-up")
+    b.send("measure", "T1")
+    a.start_test("T1")
+    assert b.receive(1, "handshake") == ("measure", "T1")
+    b.test_ended("T2", "SKIP: no nginx_ebpf on dut")
+    with pytest.raises(OtherSideEnded, match=r"side b ended test 'T2' without measuring it: "
+                                             r"SKIP: no nginx_ebpf on dut"):
+        a.start_test("T2")
+
+
+def test_both_sides_run_each_trial_together_and_side_a_judges_the_pairs(links):
+    a, b = links
+    calls_a: list[Trial] = []
+    calls_b: list[Trial] = []
+    settings = AbSettings(look=10, max_rounds=20)
+    thread, served = _in_thread(lambda: (b.start_test("T"),
+                                         serve_duet({"proxy": _variant(0.9, calls_b)}, b)))
+    a.start_test("T")
+    outcome = measure_duet({"proxy": _variant(1.0, calls_a)}, PLAN, _build,
+                           {"rps": "higher_is_better"}, settings, a)
+    thread.join(5)
+    assert "error" not in served
+    assert served["value"][1] == "conclusive at the look after 10 rounds"
+    assert outcome.rounds == 10 and outcome.looks == [10] and outcome.order == DUET_ORDER
+    assert outcome.switches == []
+    comparison = outcome.comparisons["rps"]
+    assert comparison.verdict == "regression"
+    assert comparison.interval.change == pytest.approx(0.9)
+    # the same trials on both sides, the warm-up first and not kept
+    assert [(t.round, t.seconds) for t in calls_b] == [(0, 1)] + [(r, 1) for r in range(1, 11)]
+    assert calls_a == calls_b
+    assert len(outcome.results["a"]["proxy"]) == len(outcome.results["b"]["proxy"]) == 10
+    assert a.finished and b.finished
+    a.test_ended("T", "PASS")  # measured to the end together: nothing to tell
+    with pytest.raises(DuetError, match="sent nothing"):
+        b.receive(0.05, "anything")
+
+
+def test_a_trial_that_fails_on_side_b_fails_the_test_naming_side_b(links):
+    a, b = links
+
+    def broken(trial: Trial) -> float:
+        if trial.round == 2:
+            raise HostStackError("wrk on tg: 812 socket errors")
+        return 1.0
+
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet({"proxy": broken}, b)))
+    a.start_test("T")
+    with pytest.raises(DuetError, match="A/B side b: wrk on tg: 812 socket errors"):
+        measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
+                     AbSettings(look=10, max_rounds=20), a)
+    thread.join(5)
+    assert isinstance(served["error"], HostStackError)
+
+
+def test_side_a_failing_tells_side_b_to_stop(links):
+    a, b = links
+
+    def broken(trial: Trial) -> float:
+        if trial.round == 3:
+            raise HostStackError("nginx on dut died")
+        return 1.0
+
+    thread, served = _in_thread(lambda: (b.start_test("T"),
+                                         serve_duet({"proxy": lambda trial: 1.0}, b)))
+    a.start_test("T")
+    with pytest.raises(HostStackError, match="nginx on dut died"):
+        measure_duet({"proxy": broken}, PLAN, _build, {"rps": "higher_is_better"},
+                     AbSettings(look=10, max_rounds=20), a)
+    thread.join(5)
+    assert isinstance(served["error"], DuetError)
+    assert "side a stopped test 'T': side a stopped measuring it" in str(served["error"])
+
+
+def test_side_b_refuses_a_variant_its_test_does_not_measure(links):
+    a, b = links
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet({"direct": len}, b)))
+    a.start_test("T")
+    with pytest.raises(DuetError, match="side b has no variant 'proxy'"):
+        measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
+                     AbSettings(look=10, max_rounds=20), a)
+    thread.join(5)
+    assert "which side b's test does not measure (direct)" in str(served["error"])
+
+
+# -- the session of each run -------------------------------------------------------------------
+
+class _Node:
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def run(self, command: str, timeout: float, **_: object) -> SimpleNamespace:
+        return SimpleNamespace(exit_code=0, stdout="", stderr="")
+
+
+def _duet_session(tmp_path: Path, link: DuetLink, text: str) -> AbSession:
+    path = tmp_path / "ab.yaml"
+    path.write_text(text)
+    testbed = SimpleNamespace(topology=THREE, nodes={})
+    return AbSession(load_comparison(path, THREE), testbed,  # type: ignore[arg-type]
+                     AbSettings(), {}, {"a": {}, "b": {}}, link)
+
+
+def test_side_b_runs_its_own_side_from_the_start_and_after_every_test(tmp_path, links):
+    _, b = links
+    session = _duet_session(tmp_path, b, "a: {name: debian}\nb: {name: candidate, tools: "
+                                         "{dut: {nginx: /opt/n/sbin/nginx}}}\n")
+    assert session.side == "b"
+    assert session.testbed.topology.nodes["dut"].tools["nginx"] == "/opt/n/sbin/nginx"
+    assert session.restore() == []
+    assert session.testbed.topology.nodes["dut"].tools["nginx"] == "/opt/n/sbin/nginx"
+    assert session.close() == []
+    assert session.testbed.topology.nodes["dut"].tools["nginx"] == "nginx"
+
+
+def test_side_b_measures_beside_side_a_and_leaves_the_record_to_it(tmp_path, links,
+                                                                   monkeypatch):
+    a, b = links
+    session = _duet_session(tmp_path, b, "name: aa\naa: true\na: {name: x}\nb: {name: y}\n")
+    session.test = "Suite.T"
+    monkeypatch.setattr(session, "_check_own_sysctls", lambda: None)
+    a.send("measure", "Suite.T")
+    a.send("done", "Suite.T", "conclusive at the look after 10 rounds")
+    with pytest.raises(MeasuredBeside, match=r"side b \(y\): measured beside side a, whose "
+                                             r"run records and judges this test"):
+        session.measure("ssl_proxy", "kernel", {}, {"proxy": lambda trial: 1.0}, PLAN, _build,
+                        {"rps": "higher_is_better"})
+
+
+def test_a_duet_refuses_tests_that_run_vpp(tmp_path, links):
+    _, b = links
+    session = _duet_session(tmp_path, b, "name: aa\naa: true\na: {name: x}\nb: {name: y}\n")
+    session.register("vpp-dut", {("vpp", "dut")}, lambda: None, lambda: None)
+    with pytest.raises(NothingToCompare, match="two VPPs polling the same cores"):
+        session.measure("ssl_proxy", "vpp", {}, {"proxy": lambda trial: 1.0}, PLAN, _build,
+                        {"rps": "higher_is_better"})
+
+
+def test_a_sysctl_the_other_testbed_changed_is_an_error_naming_the_key(tmp_path, links,
+                                                                       monkeypatch):
+    _, b = links
+    session = _duet_session(tmp_path, b, "a: {name: x}\nb: {name: y, sysctl: {dut: "
+                                         "{net.core.rmem_max: '8388608'}}}\n")
+    session.originals = {"dut": {"net.core.rmem_max": "212992"}}
+    session.testbed.nodes = {"dut": _Node({})}
+    monkeypatch.setattr("libraries.ab.session.read_sysctls",
+                        lambda node, keys: {"net.core.rmem_max": "212992"})
+    with pytest.raises(HostStackError, match=r"duet A/B side b: on dut net.core.rmem_max "
+                                             r"reads '212992', not this side's '8388608'"):
+        session._check_own_sysctls()
+
+
+# -- the launcher ------------------------------------------------------------------------------
+
+def test_each_side_runs_the_same_robot_arguments_with_its_own_socket_and_folder():
+    a, b = duet_run.commands("/x/ab.yaml", Path("out"), ["-v", "TOPOLOGY:3node", "tests/tcp"],
+                             (5, 6), python="py")
+    assert a.command == ("py", "-m", "robot", "--variable", "AB:/x/ab.yaml", "--variable",
+                         "AB_DUET:a:5", "--outputdir", "out/a", "-v", "TOPOLOGY:3node",
+                         "tests/tcp")
+    assert (b.side, b.fd, b.output_dir) == ("b", 6, Path("out/b"))
+    assert "AB_DUET:b:6" in b.command
+
+
+def test_the_launcher_refuses_what_it_sets_per_side(tmp_path, capsys):
+    comparison = tmp_path / "ab.yaml"
+    comparison.write_text("a: {name: x}\nb: {name: y}\n")
+    for args, said in ((["-d", "out", "tests"], "give the output folder to the launcher"),
+                       (["-v", "AB:other.yaml", "tests"], "the launcher sets AB per side"),
+                       ([], "give robot's arguments after --")):
+        with pytest.raises(SystemExit):
+            duet_run.main([str(comparison), "--", *args] if args else [str(comparison)])
+        assert said in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        duet_run.main([str(tmp_path / "missing.yaml"), "--", "tests"])
+    assert "no such comparison file" in capsys.readouterr().err
+
+
+def test_a_descriptor_that_is_not_a_socket_is_named(tmp_path):
+    with (tmp_path / "f").open("w") as file, pytest.raises(DuetError, match="not the "
+                                                                              "launcher's socket"):
+        DuetLink.from_role(DuetRole("a", file.fileno()))
+
+
+def test_module_constants_leave_room_for_a_slow_set_up():
+    assert duet.HANDSHAKE_TIMEOUT >= 600 and duet.REPLY_SLACK >= 60
