@@ -6,6 +6,8 @@ minutes a test takes.
     python -m benchmarks.ab_bench collect --case ssl_proxy --side burn:0.06 --runs 30 --out b.jsonl
     python -m benchmarks.ab_bench collect --case ssl_proxy --side burn:0.06 --runs 3 --truth \\
         --out truth.jsonl                # long runs (80 rounds, one look): the true size
+    python -m benchmarks.ab_bench collect --case tcp_term --side pause:0.05 --duet --runs 20 \
+        --out duet-b.jsonl               # both sides at once (python -m libraries.ab.duet_run)
     python -m benchmarks.ab_bench analyze aa-ssl.jsonl b.jsonl truth.jsonl [--mde aa-ssl.jsonl]
     python -m benchmarks.ab_bench rates --aa aa-ssl.jsonl      # or --sd 0.029 (simulated)
 
@@ -19,7 +21,10 @@ minutes are the verdict's), the comparison file written here:
 * ``burn:<share>``: side b's binary is a wrapper that starts, beside the real one and in its
   process group (so it stops with it), a CPU burner pinned to the DUT process's core and busy
   ``share`` of every 10 ms: a small slowdown of side b only, applied from outside, whose true
-  size is measured by ``--truth`` runs (80 rounds, judged once).
+  size is measured by ``--truth`` runs (80 rounds, judged once);
+* ``pause:<share>``: side b's binary is a wrapper beside which a loop stops it and its
+  children (SIGSTOP) ``share`` of every 10 ms: a slowdown of side b alone even when both sides
+  run at once (``--duet``), where a burner on the shared core would slow both.
 
 ``analyze`` prints per file the verdicts (false alarms: regression or progression in an A/A
 file; detections: regression in a slowed one), the changes measured, rounds and minutes per
@@ -67,6 +72,63 @@ exec {binary} "$@"
 """
 
 
+PAUSER = """#!/bin/sh
+# side b of the A/B benchmark: the real {tool}, stopped (SIGSTOP) {share} of every 10 ms with
+# all its processes, by a loop beside it in its process group; version probes pass.
+case " $* " in *" -v "*|*" --version "*|*" -V "*|*" -t "*) exec {binary} "$@";; esac
+{python} -c 'import os, signal, sys, time
+root, busy, idle = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+def tree():
+    kids = {{}}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parent = int(open(f"/proc/{{name}}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(parent, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += kids.get(pid, [])
+    return found
+def signal_all(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+pids, scanned = [root], 0.0
+def leave(*_):
+    signal_all(pids, signal.SIGCONT)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, leave)
+signal.signal(signal.SIGINT, leave)
+time.sleep(0.2)
+while os.path.exists(f"/proc/{{root}}"):
+    if time.monotonic() - scanned > 1:
+        pids, scanned = tree(), time.monotonic()
+    signal_all(pids, signal.SIGSTOP)
+    time.sleep(busy)
+    signal_all(pids, signal.SIGCONT)
+    time.sleep(idle)' $$ {busy} {idle} </dev/null >/dev/null 2>&1 &
+exec {binary} "$@"
+"""
+
+
+def pauser(folder: Path, tool: str, binary: str, share: float) -> Path:
+    """Write the :data:`PAUSER` wrapper of ``binary``, stopped ``share`` of every 10 ms, into
+    ``folder``; its path. Unlike a burner, it slows side b alone when both sides run at once
+    (a duet): it takes side b's time, not a core's."""
+    path = folder / f"{tool}-pause-{share:g}"
+    path.write_text(PAUSER.format(tool=tool, share=f"{share:.0%}", binary=binary,
+                                  python=sys.executable, busy=0.01 * share,
+                                  idle=0.01 * (1 - share)))
+    path.chmod(0o755)
+    return path
+
+
 def burner(folder: Path, tool: str, binary: str, share: float) -> Path:
     """Write the :data:`BURNER` wrapper of ``binary`` taking ``share`` of CPU 0 into
     ``folder``; its path."""
@@ -87,6 +149,12 @@ def comparison(case: str, side: str, folder: Path) -> Path:
             candidate.symlink_to(binary)
         text = (f"name: A/A via another path to {binary}\naa: true\na: {{name: {tool}}}\n"
                 f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
+    elif side.startswith("pause:"):
+        share = float(side.split(":", 1)[1])
+        candidate = pauser(folder, tool, binary, share)
+        text = (f"name: {tool} stopped {share:.0%} of the time\na: {{name: {tool}}}\n"
+                f"b:\n  name: {tool}-pause-{share:g}\n  tools: {{dut: {{{tool}: "
+                f"{candidate}}}}}\n")
     else:
         share = float(side.split(":", 1)[1])
         candidate = burner(folder, tool, binary, share)
@@ -99,9 +167,10 @@ def comparison(case: str, side: str, folder: Path) -> Path:
 
 
 def collect(case: str, side: str, runs: int, out: Path, truth: bool,
-            max_rounds: int | None = None) -> None:
+            max_rounds: int | None = None, duet: bool = False) -> None:
     """Append ``runs`` A/B records of ``case`` with ``side`` to ``out`` (``max_rounds``: the
-    tests' ``AB_MAX_ROUNDS``, else the suite's default)."""
+    tests' ``AB_MAX_ROUNDS``, else the suite's default; ``duet``: both sides at once, each on
+    its own testbed, through ``python -m libraries.ab.duet_run``)."""
     suite, test, *_ = CASES[case]
     out.parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="ab-bench-", dir="/tmp"))
@@ -113,19 +182,21 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
     for index in range(runs):
         run_dir = folder / f"run{index:03d}"
         started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "robot", "-d", str(run_dir), "-v",
-                        f"RUN_ID:ab{index}", "-v", f"AB:{path}", "-v",
-                        f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", "-v",
-                        "PROFILE:off", *extra,
-                        "--console", "none", "--log", "NONE", "--report", "NONE",
-                        "-t", test, suite], cwd=REPO, timeout=3600, check=False,
+        robot = ["-v", f"RUN_ID:ab{index}", "-v",
+                 f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", "-v",
+                 "PROFILE:off", *extra, "--console", "none", "--log", "NONE", "--report",
+                 "NONE", "-t", test, suite]
+        command = [sys.executable, "-m", "libraries.ab.duet_run", str(path), "-d",
+                   str(run_dir), "--", *robot] if duet else \
+            [sys.executable, "-m", "robot", "-d", str(run_dir), "-v", f"AB:{path}", *robot]
+        subprocess.run(command, cwd=REPO, timeout=3600, check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        records = run_dir / "records.jsonl"
+        records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
         if not records.is_file():
             print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
             continue
         record = json.loads(records.read_text().splitlines()[-1])
-        record["bench"] = {"case": case, "side": side, "truth": truth,
+        record["bench"] = {"case": case, "side": side, "truth": truth, "duet": duet,
                            "wall_s": time.monotonic() - started}
         with out.open("a") as stream:
             stream.write(json.dumps(record) + "\n")
@@ -159,7 +230,8 @@ def summary(path: Path) -> str:
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in
                        ("regression", "progression", "no change", "inconclusive")
                        if v in verdicts)
-    return (f"| {bench['case']} | {bench['side']}{' (truth)' if bench['truth'] else ''} | "
+    return (f"| {bench['case']} | {bench['side']}{' (truth)' if bench['truth'] else ''}"
+            f"{' duet' if bench.get('duet') else ''} | "
             f"{len(records)} | {counts} | {statistics.median(changes):+.2f} % "
             f"({min(changes):+.1f} to {max(changes):+.1f}) | {statistics.median(rounds):.0f} "
             f"({min(rounds)}-{max(rounds)}) | {statistics.median(spreads):.1f} % "
@@ -223,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("collect")
     run.add_argument("--case", choices=sorted(CASES), required=True)
-    run.add_argument("--side", required=True, help="aa or burn:<share of a core>")
+    run.add_argument("--side", required=True,
+                     help="aa, burn:<share of a core> or pause:<share of the time>")
+    run.add_argument("--duet", action="store_true",
+                     help="both sides at once, each on its own testbed (duet_run)")
     run.add_argument("--runs", type=int, default=10)
     run.add_argument("--truth", action="store_true", help="80 rounds judged once")
     run.add_argument("--max-rounds", type=int, default=None, help="AB_MAX_ROUNDS of each test")
@@ -252,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
                 settings) + " |\n")
         return 0
     if args.command == "collect":
-        collect(args.case, args.side, args.runs, args.out, args.truth, args.max_rounds)
+        collect(args.case, args.side, args.runs, args.out, args.truth, args.max_rounds,
+                args.duet)
         return 0
     sys.stdout.write("| case | side b | tests | verdicts | change (median, range) | rounds | "
                      "per-round spread (median, range) | minutes per test (max) |\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -64,12 +65,11 @@ def _build(results: dict[str, list[Any]], seconds: float) -> Measurement:
     return measurement
 
 
-def _variant(factor: float, calls: list[Trial]) -> Callable[[Trial], float]:
-    """A trial whose result is a wobbling figure times ``factor``; remembers its calls."""
-    def run(trial: Trial) -> float:
-        calls.append(trial)
-        return 1000.0 * factor * (1 + 0.01 * (trial.round % 3))
-    return run
+def _build_here(results: dict[str, list[Any]], seconds: float) -> Measurement:
+    """Side b's run's own build: its measurement carries what only its run knows."""
+    measurement = _build(results, seconds)
+    measurement.evidence["built_by"] = "side b's run"
+    return measurement
 
 
 def test_a_role_is_a_side_and_a_descriptor():
@@ -81,8 +81,8 @@ def test_a_role_is_a_side_and_a_descriptor():
 
 def test_messages_cross_whole_and_a_silent_or_gone_side_is_named(links):
     a, b = links
-    a.send("trial", "T", "proxy", 2, 1)
-    assert b.receive(1, "a trial") == ("trial", "T", "proxy", 2, 1)
+    a.send("trial", "T", "proxy", 2, 1, 5.0)
+    assert b.receive(1, "a trial") == ("trial", "T", "proxy", 2, 1, 5.0)
     with pytest.raises(DuetError, match=r"side b sent nothing in 0.05 s while this side waited "
                                         r"for the result"):
         a.receive(0.05, "the result")
@@ -104,35 +104,96 @@ def test_the_handshake_passes_over_earlier_tests_and_stops_at_an_end_of_this_one
         a.start_test("T2")
 
 
-def test_both_sides_run_each_trial_together_and_side_a_judges_the_pairs(links):
+class _Run:
+    """One run's testbed in a test: the side it holds (switched as the engine says) and a
+    trial whose figure is ``1000 * speed[side] * bias`` with a wobble per round; the calls."""
+
+    def __init__(self, side: str, speed: dict[str, float], bias: float = 1.0):
+        self.side, self.speed, self.bias = side, speed, bias
+        self.calls: list[tuple[str, Trial]] = []
+        self.switched: list[str] = []
+
+    def switch(self, side: str) -> float:
+        self.switched.append(side)
+        self.side = side
+        return 0.25
+
+    def trial(self, trial: Trial) -> float:
+        self.calls.append((self.side, trial))
+        return 1000.0 * self.speed[self.side] * self.bias * (1 + 0.01 * (trial.round % 3))
+
+
+def _duet(links, here: _Run, there: _Run, settings: AbSettings, seed: int = 3,
+          build_there=_build_here):
     a, b = links
-    calls_a: list[Trial] = []
-    calls_b: list[Trial] = []
-    settings = AbSettings(look=10, max_rounds=20)
-    thread, served = _in_thread(lambda: (b.start_test("T"),
-                                         serve_duet({"proxy": _variant(0.9, calls_b)}, b)))
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
+        {"proxy": there.trial}, build_there, b, there.switch)))
     a.start_test("T")
-    outcome = measure_duet({"proxy": _variant(1.0, calls_a)}, PLAN, _build,
-                           {"rps": "higher_is_better"}, settings, a)
-    thread.join(5)
+    try:
+        outcome = measure_duet({"proxy": here.trial}, PLAN, _build, {"rps": "higher_is_better"},
+                               settings, a, here.switch, seed=seed)
+    finally:
+        thread.join(5)
+    return outcome, served
+
+
+def test_both_runs_run_each_trial_together_crossing_sides_by_a_coin(links):
+    slower_b = {"a": 1.0, "b": 0.9}
+    here, there = _Run("a", slower_b), _Run("b", slower_b)
+    outcome, served = _duet(links, here, there, AbSettings(look=10, max_rounds=20))
     assert "error" not in served
     assert served["value"][1] == "conclusive at the look after 10 rounds"
-    assert outcome.rounds == 10 and outcome.looks == [10] and outcome.order == DUET_ORDER
-    assert outcome.switches == []
+    assert outcome.rounds == 10 and outcome.looks == [10] and outcome.seed == 3
     comparison = outcome.comparisons["rps"]
     assert comparison.verdict == "regression"
     assert comparison.interval.change == pytest.approx(0.9)
-    # the same trials on both sides, the warm-up first and not kept
-    assert [(t.round, t.seconds) for t in calls_b] == [(0, 1)] + [(r, 1) for r in range(1, 11)]
-    assert calls_a == calls_b
+    # every round: each run held one side, the other run the other, as the record says
+    rounds = outcome.order.removeprefix(DUET_ORDER + ": ").split(" | ")
+    assert len(rounds) == 10 and set(rounds) == {"a here, b there", "b here, a there"}
+    held = [side for side, trial in here.calls if trial.measured]
+    assert [f"{s} here, {'b' if s == 'a' else 'a'} there" for s in held] == rounds
+    assert [side for side, trial in there.calls if trial.measured] == \
+        ["b" if s == "a" else "a" for s in held]
+    # both runs switched together, each warm-up on the run's own side and not kept
+    assert len(outcome.switches) == len(here.switched) == len(there.switched) > 0
+    assert here.calls[0] == ("a", Trial("proxy", 1, 0)) and there.calls[0][0] == "b"
     assert len(outcome.results["a"]["proxy"]) == len(outcome.results["b"]["proxy"]) == 10
-    assert a.finished and b.finished
-    a.test_ended("T", "PASS")  # measured to the end together: nothing to tell
-    with pytest.raises(DuetError, match="sent nothing"):
-        b.receive(0.05, "anything")
+    assert outcome.results["a"]["proxy"][0] in (1000.0, 1010.0, 1020.0)
+    assert outcome.sides["b"].evidence["other_testbed"] is not None  # both runs' evidence
 
 
-def test_a_trial_that_fails_on_side_b_fails_the_test_naming_side_b(links):
+def test_what_differs_between_the_runs_cancels_where_a_side_only_run_would_show_it(links):
+    """The second run's testbed is 2 % faster whatever it runs (measured on this VM: side b's
+    run read +1.1 to +1.7 % in A/A tests without crossing): crossed, the A/A reads no change."""
+    same = {"a": 1.0, "b": 1.0}
+    outcome, _ = _duet(links, _Run("a", same), _Run("b", same, bias=1.02),
+                       AbSettings(look=10, max_rounds=60, margin=0.03))
+    comparison = outcome.comparisons["rps"]
+    assert comparison.verdict == "no change"
+    assert comparison.interval.low < 1.0 < comparison.interval.high
+
+
+def test_each_run_builds_its_own_figures_and_each_side_takes_them_round_by_round(links):
+    """A figure only side b's run can make (its own server's request count: ssl_proxy's
+    build reads it by the result's identity, which a result sent over loses) is built there."""
+    speed = {"a": 1.0, "b": 1.0}
+
+    def build_there(results: dict[str, list[Any]], seconds: float) -> Measurement:
+        measurement = _build(results, seconds)
+        measurement.evidence["built_by"] = "side b's run"
+        measurement.invalid.append("server counted 0 requests")
+        return measurement
+
+    outcome, _ = _duet(links, _Run("a", speed), _Run("b", speed),
+                       AbSettings(look=10, max_rounds=10), build_there=build_there)
+    for side in ("a", "b"):
+        evidence = outcome.sides[side].evidence
+        assert "built_by" in evidence or "built_by" in evidence["other_testbed"]
+        assert "on the other testbed: server counted 0 requests" in outcome.sides[side].invalid \
+            or "server counted 0 requests" in outcome.sides[side].invalid
+
+
+def test_a_trial_that_fails_in_side_b_s_run_fails_the_test_naming_it(links):
     a, b = links
 
     def broken(trial: Trial) -> float:
@@ -140,16 +201,18 @@ def test_a_trial_that_fails_on_side_b_fails_the_test_naming_side_b(links):
             raise HostStackError("wrk on tg: 812 socket errors")
         return 1.0
 
-    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet({"proxy": broken}, b)))
+    thread, served = _in_thread(lambda: (b.start_test("T"),
+                                         serve_duet({"proxy": broken}, _build, b, _Run("b",
+                                                    {}).switch)))
     a.start_test("T")
-    with pytest.raises(DuetError, match="A/B side b: wrk on tg: 812 socket errors"):
+    with pytest.raises(DuetError, match="A/B side b's run: wrk on tg: 812 socket errors"):
         measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a)
+                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
     thread.join(5)
     assert isinstance(served["error"], HostStackError)
 
 
-def test_side_a_failing_tells_side_b_to_stop(links):
+def test_side_a_s_run_failing_tells_side_b_s_to_stop(links):
     a, b = links
 
     def broken(trial: Trial) -> float:
@@ -157,24 +220,41 @@ def test_side_a_failing_tells_side_b_to_stop(links):
             raise HostStackError("nginx on dut died")
         return 1.0
 
-    thread, served = _in_thread(lambda: (b.start_test("T"),
-                                         serve_duet({"proxy": lambda trial: 1.0}, b)))
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
+        {"proxy": lambda trial: 1.0}, _build, b, _Run("b", {}).switch)))
     a.start_test("T")
     with pytest.raises(HostStackError, match="nginx on dut died"):
         measure_duet({"proxy": broken}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a)
+                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
     thread.join(5)
     assert isinstance(served["error"], DuetError)
-    assert "side a stopped test 'T': side a stopped measuring it" in str(served["error"])
+    assert "stopped test 'T': side a's run stopped measuring it" in str(served["error"])
+
+
+def test_a_switch_that_fails_in_side_b_s_run_fails_the_test_naming_it(links):
+    a, b = links
+
+    def broken_switch(side: str) -> float:
+        raise HostStackError("nginx on dut: bind() to 10.0.0.1:443 failed")
+
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
+        {"proxy": lambda trial: 1.0}, _build, b, broken_switch)))
+    a.start_test("T")
+    with pytest.raises(DuetError, match="side b's run: nginx on dut: bind"):
+        measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
+                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch, seed=3)
+    thread.join(5)
+    assert isinstance(served["error"], HostStackError)
 
 
 def test_side_b_refuses_a_variant_its_test_does_not_measure(links):
     a, b = links
-    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet({"direct": len}, b)))
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
+        {"direct": len}, _build, b, _Run("b", {}).switch)))
     a.start_test("T")
-    with pytest.raises(DuetError, match="side b has no variant 'proxy'"):
+    with pytest.raises(DuetError, match="side b's run has no variant 'proxy'"):
         measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a)
+                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
     thread.join(5)
     assert "which side b's test does not measure (direct)" in str(served["error"])
 
@@ -217,8 +297,8 @@ def test_side_b_measures_beside_side_a_and_leaves_the_record_to_it(tmp_path, lin
     monkeypatch.setattr(session, "_check_own_sysctls", lambda: None)
     a.send("measure", "Suite.T")
     a.send("done", "Suite.T", "conclusive at the look after 10 rounds")
-    with pytest.raises(MeasuredBeside, match=r"side b \(y\): measured beside side a, whose "
-                                             r"run records and judges this test"):
+    with pytest.raises(MeasuredBeside, match=r"side b's run \(y\) measured beside side a's, "
+                                             r"whose run records and judges this test"):
         session.measure("ssl_proxy", "kernel", {}, {"proxy": lambda trial: 1.0}, PLAN, _build,
                         {"rps": "higher_is_better"})
 
@@ -280,3 +360,18 @@ def test_a_descriptor_that_is_not_a_socket_is_named(tmp_path):
 
 def test_module_constants_leave_room_for_a_slow_set_up():
     assert duet.HANDSHAKE_TIMEOUT >= 600 and duet.REPLY_SLACK >= 60
+
+
+def test_side_b_starts_a_trial_at_the_instant_side_a_names_not_on_arrival(links):
+    a, b = links
+    began: list[float] = []
+    start_at = time.monotonic() + 0.3
+    a.send("measure", "T")
+    a.send("trial", "T", "proxy", 1, 1, start_at)
+    a.send("done", "T", "round limit")
+    b.start_test("T")
+    assert serve_duet({"proxy": lambda trial: began.append(time.monotonic()) or 1.0},
+                      _build, b, _Run("b", {}).switch) == "round limit"
+    assert began[0] >= start_at
+    assert a.receive(1, "the handshake") == ("measure", "T")
+    assert a.receive(1, "the result")[:3] == ("result", "T", 1.0)

@@ -9,9 +9,10 @@ them), each on its own namespace testbed on the same cores, talk over a socket p
 launcher made. Side ``a`` leads (:func:`measure_duet`): per trial it tells side ``b`` to start
 the same variant for the same seconds, runs its own, and takes ``b``'s result; looks, interval
 and verdict are the sequential engine's (:mod:`libraries.ab.rounds`). Side ``b`` follows
-(:func:`serve_duet`). Each test starts with a handshake naming it, so the two runs stay on the
-same test; a test that one side ended without measuring (a skip, a failed set-up) is told to
-the other (:meth:`DuetLink.test_ended`), which stops waiting for it.
+(:func:`serve_duet`) and, at each look, sends its own measurement of its trials (built by its
+own case, with its own evidence and telemetry). Each test starts with a handshake naming it,
+so the two runs stay on the same test; a test that one side ended without measuring (a skip,
+a failed set-up) is told to the other (:meth:`DuetLink.test_ended`), which stops waiting.
 
 What a duet verdict means: whether side b differs from side a *under the same load on the
 same cores*. A change that moves work between resources the sides share (cores, caches,
@@ -21,28 +22,38 @@ memory bandwidth) can read a different size than when each side has the machine 
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import pickle
+import secrets
 import socket
 import struct
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from libraries.ab.rounds import SIDES, AbOutcome, judge_rounds
-from libraries.results.measurement import Direction, Trial, TrialObserver
+from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
 
 HANDSHAKE_TIMEOUT = 900.0
 """Seconds a side waits for the other to reach the same test: the other side's set-up of it
 (a testbed's processes, a VPP) may take this long."""
+START_LEAD = 0.05
+"""Seconds ahead that side a names the instant both sides start a trial: each side's trial
+starts at that instant of the machine's monotonic clock (one clock for both runs), not when
+the message arrives, so neither side's load starts first by the message's delivery."""
 REPLY_SLACK = 120.0
 """Seconds beyond a trial's own that a side waits for the other's result of it."""
 COMMAND_TIMEOUT = 600.0
 """Seconds side b waits for side a's next command inside a test (looks are judged in between)."""
-DUET_ORDER = "duet: a and b at once in every round"
-"""The record's ``rounds.order`` of a duet test."""
+DUET_ORDER = "duet, both sides at once; side a's run held"
+"""How the record's ``rounds.order`` of a duet test begins (then, per round, where each side
+ran: ``a here, b there`` or ``b here, a there``)."""
 _HEADER = struct.Struct("!I")
 _LARGEST = 64 * 1024 * 1024
 
@@ -173,75 +184,192 @@ class DuetLink:
         self.sock.close()
 
 
+OTHER = {"a": "b", "b": "a"}
+RUNS = ("here", "there")
+"""Side a's run (``here``, it leads) and side b's (``there``)."""
+
+
+@dataclass
+class _Held:
+    """Per run and side, the trials' results per variant and their seconds; per side and
+    round, the run that held the side (``here`` or ``there``)."""
+
+    variants: tuple[str, ...]
+    results: dict[str, dict[str, dict[str, list[Any]]]] = field(init=False)
+    seconds: dict[str, dict[str, float]] = field(init=False)
+    held_by: dict[str, list[str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.results = {r: {s: {v: [] for v in self.variants} for s in SIDES} for r in RUNS}
+        self.seconds = {r: dict.fromkeys(SIDES, 0.0) for r in RUNS}
+        self.held_by = {s: [] for s in SIDES}
+
+    def ran(self, run: str, side: str) -> bool:
+        """True once ``run`` has measured ``side``."""
+        return any(self.results[run][side].values())
+
+
 def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
-                 build: Callable[[dict[str, list[Any]], float], Any],
+                 build: Callable[[dict[str, list[Any]], float], Measurement],
                  metrics: Mapping[str, Direction], settings: AbSettings, link: DuetLink,
-                 observer: TrialObserver | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> AbOutcome:
-    """Side a's measurement of a duet test (after :meth:`DuetLink.start_test`): a warm-up of
-    every variant on both sides at once, then rounds in which every variant runs on both sides
-    at once, judged at the suite's looks as :func:`~libraries.ab.rounds.measure_ab` judges,
-    until a look is conclusive, ``max_rounds`` or the budget. Side b's failure fails the test
-    naming it; this side's failure tells side b to stop."""
+                 switch: Callable[[str], float], observer: TrialObserver | None = None,
+                 clock: Callable[[], float] = time.monotonic, seed: int | None = None
+                 ) -> AbOutcome:
+    """Side a's run's measurement of a duet test (after :meth:`DuetLink.start_test`): each
+    run warms up its own side, both at once; then in every round a coin (seeded by ``seed``)
+    says which run holds side a and which side b (``switch(side)`` changes this run's testbed
+    to ``side``; side b's run changes its own at the same time), and every variant runs on
+    both testbeds at once. So whatever differs between the two runs themselves (their
+    testbeds, which run leads) falls on side a in half the rounds and on side b in the other
+    half, at random, and cancels like any other noise. Judged at the suite's looks as
+    :func:`~libraries.ab.rounds.measure_ab` judges, each side's figures per round taken from
+    the run that held it. Side b's run's failure fails the test naming it; this run's failure
+    tells side b's run to stop."""
     started = clock()
-    results: dict[str, dict[str, list[Any]]] = {s: {v: [] for v in variants} for s in SIDES}
-    trial_seconds = {s: 0.0 for s in SIDES}
+    seed = secrets.randbits(32) if seed is None else seed
+    coin = np.random.default_rng(seed)
+    held = _Held(tuple(variants))
+    holding = {"here": link.side}
+    switches: list[float] = []
+    orders: list[str] = []
+
+    def hold(side: str) -> None:
+        if side == holding["here"]:
+            return
+        link.send("side", link.test, OTHER[side])
+        took = switch(side)
+        (theirs,) = _reply(link, "switched", 2 * REPLY_SLACK, f"side b's run to hold {side}")
+        switches.append(max(took, theirs))
+        holding["here"] = side
 
     def run_round(number: int) -> None:
+        mine = "b" if coin.random() < 0.5 else "a"
+        hold(mine)
+        orders.append("a here, b there" if mine == "a" else "b here, a there")
         for name, trial in variants.items():
             if observer is not None:
-                observer.trial_started(f"a {name}", number, settings.max_rounds)
-            (mine, mine_s), (theirs, theirs_s) = _pair(link, trial,
+                observer.trial_started(f"{mine} {name}", number, settings.max_rounds)
+            (ours, ours_s), (theirs, theirs_s) = _pair(link, trial,
                                                        Trial(name, plan.duration, number))
-            for side, result, seconds in (("a", mine, mine_s), ("b", theirs, theirs_s)):
-                results[side][name].append(result)
-                trial_seconds[side] += seconds
+            for run, side, result, seconds in (("here", mine, ours, ours_s),
+                                               ("there", OTHER[mine], theirs, theirs_s)):
+                held.results[run][side][name].append(result)
+                held.seconds[run][side] += seconds
             if observer is not None:
-                observer.trial_finished(f"a {name}", number, settings.max_rounds, mine)
+                observer.trial_finished(f"{mine} {name}", number, settings.max_rounds, ours)
+        held.held_by[mine].append("here")
+        held.held_by[OTHER[mine]].append("there")
+
+    def built() -> dict[str, Measurement]:
+        link.send("build", link.test)
+        there = _reply(link, "built", 2 * REPLY_SLACK, "side b's run's measurements")[0]
+        here = {side: build(held.results["here"][side], held.seconds["here"][side])
+                for side in SIDES if held.ran("here", side)}
+        return {side: combine(side, {"here": here.get(side), "there": there.get(side)},
+                              held.held_by[side], metrics) for side in SIDES}
 
     try:
         for name, trial in variants.items():
             if plan.warmup:
                 _pair(link, trial, Trial(name, plan.warmup, 0))
-        judged = judge_rounds(run_round, lambda: {s: build(results[s], trial_seconds[s])
-                                                  for s in SIDES},
-                              metrics, settings, started, clock)
+        judged = judge_rounds(run_round, built, metrics, settings, started, clock)
         link.send("done", link.test, judged.stopped)
         link.finished = True
     finally:
         if not link.finished:
-            link.test_ended(link.test, "side a stopped measuring it")
+            link.test_ended(link.test, "side a's run stopped measuring it")
+    results = {side: {v: [] for v in variants} for side in SIDES}
+    for side in SIDES:  # per side, every trial's result in round order
+        taken = {run: {v: iter(held.results[run][side][v]) for v in variants} for run in RUNS}
+        for run in held.held_by[side]:
+            for v in variants:
+                results[side][v].append(next(taken[run][v]))
     return AbOutcome(judged.sides, results, judged.comparisons, judged.rounds, judged.stopped,
-                     judged.looks, [], clock() - started, DUET_ORDER, 0)
+                     judged.looks, switches, clock() - started,
+                     f"{DUET_ORDER}: " + " | ".join(orders), seed)
+
+
+def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[str],
+            metrics: Mapping[str, Direction]) -> Measurement:
+    """Side ``side``'s measurement from the two runs' own (``built``: each run's measurement of
+    the trials it ran as ``side``, None where it never held it): the compared ``metrics`` per
+    round from the run that held the side in that round (``held_by``), the rest of side a's
+    run's measurement where it held the side (else side b's run's), the other run's evidence
+    beside it, and every reason a result must not stand from either run."""
+    present = {run: m for run, m in built.items() if m is not None}
+    if not present:
+        raise DuetError(f"duet: no run measured side {side}")
+    first = "here" if "here" in present else "there"
+    merged = copy.deepcopy(present[first])
+    for metric, direction in metrics.items():
+        taken = {run: iter(m.metrics[metric].summary.values) for run, m in present.items()}
+        try:
+            values = [next(taken[run]) for run in held_by]
+        except (KeyError, StopIteration):
+            raise DuetError(f"duet: side {side}'s {metric} has fewer figures than the rounds "
+                            f"that measured it ({len(held_by)})") from None
+        merged.add(metric, values, merged.metrics[metric].summary.unit, direction)
+    for run, other in present.items():
+        if run == first:
+            continue
+        merged.evidence["other_testbed"] = other.evidence
+        merged.invalid += [f"on the other testbed: {why}" for why in other.invalid
+                           if why not in merged.invalid]
+        for metric, why in other.unavailable.items():
+            merged.unavailable.setdefault(metric, f"on the other testbed: {why}")
+        merged.trial_seconds += other.trial_seconds
+    return merged
 
 
 def _pair(link: DuetLink, trial: Callable[[Trial], Any], given: Trial
           ) -> tuple[tuple[Any, float], tuple[Any, float]]:
-    """Run ``given`` here and on side b at the same time: this side's result and seconds, then
-    side b's."""
-    link.send("trial", link.test, given.variant, given.seconds, given.round)
+    """Run ``given`` in this run and in side b's run at the same instant: this run's result
+    and seconds, then the other's."""
+    start_at = time.monotonic() + START_LEAD
+    link.send("trial", link.test, given.variant, given.seconds, given.round, start_at)
+    _sleep_until(start_at)
     started = time.monotonic()
     mine = trial(given)
     seconds = time.monotonic() - started
-    what = f"side b's {'warm-up' if not given.measured else f'round {given.round}'} of " \
-           f"{given.variant}"
+    what = f"side b's run's {'warm-up' if not given.measured else f'round {given.round}'} " \
+           f"of {given.variant}"
+    theirs, their_seconds = _reply(link, "result", given.seconds + REPLY_SLACK, what)
+    return (mine, seconds), (theirs, their_seconds)
+
+
+def _sleep_until(moment: float) -> None:
+    """Wait for ``moment`` of the machine's monotonic clock (both runs read the same one)."""
+    time.sleep(max(0.0, moment - time.monotonic()))
+
+
+def _reply(link: DuetLink, expected: str, timeout: float, what: str) -> list[Any]:
+    """Side b's run's ``expected`` reply in the running test (what follows its kind and
+    test); its error or end of the test fails the test naming side b's run."""
     while True:
-        kind, named, *rest = link.receive(given.seconds + REPLY_SLACK, what)
+        kind, named, *rest = link.receive(timeout, what)
         if named != link.test:
             continue
-        if kind == "result":
-            return (mine, seconds), (rest[0], rest[1])
+        if kind == expected:
+            return rest
         if kind in ("error", "ended"):
-            raise DuetError(f"A/B side b: {rest[0] if rest else 'ended the test'}")
-        raise DuetError(f"duet: side b sent {kind!r} while side a waited for {what}")
+            raise DuetError(f"A/B side b's run: {rest[0] if rest else 'ended the test'}")
+        raise DuetError(f"duet: side b's run sent {kind!r} while side a's waited for {what}")
 
 
-def serve_duet(variants: Mapping[str, Callable[[Trial], Any]], link: DuetLink) -> str:
-    """Side b's part of a duet test (after :meth:`DuetLink.start_test`): run each trial side a
-    asks for and send its result, until side a says the test is done; returns why it stopped
-    (side a's words). A trial that fails here is sent to side a and raised here."""
+def serve_duet(variants: Mapping[str, Callable[[Trial], Any]],
+               build: Callable[[dict[str, list[Any]], float], Any], link: DuetLink,
+               switch: Callable[[str], float], observer: TrialObserver | None = None) -> str:
+    """Side b's run's part of a duet test (after :meth:`DuetLink.start_test`): hold the side
+    side a's run names (``switch``), run each trial it asks for and send the result; at each
+    look, send this run's measurement of each side it held (``build``: this run's own
+    evidence, e.g. its server's request counts and its telemetry); until side a's run says the
+    test is done. Returns why it stopped (side a's words). A trial that fails here is sent to
+    side a's run and raised here."""
+    results: dict[str, dict[str, list[Any]]] = {s: {v: [] for v in variants} for s in SIDES}
+    seconds_in_trials = dict.fromkeys(SIDES, 0.0)
+    holding = link.side
     while True:
-        kind, named, *rest = link.receive(COMMAND_TIMEOUT, "side a's next trial")
+        kind, named, *rest = link.receive(COMMAND_TIMEOUT, "side a's run's next step")
         if named != link.test:
             continue
         if kind == "done":
@@ -249,19 +377,49 @@ def serve_duet(variants: Mapping[str, Callable[[Trial], Any]], link: DuetLink) -
             return str(rest[0])
         if kind == "ended":
             link.finished = True
-            raise DuetError(f"duet: side a stopped test {link.test!r}: {rest[0]}")
+            raise DuetError(f"duet: side a's run stopped test {link.test!r}: {rest[0]}")
+        if kind == "side":
+            _answer(link, "switched", functools.partial(switch, rest[0]))
+            holding = rest[0]
+            continue
+        if kind == "build":
+            _answer(link, "built", lambda: {
+                side: build(results[side], seconds_in_trials[side]) for side in SIDES
+                if any(results[side].values())})
+            continue
         if kind != "trial":
-            raise DuetError(f"duet: side a sent {kind!r} while side b waited for a trial")
-        variant, seconds, round_number = rest
+            raise DuetError(f"duet: side a's run sent {kind!r} while side b's waited for a "
+                            "trial")
+        variant, seconds, round_number, start_at = rest
         if variant not in variants:
-            link.send("error", link.test, f"side b has no variant {variant!r} "
+            link.send("error", link.test, f"side b's run has no variant {variant!r} "
                                           f"(it measures {', '.join(variants)})")
-            raise DuetError(f"duet: side a asked for variant {variant!r}, which side b's test "
-                            f"does not measure ({', '.join(variants)})")
+            raise DuetError(f"duet: side a's run asked for variant {variant!r}, which side "
+                            f"b's test does not measure ({', '.join(variants)})")
+        told = observer is not None and round_number > 0
+        if told:
+            observer.trial_started(f"{holding} {variant}", round_number, 0)
+        _sleep_until(start_at)
         started = time.monotonic()
-        try:
-            result = variants[variant](Trial(variant, seconds, round_number))
-        except Exception as error:
-            link.send("error", link.test, str(error))
-            raise
-        link.send("result", link.test, result, time.monotonic() - started)
+        result = _answer(link, None, functools.partial(
+            variants[variant], Trial(variant, seconds, round_number)))
+        took = time.monotonic() - started
+        if told:
+            observer.trial_finished(f"{holding} {variant}", round_number, 0, result)
+        if round_number > 0:
+            results[holding][variant].append(result)
+            seconds_in_trials[holding] += took
+        link.send("result", link.test, result, took)
+
+
+def _answer(link: DuetLink, kind: str | None, work: Callable[[], Any]) -> Any:
+    """Do ``work`` for side a's run and send its value as ``kind`` (None: the caller sends
+    it); a failure is sent to side a's run, then raised here."""
+    try:
+        value = work()
+    except Exception as error:
+        link.send("error", link.test, str(error))
+        raise
+    if kind is not None:
+        link.send(kind, link.test, value)
+    return value

@@ -95,9 +95,10 @@ def _differences(a: Side, b: Side) -> list[str]:
 class AbSession:
     """The A/B state of one suite: the comparison, the side now active, the components of the
     running test and the sysctls to put back. With ``duet`` (:mod:`libraries.ab.duet`) this
-    run measures one side only, the link's, on its own testbed, beside the other side's run:
-    that side is active from the start, its set-up keywords start its components, and nothing
-    switches."""
+    run measures beside the other side's run, each on its own testbed: the run's own side (the
+    link's) is active from the start and after every test, its set-up keywords start its
+    components, and it switches only at side a's run's word (the runs cross sides round by
+    round)."""
 
     def __init__(self, loaded: ComparisonFile, testbed: Testbed, settings: AbSettings,
                  originals: dict[str, dict[str, str]],
@@ -298,10 +299,12 @@ class AbSession:
         link.start_test(self.test)
         self._check_own_sysctls()
         if link.side == "b":
-            stopped = serve_duet(named, link)
-            raise MeasuredBeside(f"duet A/B side b ({self.active.name}): measured beside side "
-                                 f"a, whose run records and judges this test ({stopped})")
-        outcome = measure_duet(named, plan, build, metrics, self.settings, link, observer)
+            stopped = serve_duet(named, build, link, self.switch, observer)
+            raise MeasuredBeside(f"duet A/B: side b's run ({self.sides['b'].name}) measured "
+                                 "beside side a's, whose run records and judges this test "
+                                 f"({stopped})")
+        outcome = measure_duet(named, plan, build, metrics, self.settings, link, self.switch,
+                               observer)
         return self._measurement(case, stack, parameters, outcome)
 
     def _check_own_sysctls(self) -> None:
