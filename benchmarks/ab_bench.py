@@ -74,7 +74,8 @@ exec {binary} "$@"
 
 PAUSER = """#!/bin/sh
 # side b of the A/B benchmark: the real {tool}, stopped (SIGSTOP) {share} of every 10 ms with
-# all its processes, by a loop beside it in its process group; version probes pass.
+# all its processes but this loop, by a loop beside it in its process group; version probes
+# pass.
 case " $* " in *" -v "*|*" --version "*|*" -V "*|*" -t "*) exec {binary} "$@";; esac
 {python} -c 'import os, signal, sys, time
 root, busy, idle = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
@@ -90,8 +91,9 @@ def tree():
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        found.append(pid)
-        todo += kids.get(pid, [])
+        if pid != os.getpid():
+            found.append(pid)
+            todo += kids.get(pid, [])
     return found
 def signal_all(pids, sig):
     for pid in pids:
