@@ -22,9 +22,13 @@ minutes are the verdict's), the comparison file written here:
   process group (so it stops with it), a CPU burner pinned to the DUT process's core and busy
   ``share`` of every 10 ms: a small slowdown of side b only, applied from outside, whose true
   size is measured by ``--truth`` runs (80 rounds, judged once);
-* ``pause:<share>``: side b's binary is a wrapper beside which a loop stops it and its
-  children (SIGSTOP) ``share`` of every 10 ms: a slowdown of side b alone even when both sides
-  run at once (``--duet``), where a burner on the shared core would slow both.
+* ``pause:<share>[:<period ms>]``: side b's binary is a wrapper beside which a loop stops it
+  and its children (SIGSTOP) ``share`` of every period (default 10 ms): a slowdown of side b
+  alone even when both sides run at once (``--duet``), where a burner on the shared core
+  would slow both;
+* ``weight:<fraction>``: side b's binary runs in a CPU cgroup of its own at ``fraction`` of
+  the default CPU weight: slower only where it competes for its core, as in a duet, where
+  side a's process on the same core gets the rest (a CPU-bound side b at 0.97: about 3 %).
 
 ``analyze`` prints per file the verdicts (false alarms: regression or progression in an A/A
 file; detections: regression in a slowed one), the changes measured, rounds and minutes per
@@ -73,7 +77,7 @@ exec {binary} "$@"
 
 
 PAUSER = """#!/bin/sh
-# side b of the A/B benchmark: the real {tool}, stopped (SIGSTOP) {share} of every 10 ms with
+# side b of the A/B benchmark: the real {tool}, stopped (SIGSTOP) {share} of every {period} ms with
 # all its processes but this loop, by a loop beside it in its process group; version probes
 # pass.
 case " $* " in *" -v "*|*" --version "*|*" -V "*|*" -t "*) exec {binary} "$@";; esac
@@ -119,16 +123,58 @@ exec {binary} "$@"
 """
 
 
-def pauser(folder: Path, tool: str, binary: str, share: float) -> Path:
-    """Write the :data:`PAUSER` wrapper of ``binary``, stopped ``share`` of every 10 ms, into
-    ``folder``; its path. Unlike a burner, it slows side b alone when both sides run at once
-    (a duet): it takes side b's time, not a core's."""
-    path = folder / f"{tool}-pause-{share:g}"
-    path.write_text(PAUSER.format(tool=tool, share=f"{share:.0%}", binary=binary,
-                                  python=sys.executable, busy=0.01 * share,
-                                  idle=0.01 * (1 - share)))
+def pauser(folder: Path, tool: str, binary: str, share: float, period_ms: float = 10) -> Path:
+    """Write the :data:`PAUSER` wrapper of ``binary``, stopped ``share`` of every
+    ``period_ms``, into ``folder``; its path. Unlike a burner, it slows side b alone when both
+    sides run at once (a duet): it takes side b's time, not a core's."""
+    path = folder / f"{tool}-pause-{share:g}-{period_ms:g}ms"
+    path.write_text(PAUSER.format(tool=tool, share=f"{share:.1%}", binary=binary,
+                                  python=sys.executable, busy=period_ms / 1000 * share,
+                                  idle=period_ms / 1000 * (1 - share), period=f"{period_ms:g}"))
     path.chmod(0o755)
     return path
+
+
+WEIGHTED = """#!/bin/sh
+# side b of the A/B benchmark: the real {tool} in a CPU cgroup of its own whose weight is
+# {fraction} of a process's: slower only where it competes for a core (in a duet, with side
+# a's); version probes pass. `ip netns exec` hides the cgroup file system: it is mounted
+# again here (the same hierarchy), then let go. bench_cgroups_removed() removes the
+# emptied cgroups.
+case " $* " in *" -v "*|*" --version "*|*" -V "*|*" -t "*) exec {binary} "$@";; esac
+top=$(mktemp -d /tmp/{prefix}mount.XXXXXX)
+if mount -t cgroup -o cpu cgroup "$top" 2>/dev/null; then
+  mkdir "$top/{prefix}$$" && echo {v1} > "$top/{prefix}$$/cpu.shares"
+elif mount -t cgroup2 cgroup2 "$top"; then
+  mkdir "$top/{prefix}$$" && echo {v2} > "$top/{prefix}$$/cpu.weight"
+fi
+echo $$ > "$top/{prefix}$$/cgroup.procs"
+umount -l "$top"; rmdir "$top"
+exec {binary} "$@"
+"""
+CGROUP_PREFIX = "abbench-"
+
+
+def weighted(folder: Path, tool: str, binary: str, fraction: float) -> Path:
+    """Write the :data:`WEIGHTED` wrapper of ``binary`` (CPU weight ``fraction`` of the
+    default) into ``folder``; its path."""
+    path = folder / f"{tool}-weight-{fraction:g}"
+    path.write_text(WEIGHTED.format(tool=tool, fraction=f"{fraction:g}", binary=binary,
+                                    prefix=CGROUP_PREFIX, v2=max(1, round(100 * fraction)),
+                                    v1=max(2, round(1024 * fraction))))
+    path.chmod(0o755)
+    return path
+
+
+def bench_cgroups_removed() -> None:
+    """Remove the emptied cgroups the :data:`WEIGHTED` wrappers made (a cgroup with a
+    process left in it stays, and is named)."""
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/cpu")):
+        for group in root.glob(f"{CGROUP_PREFIX}*") if root.is_dir() else ():
+            try:
+                group.rmdir()
+            except OSError as error:
+                print(f"{group}: not removed ({error})", flush=True)
 
 
 def burner(folder: Path, tool: str, binary: str, share: float) -> Path:
@@ -152,11 +198,16 @@ def comparison(case: str, side: str, folder: Path) -> Path:
         text = (f"name: A/A via another path to {binary}\naa: true\na: {{name: {tool}}}\n"
                 f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
     elif side.startswith("pause:"):
-        share = float(side.split(":", 1)[1])
-        candidate = pauser(folder, tool, binary, share)
-        text = (f"name: {tool} stopped {share:.0%} of the time\na: {{name: {tool}}}\n"
-                f"b:\n  name: {tool}-pause-{share:g}\n  tools: {{dut: {{{tool}: "
-                f"{candidate}}}}}\n")
+        share, _, period = side.split(":", 2)[1].partition(":")
+        candidate = pauser(folder, tool, binary, float(share), float(period or 10))
+        text = (f"name: {tool} stopped {float(share):.1%} of every {period or 10} ms\n"
+                f"a: {{name: {tool}}}\nb:\n  name: {candidate.name}\n  tools: {{dut: "
+                f"{{{tool}: {candidate}}}}}\n")
+    elif side.startswith("weight:"):
+        fraction = float(side.split(":", 1)[1])
+        candidate = weighted(folder, tool, binary, fraction)
+        text = (f"name: {tool} at {fraction:g} of the CPU weight\na: {{name: {tool}}}\n"
+                f"b:\n  name: {candidate.name}\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
     else:
         share = float(side.split(":", 1)[1])
         candidate = burner(folder, tool, binary, share)
@@ -193,6 +244,7 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
             [sys.executable, "-m", "robot", "-d", str(run_dir), "-v", f"AB:{path}", *robot]
         subprocess.run(command, cwd=REPO, timeout=3600, check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        bench_cgroups_removed()
         records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
         if not records.is_file():
             print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
@@ -298,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("collect")
     run.add_argument("--case", choices=sorted(CASES), required=True)
     run.add_argument("--side", required=True,
-                     help="aa, burn:<share of a core> or pause:<share of the time>")
+                     help="aa, burn:<share of a core>, pause:<share of the time>[:<ms>] or "
+                          "weight:<fraction of the CPU weight>")
     run.add_argument("--duet", action="store_true",
                      help="both sides at once, each on its own testbed (duet_run)")
     run.add_argument("--runs", type=int, default=10)
