@@ -198,7 +198,7 @@ def comparison(case: str, side: str, folder: Path) -> Path:
         text = (f"name: A/A via another path to {binary}\naa: true\na: {{name: {tool}}}\n"
                 f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
     elif side.startswith("pause:"):
-        share, _, period = side.split(":", 2)[1].partition(":")
+        share, _, period = side.split(":", 1)[1].partition(":")
         candidate = pauser(folder, tool, binary, float(share), float(period or 10))
         text = (f"name: {tool} stopped {float(share):.1%} of every {period or 10} ms\n"
                 f"a: {{name: {tool}}}\nb:\n  name: {candidate.name}\n  tools: {{dut: "

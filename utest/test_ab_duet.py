@@ -26,6 +26,7 @@ from libraries.ab.duet import (
     serve_duet,
 )
 from libraries.ab.session import AbSession, MeasuredBeside, NothingToCompare
+from libraries.keywords import ab as ab_keywords
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
@@ -375,3 +376,20 @@ def test_side_b_starts_a_trial_at_the_instant_side_a_names_not_on_arrival(links)
     assert began[0] >= start_at
     assert a.receive(1, "the handshake") == ("measure", "T")
     assert a.receive(1, "the result")[:3] == ("result", "T", 1.0)
+
+
+def test_a_test_that_ended_before_the_comparison_opened_is_told_to_the_other_run(monkeypatch):
+    """Side b's suite set-up failed (no testbed, so no A/B session): each of its tests still
+    tells side a's run, which would otherwise wait HANDSHAKE_TIMEOUT for each."""
+    mine, theirs = socket.socketpair()
+    monkeypatch.setattr(ab_keywords, "BuiltIn", lambda: SimpleNamespace(
+        get_variable_value=lambda name, default: f"b:{mine.fileno()}"))
+    library = ab_keywords.AbKeywords()
+    library.end_test(None, SimpleNamespace(full_name="Kernel.T", status="FAIL",
+                                           message="Parent suite setup failed"))
+    other = DuetLink(theirs, "a")
+    assert other.receive(1, "the end") == ("ended", "Kernel.T",
+                                           "FAIL: Parent suite setup failed")
+    mine.send(b"")  # the run's own descriptor is still open (the library used a copy)
+    mine.close()
+    other.close()

@@ -100,10 +100,21 @@ class AbKeywords:
 
     def end_test(self, data: Any, result: Any) -> None:
         """Listener hook: a duet test that ended here unmeasured (skipped, failed in its
-        set-up) or in the middle is told to the other side's run, which stops waiting."""
+        set-up, or in a suite whose set-up failed before the comparison was open) or in the
+        middle is told to the other side's run, which stops waiting."""
+        why = f"{result.status}: {result.message or 'no message'}"
         if self.session is not None and self.session.duet is not None:
-            self.session.duet.test_ended(result.full_name,
-                                         f"{result.status}: {result.message or 'no message'}")
+            self.session.duet.test_ended(result.full_name, why)
+            return
+        given = BuiltIn().get_variable_value("${AB_DUET}", "")
+        if given and self.session is None:
+            try:
+                link = _duet_link(given)
+            except HostStackError:
+                return  # the suite set-up reported it
+            if link is not None:
+                link.test_ended(result.full_name, why)
+                link.close()
 
     @keyword("Set Up A/B Comparison")
     def set_up_ab_comparison(self, path: str = "") -> None:

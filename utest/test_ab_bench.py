@@ -1,0 +1,42 @@
+"""The A/B benchmark's sides (benchmarks.ab_bench): the comparison files it writes and the
+wrappers that slow side b, which must pass a version probe through untouched."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from benchmarks import ab_bench
+
+
+def _probe(wrapper: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(wrapper), "--version"], capture_output=True, text=True,
+                          timeout=10, check=False)
+
+
+def test_a_weighted_side_names_its_wrapper_and_the_weight_it_sets(tmp_path: Path):
+    path = ab_bench.comparison("ssl_proxy", "weight:0.97", tmp_path)
+    text = path.read_text()
+    assert "b:\n  name: nginx-weight-0.97\n" in text
+    wrapper = tmp_path / "nginx-weight-0.97"
+    assert f"tools: {{dut: {{nginx: {wrapper}}}}}" in text
+    body = wrapper.read_text()
+    assert 'echo 993 > "$top/abbench-$$/cpu.shares"' in body  # 0.97 of 1024
+    assert 'echo 97 > "$top/abbench-$$/cpu.weight"' in body
+    assert body.rstrip().endswith('exec /usr/sbin/nginx "$@"')
+
+
+def test_a_paused_side_takes_its_share_of_the_period_it_names(tmp_path: Path):
+    text = ab_bench.comparison("tcp_term", "pause:0.02:100", tmp_path).read_text()
+    assert "stopped 2.0% of every 100 ms" in text
+    body = (tmp_path / "iperf3-pause-0.02-100ms").read_text()
+    assert "$$ 0.002 0.098 </dev/null" in body
+
+
+def test_the_wrappers_pass_a_version_probe_to_the_real_binary(tmp_path: Path):
+    real = subprocess.run(["/bin/sleep", "--version"], capture_output=True, text=True,
+                          timeout=10, check=False)
+    for wrapper in (ab_bench.weighted(tmp_path, "sleep", "/bin/sleep", 0.5),
+                    ab_bench.pauser(tmp_path, "sleep", "/bin/sleep", 0.1)):
+        probed = _probe(wrapper)
+        assert probed.returncode == 0 and probed.stdout == real.stdout
