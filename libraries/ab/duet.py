@@ -6,13 +6,16 @@ per-round ratio keeps only the change (benchmarks/README.md: the per-round sprea
 
 Two Robot runs of the same suites, one per side (``python -m libraries.ab.duet_run`` starts
 them), each on its own namespace testbed on the same cores, talk over a socket pair their
-launcher made. Side ``a`` leads (:func:`measure_duet`): per trial it tells side ``b`` to start
-the same variant for the same seconds, runs its own, and takes ``b``'s result; looks, interval
-and verdict are the sequential engine's (:mod:`libraries.ab.rounds`). Side ``b`` follows
-(:func:`serve_duet`) and, at each look, sends its own measurement of its trials (built by its
-own case, with its own evidence and telemetry). Each test starts with a handshake naming it,
-so the two runs stay on the same test; a test that one side ended without measuring (a skip,
-a failed set-up) is told to the other (:meth:`DuetLink.test_ended`), which stops waiting.
+launcher made. Side a's run leads (:func:`measure_duet`): every round a coin says which run
+holds which side (both switch their own testbeds, as a sequential A/B run switches one), so
+whatever differs between the runs themselves cancels; per trial it names the instant both
+runs start the same variant for the same seconds, runs its own and takes the other's result;
+looks, interval and verdict are the sequential engine's (:mod:`libraries.ab.rounds`). Side
+b's run follows (:func:`serve_duet`) and, at each look, sends its own measurement of the
+trials it ran as each side (built by its own case, with its own evidence and telemetry).
+Each test starts with a handshake naming it, so the two runs stay on the same test; a test
+that one side ended without measuring (a skip, a failed set-up) is told to the other
+(:meth:`DuetLink.test_ended`), which stops waiting.
 
 What a duet verdict means: whether side b differs from side a *under the same load on the
 same cores*. A change that moves work between resources the sides share (cores, caches,

@@ -181,9 +181,14 @@ def _duet_link(given: str) -> DuetLink | None:
         return None
     try:
         role = DuetRole.parse(given)
-        return DuetLink.from_role(DuetRole(role.side, os.dup(role.fd)))
+        copied = os.dup(role.fd)
     except (ValueError, OSError) as error:
         raise HostStackError(f"-v AB_DUET:{given}: {error}") from None
+    try:
+        return DuetLink.from_role(DuetRole(role.side, copied))
+    except HostStackError:
+        os.close(copied)
+        raise
 
 
 class AbRegression(HostStackError):
