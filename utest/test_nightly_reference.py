@@ -222,3 +222,25 @@ def test_a_changed_reference_starts_a_new_series_marked_on_the_dashboard(
     new = "3node/ssl_proxy/1kb [A/B reference nginx-ref bbbbbbbbbbbb]"
     assert notes == {new: "new comparison file since 2026-01-04; before: aaaaaaaaaaaa "
                           "(from 2026-01-01)"}
+
+
+def test_a_duet_night_runs_the_reference_and_today_at_once_through_the_launcher(
+        tmp_path: Path) -> None:
+    plan = build_plan(Options(results=tmp_path, reference=reference_file(tmp_path),
+                              duet=True, extra=("-t", "1kb*")), "r1")
+    (invocation,) = plan.invocations
+    run_dir = tmp_path.resolve() / "r1"
+    command = list(invocation.command)
+    assert command[1:7] == ["-m", "libraries.ab.duet_run",
+                            str(run_dir / "reference-comparison.yaml"), "-d", str(run_dir), "--"]
+    assert "--outputdir" not in command and not any(c.startswith("AB:") for c in command)
+    assert "AB_INCONCLUSIVE:pass" in command and command[-3:-1] == ["-t", "1kb*"]
+    assert invocation.output_dir == run_dir / "a"  # side a's run: its output.xml and records
+
+
+@pytest.mark.parametrize("extra", [[], ["--pabot"], ["--processes", "2"]])
+def test_a_duet_night_needs_a_reference_and_one_robot_per_side(fakes, tmp_path: Path,  # noqa: F811
+                                                                extra: list[str]) -> None:
+    reference = [] if not extra else ["--reference", str(reference_file(tmp_path))]
+    assert main(["--results", str(fakes["results"]), "--duet", *reference, *extra]) == 4
+    assert calls(fakes["log"]) == []

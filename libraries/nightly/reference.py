@@ -88,10 +88,12 @@ def write_comparison(reference: Reference, folder: Path) -> Path:
     return path
 
 
-def robot_variables(run_dir: Path) -> tuple[str, ...]:
+def robot_variables(run_dir: Path, duet: bool = False) -> tuple[str, ...]:
     """The robot variables of a night against a reference whose comparison is written into
     ``run_dir``: a night no look decides passes (its ratio is the night's data point) and a
     test that uses nothing the reference sets is measured plainly. They come before the
-    user's own arguments, which may override them."""
-    return ("--variable", f"AB:{run_dir / FILE}", "--variable", "AB_INCONCLUSIVE:pass",
-            "--variable", "AB_UNUSED:plain")
+    user's own arguments, which may override them. In a ``duet`` night the launcher gives
+    the comparison itself (``AB`` is its to set)."""
+    comparison = () if duet else ("--variable", f"AB:{run_dir / FILE}")
+    return (*comparison, "--variable", "AB_INCONCLUSIVE:pass", "--variable",
+            "AB_UNUSED:plain")

@@ -3,7 +3,7 @@
     python -m libraries.nightly [--topology 3node ...] [--suites tests ...] [--processes N]
                                 [--pabot] [--results results] [-- EXTRA ROBOT ARGS]
     python -m libraries.nightly --pool lab-a lab-b [--suites tests ...] [--processes N]
-    python -m libraries.nightly --reference reference.yaml [--topology 3node ...]
+    python -m libraries.nightly --reference reference.yaml [--duet] [--topology 3node ...]
 
 One run = one run id ``<YYYYmmdd-HHMMSS>-<4 hex>`` (UTC) and one directory
 ``<results>/<run-id>/`` holding ``run.json`` (run id, start / end time, project revision,
@@ -22,6 +22,9 @@ With ``--reference FILE`` every measuring test runs as an A/B test, the pinned r
 (side a) against the topology as it is tonight (side b): see :mod:`libraries.nightly.reference`
 (the variables it sets, overridable after ``--``). The history then holds per test and metric
 the series of today / reference, keyed by the reference, and the gate judges that ratio.
+With ``--duet`` as well, the reference and today run at the same time, each on a namespace
+testbed of its own (:mod:`libraries.ab.duet_run`; side a's run, whose records the history
+takes, in ``<run-dir>/a/`` or ``<run-dir>/<topology>/a/``, side b's beside it in ``b/``).
 
 Exit status, first match wins: 4 a suite run could not run or was interrupted (Robot exit code
 >= 251, missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample
@@ -100,6 +103,7 @@ class Options:
     pool: tuple[str, ...] = ()
     store: Path | None = None
     reference: Path | None = None
+    duet: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,19 +176,27 @@ def build_plan(options: Options, run_id: str) -> Plan:
                     run_dir.parent / "trend.md")
     parallel = len(options.topologies) > 1
     use_pabot = options.pabot or options.processes > 1
+    if options.duet:
+        reference = robot_variables(run_dir, duet=True)
     invocations = []
     for topology in options.topologies:
         output_dir = run_dir / topology if parallel else run_dir
         command: list[str] = [options.pabot_cmd, "--processes", str(options.processes)] \
             if use_pabot else [options.robot]
-        command += ["--outputdir", str(output_dir), "--variable", f"RUN_ID:{run_id}",
+        where = ["--outputdir", str(output_dir)]
+        if options.duet:  # the launcher names each run's folder: a/ (recorded) and b/
+            command = [sys.executable, "-m", "libraries.ab.duet_run",
+                       str(run_dir / REFERENCE_FILE), "-d", str(output_dir), "--"]
+            where = []
+        command += [*where, "--variable", f"RUN_ID:{run_id}",
                     "--variable", f"TOPOLOGY:{topology}", "--metadata", f"Run id:{run_id}",
                     "--metadata", f"Topology:{topology}"]
         if parallel:
             command += ["--name", topology]
         command += [*EVERY_ROW, *reference, *options.extra, *suites]
         invocations.append(Invocation(
-            topology, tuple(command), output_dir, output_dir / "console.log" if parallel else None,
+            topology, tuple(command), output_dir / "a" if options.duet else output_dir,
+            output_dir / "console.log" if parallel else None,
             output_dir if parallel and use_pabot else None))
     merge = None
     if parallel:
@@ -347,6 +359,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--reference", type=Path, metavar="FILE",
                         help="run every measuring test as an A/B test against this pinned "
                         "reference (one side of a comparison file; the topology is today)")
+    parser.add_argument("--duet", action="store_true",
+                        help="with --reference: run the reference and today at the same time, "
+                        "each on a namespace testbed of its own (python -m "
+                        "libraries.ab.duet_run)")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")
@@ -372,7 +388,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra=tuple(extra), robot=args.robot or resolve_tool("robot"),
         pabot_cmd=args.pabot_command or resolve_tool("pabot"),
         rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout,
-        pool=tuple(args.pool), store=args.store, reference=args.reference)
+        pool=tuple(args.pool), store=args.store, reference=args.reference, duet=args.duet)
+    if options.duet and (options.reference is None or options.pool or
+                         options.pabot or options.processes > 1):
+        LOG.error("--duet: needs --reference, and runs one robot per side (not with --pool, "
+                  "--pabot or --processes)")
+        return EXIT_RUN_ERROR
     reference = None
     if options.reference is not None:
         try:
