@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
-from libraries.ab.session import open_session
+from libraries.ab.opening import open_session
 from libraries.results.plan import AbSettings
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed

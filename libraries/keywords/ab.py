@@ -19,8 +19,9 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.ab.duet import DuetLink, DuetRole
-from libraries.ab.session import AbSession, Use, open_session
+from libraries.ab.duet_link import DuetLink, DuetRole
+from libraries.ab.opening import open_session
+from libraries.ab.session import AbSession, Use
 from libraries.keywords import current_testbed
 from libraries.results.measurement import Measurement
 from libraries.results.settings import ab_settings_from_variables

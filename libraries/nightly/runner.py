@@ -33,7 +33,6 @@ of some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -52,6 +51,7 @@ from pathlib import Path
 
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
+from libraries.nightly.cli import parser
 from libraries.nightly.pool import (
     EVENTS_FILE,
     POOL_TAG,
@@ -347,40 +347,12 @@ def execute(plan: Plan, options: Options, reference: Reference | None = None) ->
     return outcome
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m libraries.nightly",
-                                     description=__doc__.split("\n\n")[0],
-                                     epilog="arguments after -- go to robot / pabot")
-    parser.add_argument("--topology", nargs="+", default=["3node"], help="testbed name(s)")
-    parser.add_argument("--pool", nargs="+", default=[], metavar="LAB",
-                        help="run the suites over this pool of labs (topology names or files; "
-                        "pabot value sets: each suite takes a free lab)")
-    parser.add_argument("--store", type=Path, help="history folder (default: <results>/history)")
-    parser.add_argument("--reference", type=Path, metavar="FILE",
-                        help="run every measuring test as an A/B test against this pinned "
-                        "reference (one side of a comparison file; the topology is today)")
-    parser.add_argument("--duet", action="store_true",
-                        help="with --reference: run the reference and today at the same time, "
-                        "each on a namespace testbed of its own (python -m "
-                        "libraries.ab.duet_run)")
-    parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
-    parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
-    parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    parser.add_argument("--timeout", type=float, default=6 * 3600.0, help="per run, seconds")
-    parser.add_argument("--robot", default=None, help="robot command (default: from PATH)")
-    parser.add_argument("--pabot-command", default=None, help="pabot command")
-    parser.add_argument("--rebot", default=None, help="rebot command")
-    parser.add_argument("--run-id", default=None, help="use this run id instead of a new one")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the gate status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args = parser(__doc__.split("\n\n")[0]).parse_args(
+        argv[: argv.index("--")] if "--" in argv else argv)
     logging.basicConfig(level=logging.INFO, format="nightly: %(message)s")
     options = Options(
         topologies=tuple(args.topology), suites=tuple(args.suites),

@@ -1,0 +1,36 @@
+"""The nightly runner's command line (:mod:`libraries.nightly.runner`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """The nightly's command line (:func:`libraries.nightly.runner.main` reads it)."""
+    parser = argparse.ArgumentParser(prog="python -m libraries.nightly",
+                                     description=description,
+                                     epilog="arguments after -- go to robot / pabot")
+    parser.add_argument("--topology", nargs="+", default=["3node"], help="testbed name(s)")
+    parser.add_argument("--pool", nargs="+", default=[], metavar="LAB",
+                        help="run the suites over this pool of labs (topology names or files; "
+                        "pabot value sets: each suite takes a free lab)")
+    parser.add_argument("--store", type=Path, help="history folder (default: <results>/history)")
+    parser.add_argument("--reference", type=Path, metavar="FILE",
+                        help="run every measuring test as an A/B test against this pinned "
+                        "reference (one side of a comparison file; the topology is today)")
+    parser.add_argument("--duet", action="store_true",
+                        help="with --reference: run the reference and today at the same time, "
+                        "each on a namespace testbed of its own (python -m "
+                        "libraries.ab.duet_run)")
+    parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
+    parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
+    parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    parser.add_argument("--timeout", type=float, default=6 * 3600.0, help="per run, seconds")
+    parser.add_argument("--robot", default=None, help="robot command (default: from PATH)")
+    parser.add_argument("--pabot-command", default=None, help="pabot command")
+    parser.add_argument("--rebot", default=None, help="rebot command")
+    parser.add_argument("--run-id", default=None, help="use this run id instead of a new one")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    return parser
