@@ -26,6 +26,8 @@ minutes are the verdict's), the comparison file written here:
   and its children (SIGSTOP) ``share`` of every period (default 10 ms): a slowdown of side b
   alone even when both sides run at once (``--duet``), where a burner on the shared core
   would slow both;
+* ``rmem:<bytes>``: side b caps the DUT's ``net.ipv4.tcp_rmem`` maximum (a real knob, per
+  network namespace, so a duet's two testbeds hold both values at once);
 * ``weight:<fraction>``: side b's binary runs in a CPU cgroup of its own at ``fraction`` of
   the default CPU weight: slower only where it competes for its core, as in a duet, where
   side a's process on the same core gets the rest (a CPU-bound side b at 0.97: about 3 %).
@@ -203,6 +205,11 @@ def comparison(case: str, side: str, folder: Path) -> Path:
         text = (f"name: {tool} stopped {float(share):.1%} of every {period or 10} ms\n"
                 f"a: {{name: {tool}}}\nb:\n  name: {candidate.name}\n  tools: {{dut: "
                 f"{{{tool}: {candidate}}}}}\n")
+    elif side.startswith("rmem:"):
+        limit = int(side.split(":", 1)[1])
+        text = (f"name: DUT tcp_rmem max {limit} bytes\na: {{name: kernel-default}}\nb:\n"
+                f"  name: rmem-{limit}\n  sysctl: {{dut: {{net.ipv4.tcp_rmem: "
+                f"\"4096 131072 {limit}\"}}}}\n")
     elif side.startswith("weight:"):
         fraction = float(side.split(":", 1)[1])
         candidate = weighted(folder, tool, binary, fraction)
@@ -350,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("collect")
     run.add_argument("--case", choices=sorted(CASES), required=True)
     run.add_argument("--side", required=True,
-                     help="aa, burn:<share of a core>, pause:<share of the time>[:<ms>] or "
-                          "weight:<fraction of the CPU weight>")
+                     help="aa, burn:<share of a core>, pause:<share of the time>[:<ms>], "
+                          "rmem:<bytes> or weight:<fraction of the CPU weight>")
     run.add_argument("--duet", action="store_true",
                      help="both sides at once, each on its own testbed (duet_run)")
     run.add_argument("--runs", type=int, default=10)

@@ -40,3 +40,9 @@ def test_the_wrappers_pass_a_version_probe_to_the_real_binary(tmp_path: Path):
                     ab_bench.pauser(tmp_path, "sleep", "/bin/sleep", 0.1)):
         probed = _probe(wrapper)
         assert probed.returncode == 0 and probed.stdout == real.stdout
+
+
+def test_an_rmem_side_caps_the_dut_s_receive_buffer_on_side_b_only(tmp_path: Path):
+    text = ab_bench.comparison("tcp_term", "rmem:262144", tmp_path).read_text()
+    assert text.endswith('sysctl: {dut: {net.ipv4.tcp_rmem: "4096 131072 262144"}}\n')
+    assert "a: {name: kernel-default}" in text
