@@ -187,57 +187,52 @@ def test_each_run_builds_its_own_figures_and_each_side_takes_them_round_by_round
             or "server counted 0 requests" in outcome.sides[side].invalid
 
 
-def test_a_trial_that_fails_in_side_b_s_run_fails_the_test_naming_it(links):
-    a, b = links
-
-    def broken(trial: Trial) -> float:
-        if trial.round == 2:
-            raise HostStackError("wrk on tg: 812 socket errors")
+def _fails_at(number: int, message: str) -> Callable[[Trial], float]:
+    """A trial that fails in round ``number`` with ``message``."""
+    def trial(given: Trial) -> float:
+        if given.round == number:
+            raise HostStackError(message)
         return 1.0
+    return trial
 
-    thread, served = _in_thread(lambda: (b.start_test("T"),
-                                         serve_duet({"proxy": broken}, _build, b, _Run("b",
-                                                    {}).switch)))
+
+def _failed_duet(links, here: Callable[[Trial], float], there: Callable[[Trial], float],
+                 there_switch: Callable[[str], float] | None = None
+                 ) -> tuple[BaseException, dict[str, Any]]:
+    """What side a's run raised, and how side b's run ended, when something fails."""
+    a, b = links
+    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
+        {"proxy": there}, _build, b, there_switch or _Run("b", {}).switch)))
     a.start_test("T")
-    with pytest.raises(DuetError, match="A/B side b's run: wrk on tg: 812 socket errors"):
-        measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
+    with pytest.raises(HostStackError) as raised:
+        measure_duet({"proxy": here}, PLAN, _build, {"rps": "higher_is_better"},
+                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch, seed=3)
     thread.join(5)
+    return raised.value, served
+
+
+def test_a_trial_that_fails_in_side_b_s_run_fails_the_test_naming_it(links):
+    error, served = _failed_duet(links, lambda trial: 1.0,
+                                 _fails_at(2, "wrk on tg: 812 socket errors"))
+    assert isinstance(error, DuetError)
+    assert "A/B side b's run: wrk on tg: 812 socket errors" in str(error)
     assert isinstance(served["error"], HostStackError)
 
 
 def test_side_a_s_run_failing_tells_side_b_s_to_stop(links):
-    a, b = links
-
-    def broken(trial: Trial) -> float:
-        if trial.round == 3:
-            raise HostStackError("nginx on dut died")
-        return 1.0
-
-    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
-        {"proxy": lambda trial: 1.0}, _build, b, _Run("b", {}).switch)))
-    a.start_test("T")
-    with pytest.raises(HostStackError, match="nginx on dut died"):
-        measure_duet({"proxy": broken}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
-    thread.join(5)
+    error, served = _failed_duet(links, _fails_at(3, "nginx on dut died"), lambda trial: 1.0)
+    assert "nginx on dut died" in str(error)
     assert isinstance(served["error"], DuetError)
     assert "stopped test 'T': side a's run stopped measuring it" in str(served["error"])
 
 
 def test_a_switch_that_fails_in_side_b_s_run_fails_the_test_naming_it(links):
-    a, b = links
-
     def broken_switch(side: str) -> float:
         raise HostStackError("nginx on dut: bind() to 10.0.0.1:443 failed")
 
-    thread, served = _in_thread(lambda: (b.start_test("T"), serve_duet(
-        {"proxy": lambda trial: 1.0}, _build, b, broken_switch)))
-    a.start_test("T")
-    with pytest.raises(DuetError, match="side b's run: nginx on dut: bind"):
-        measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch, seed=3)
-    thread.join(5)
+    error, served = _failed_duet(links, lambda trial: 1.0, lambda trial: 1.0, broken_switch)
+    assert isinstance(error, DuetError)
+    assert "side b's run: nginx on dut: bind" in str(error)
     assert isinstance(served["error"], HostStackError)
 
 
