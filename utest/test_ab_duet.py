@@ -16,7 +16,7 @@ import pytest
 
 from libraries.ab import duet_link, duet_run
 from libraries.ab.comparison import load_comparison
-from libraries.ab.duet import DUET_ORDER, measure_duet, serve_duet
+from libraries.ab.duet import DUET_ORDER, combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink, DuetRole, OtherSideEnded
 from libraries.ab.session import AbSession, MeasuredBeside, NothingToCompare
 from libraries.keywords import ab as ab_keywords
@@ -381,3 +381,15 @@ def test_a_test_that_ended_before_the_comparison_opened_is_told_to_the_other_run
     mine.send(b"")  # the run's own descriptor is still open (the library used a copy)
     mine.close()
     other.close()
+
+
+def test_a_side_whose_runs_gave_fewer_figures_than_rounds_is_an_error_naming_it():
+    one = _build({"proxy": [1.0, 2.0]}, 1.0)
+    with pytest.raises(DuetError, match=r"side b's rps has fewer figures than the rounds that "
+                                        r"measured it \(3\)"):
+        combine("b", {"here": one, "there": None}, ["here", "here", "here"],
+                {"rps": "higher_is_better"})
+    with pytest.raises(DuetError, match="side a's rps has fewer figures"):
+        combine("a", {"here": one, "there": Measurement(case="ssl_proxy", stack="kernel",
+                                                          parameters={})},
+                ["here", "there"], {"rps": "higher_is_better"})

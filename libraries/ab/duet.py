@@ -170,8 +170,8 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
     first = "here" if "here" in present else "there"
     merged = copy.deepcopy(present[first])
     for metric, direction in metrics.items():
-        taken = {run: iter(m.metrics[metric].summary.values) for run, m in present.items()}
         try:
+            taken = {run: iter(m.metrics[metric].summary.values) for run, m in present.items()}
             values = [next(taken[run]) for run in held_by]
         except (KeyError, StopIteration):
             raise DuetError(f"duet: side {side}'s {metric} has fewer figures than the rounds "
