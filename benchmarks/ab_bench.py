@@ -125,16 +125,21 @@ exec {binary} "$@"
 """
 
 
+def _wrapper(path: Path, text: str) -> Path:
+    """Write the executable wrapper ``path``; its path."""
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
 def pauser(folder: Path, tool: str, binary: str, share: float, period_ms: float = 10) -> Path:
     """Write the :data:`PAUSER` wrapper of ``binary``, stopped ``share`` of every
     ``period_ms``, into ``folder``; its path. Unlike a burner, it slows side b alone when both
     sides run at once (a duet): it takes side b's time, not a core's."""
-    path = folder / f"{tool}-pause-{share:g}-{period_ms:g}ms"
-    path.write_text(PAUSER.format(tool=tool, share=f"{share:.1%}", binary=binary,
-                                  python=sys.executable, busy=period_ms / 1000 * share,
-                                  idle=period_ms / 1000 * (1 - share), period=f"{period_ms:g}"))
-    path.chmod(0o755)
-    return path
+    return _wrapper(folder / f"{tool}-pause-{share:g}-{period_ms:g}ms", PAUSER.format(
+        tool=tool, share=f"{share:.1%}", binary=binary, python=sys.executable,
+        busy=period_ms / 1000 * share, idle=period_ms / 1000 * (1 - share),
+        period=f"{period_ms:g}"))
 
 
 WEIGHTED = """#!/bin/sh
@@ -160,12 +165,9 @@ CGROUP_PREFIX = "abbench-"
 def weighted(folder: Path, tool: str, binary: str, fraction: float) -> Path:
     """Write the :data:`WEIGHTED` wrapper of ``binary`` (CPU weight ``fraction`` of the
     default) into ``folder``; its path."""
-    path = folder / f"{tool}-weight-{fraction:g}"
-    path.write_text(WEIGHTED.format(tool=tool, fraction=f"{fraction:g}", binary=binary,
-                                    prefix=CGROUP_PREFIX, v2=max(1, round(100 * fraction)),
-                                    v1=max(2, round(1024 * fraction))))
-    path.chmod(0o755)
-    return path
+    return _wrapper(folder / f"{tool}-weight-{fraction:g}", WEIGHTED.format(
+        tool=tool, fraction=f"{fraction:g}", binary=binary, prefix=CGROUP_PREFIX,
+        v2=max(1, round(100 * fraction)), v1=max(2, round(1024 * fraction))))
 
 
 def bench_cgroups_removed() -> None:
@@ -182,45 +184,40 @@ def bench_cgroups_removed() -> None:
 def burner(folder: Path, tool: str, binary: str, share: float) -> Path:
     """Write the :data:`BURNER` wrapper of ``binary`` taking ``share`` of CPU 0 into
     ``folder``; its path."""
-    path = folder / f"{tool}-burn-{share:g}"
-    path.write_text(BURNER.format(tool=tool, share=f"{share:.0%}", cpu=0, binary=binary,
-                                  python=sys.executable, busy=0.01 * share,
-                                  idle=0.01 * (1 - share)))
-    path.chmod(0o755)
-    return path
+    return _wrapper(folder / f"{tool}-burn-{share:g}", BURNER.format(
+        tool=tool, share=f"{share:.0%}", cpu=0, binary=binary, python=sys.executable,
+        busy=0.01 * share, idle=0.01 * (1 - share)))
 
 
 def comparison(case: str, side: str, folder: Path) -> Path:
-    """Write the comparison file of ``side`` (``aa`` or ``burn:<share>``) for ``case``."""
+    """Write the comparison file of ``side`` (``aa``, ``burn:``, ``pause:``, ``weight:`` or
+    ``rmem:``, see the module) for ``case``."""
     _, _, tool, binary, _ = CASES[case]
-    if side == "aa":
+    kind, _, given = side.partition(":")
+    if kind == "aa":
         candidate = folder / f"{tool}-same"
         if not candidate.exists():
             candidate.symlink_to(binary)
         text = (f"name: A/A via another path to {binary}\naa: true\na: {{name: {tool}}}\n"
                 f"b:\n  name: {tool}-symlink\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
-    elif side.startswith("pause:"):
-        share, _, period = side.split(":", 1)[1].partition(":")
-        candidate = pauser(folder, tool, binary, float(share), float(period or 10))
-        text = (f"name: {tool} stopped {float(share):.1%} of every {period or 10} ms\n"
-                f"a: {{name: {tool}}}\nb:\n  name: {candidate.name}\n  tools: {{dut: "
-                f"{{{tool}: {candidate}}}}}\n")
-    elif side.startswith("rmem:"):
-        limit = int(side.split(":", 1)[1])
+    elif kind == "rmem":
+        limit = int(given)
         text = (f"name: DUT tcp_rmem max {limit} bytes\na: {{name: kernel-default}}\nb:\n"
                 f"  name: rmem-{limit}\n  sysctl: {{dut: {{net.ipv4.tcp_rmem: "
                 f"\"4096 131072 {limit}\"}}}}\n")
-    elif side.startswith("weight:"):
-        fraction = float(side.split(":", 1)[1])
-        candidate = weighted(folder, tool, binary, fraction)
-        text = (f"name: {tool} at {fraction:g} of the CPU weight\na: {{name: {tool}}}\n"
-                f"b:\n  name: {candidate.name}\n  tools: {{dut: {{{tool}: {candidate}}}}}\n")
-    else:
-        share = float(side.split(":", 1)[1])
-        candidate = burner(folder, tool, binary, share)
-        text = (f"name: {tool} with {share:.0%} of its core taken\na: {{name: {tool}}}\n"
-                f"b:\n  name: {tool}-burn-{share:g}\n  tools: {{dut: {{{tool}: "
-                f"{candidate}}}}}\n")
+    else:  # side b runs the tool through a wrapper that slows it
+        if kind == "pause":
+            share, _, period = given.partition(":")
+            candidate = pauser(folder, tool, binary, float(share), float(period or 10))
+            title = f"{tool} stopped {float(share):.1%} of every {period or 10} ms"
+        elif kind == "weight":
+            candidate = weighted(folder, tool, binary, float(given))
+            title = f"{tool} at {float(given):g} of the CPU weight"
+        else:
+            candidate = burner(folder, tool, binary, float(given))
+            title = f"{tool} with {float(given):.0%} of its core taken"
+        text = (f"name: {title}\na: {{name: {tool}}}\nb:\n  name: {candidate.name}\n"
+                f"  tools: {{dut: {{{tool}: {candidate}}}}}\n")
     path = folder / f"{case}-{side.replace(':', '-')}.yaml"
     path.write_text(text)
     return path

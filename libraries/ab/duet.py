@@ -28,7 +28,7 @@ import copy
 import functools
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,15 +146,20 @@ def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan
     finally:
         if not link.finished:
             link.test_ended(link.test, "side a's run stopped measuring it")
-    results = {side: {v: [] for v in variants} for side in SIDES}
-    for side in SIDES:  # per side, every trial's result in round order
-        taken = {run: {v: iter(held.results[run][side][v]) for v in variants} for run in RUNS}
-        for run in held.held_by[side]:
-            for v in variants:
-                results[side][v].append(next(taken[run][v]))
+    results = {side: {v: in_round_order({run: held.results[run][side][v] for run in RUNS},
+                                        held.held_by[side]) for v in variants}
+               for side in SIDES}
     return AbOutcome(judged.sides, results, judged.comparisons, judged.rounds, judged.stopped,
                      judged.looks, switches, clock() - started,
                      f"{DUET_ORDER}: " + " | ".join(orders), seed)
+
+
+def in_round_order(per_run: Mapping[str, Sequence[Any]], held_by: list[str]) -> list[Any]:
+    """One side's figures in round order: round ``i``'s from the run that held the side then
+    (``held_by[i]``), each run's own figures taken in its order (``KeyError`` for a run that
+    has none, ``StopIteration`` for one that has too few)."""
+    taken = {run: iter(values) for run, values in per_run.items()}
+    return [next(taken[run]) for run in held_by]
 
 
 def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[str],
@@ -171,8 +176,8 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
     merged = copy.deepcopy(present[first])
     for metric, direction in metrics.items():
         try:
-            taken = {run: iter(m.metrics[metric].summary.values) for run, m in present.items()}
-            values = [next(taken[run]) for run in held_by]
+            values = in_round_order({run: m.metrics[metric].summary.values
+                                     for run, m in present.items()}, held_by)
         except (KeyError, StopIteration):
             raise DuetError(f"duet: side {side}'s {metric} has fewer figures than the rounds "
                             f"that measured it ({len(held_by)})") from None

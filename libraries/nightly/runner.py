@@ -160,7 +160,7 @@ def build_plan(options: Options, run_id: str) -> Plan:
     """The commands of a nightly run (pure: nothing is run or written)."""
     run_dir = options.results.resolve() / run_id
     suites = [str(Path(suite).resolve()) for suite in options.suites]
-    reference = robot_variables(run_dir) if options.reference else ()
+    reference = robot_variables(run_dir, options.duet) if options.reference else ()
     if options.pool:  # one pabot run; each suite acquires a lab of the pool
         command = [options.pabot_cmd, "--processes",
                    str(options.processes if options.processes > 1 else len(options.pool)),
@@ -176,8 +176,6 @@ def build_plan(options: Options, run_id: str) -> Plan:
                     run_dir.parent / "trend.md")
     parallel = len(options.topologies) > 1
     use_pabot = options.pabot or options.processes > 1
-    if options.duet:
-        reference = robot_variables(run_dir, duet=True)
     invocations = []
     for topology in options.topologies:
         output_dir = run_dir / topology if parallel else run_dir
