@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import ParseError, ToolMissing
+from libraries.tools.open_loop import temporary_folder
 from libraries.tools.vegeta import (
     CPU_MARKER,
     PLOT_MARKER,
@@ -82,13 +83,34 @@ def test_the_command_pins_quotes_and_cleans_up():
                             cpus=[1], max_workers=200)
     command = build_vegeta_command("/opt/x y/vegeta", options, "/tmp/run")
     assert command.startswith("d=; trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT; trap 'exit 143' "
-                              "TERM INT HUP; d=$(mktemp -d /tmp/run/vegeta.XXXXXX) || exit 1; "
+                              "TERM INT HUP; n=$(mktemp -u /tmp/run/vegeta.XXXXXX) || exit 1; "
+                              "d=$n; mkdir -m 700 \"$d\" || exit 1; "
                               "printf '%s\\n' "
                               "'GET https://198.18.1.1:8089/1kb' > \"$d/targets\"; "
                               "taskset -c 1 '/opt/x y/vegeta' attack -name=g0 -rate=5000/1s ")
     assert "-max-workers=200" in command and "-insecure" in command
     assert "-max-body=0" in command and "encode" not in command  # no limits: no counting
     assert command.endswith("exit $rc")
+
+
+@pytest.mark.parametrize("killer", ["mktemp", "mkdir"])
+def test_a_term_while_the_folder_is_made_leaves_no_folder(tmp_path, killer):
+    """CI, a loaded machine: the timeout's TERM reached ``mktemp -d`` after it made the
+    folder and before it printed the name, and the folder stayed. Here the named tool does
+    its work, then the shell gets its TERM and the tool dies without printing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = shutil.which(killer)
+    (bin_dir / killer).write_text(f'#!/bin/sh\nout=$({real} "$@") || exit; kill -TERM $PPID; '
+                                  "sleep 0.2; exit 143\n")
+    (bin_dir / killer).chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    lines = [*temporary_folder(str(work), "vegeta"), "sleep 5"]
+    result = subprocess.run(["sh", "-c", "; ".join(lines)], timeout=10, capture_output=True,
+                            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert result.returncode == 143
+    assert list(work.iterdir()) == []
 
 
 @pytest.mark.integration

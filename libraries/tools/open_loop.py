@@ -38,6 +38,9 @@ def temporary_folder(workdir: str, tool: str) -> list[str]:
     remove it on every path: the shell's exit, and a hard timeout's TERM (``timeout -k``,
     as :meth:`libraries.testbed.node.Node.run` wraps every command), which ends the shell
     through its exit trap once the generator processes (its process group) are gone. The
-    traps come first: a TERM while ``mktemp`` runs (a loaded machine) still removes it."""
+    traps come first, and the folder is made only once its name is in ``$d``: ``mktemp -d``
+    killed by the timeout between making the folder and printing its name (seen on a loaded
+    machine) left it behind."""
     return ["d=", "trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT", "trap 'exit 143' TERM INT HUP",
-            f"d=$(mktemp -d {shlex.quote(workdir)}/{tool}.XXXXXX) || exit 1"]
+            f"n=$(mktemp -u {shlex.quote(workdir)}/{tool}.XXXXXX) || exit 1",
+            'd=$n', 'mkdir -m 700 "$d" || exit 1']
