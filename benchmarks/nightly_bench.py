@@ -4,6 +4,8 @@ smallest change caught from many sequences resampled from the recorded nights.
 
     python -m benchmarks.nightly_bench run --nights 6 --slow-from 4 --out /tmp/seq1
     python -m benchmarks.nightly_bench run --nights 1 --plain --out /tmp/plain   # no reference
+    python -m benchmarks.nightly_bench run --duet --max-rounds 0 --nights 6 --slow-from 4 \
+        --out /tmp/duet1       # both sides at once (libraries.nightly --duet), A/B defaults
     python -m benchmarks.nightly_bench show /tmp/seq1 /tmp/seq2
     python -m benchmarks.nightly_bench resample --case ssl_proxy --aa a.jsonl ... \\
         --slowed s.jsonl ...
@@ -19,6 +21,13 @@ of the DUT's core, the known slowdowns of benchmarks/README.md). After each nigh
 classification of every ratio series is read from the history and written to
 ``nights.jsonl``, with the night's exit code and minutes; each night's records also go to
 ``<case>-aa.jsonl`` / ``<case>-slowed.jsonl`` for ``resample``.
+
+``run --duet``: the nights run ``libraries.nightly --duet`` (the reference and tonight at once,
+each on a namespace testbed of its own). A burner on the shared core would slow both sides, so
+tonight's slowed DUT tools are the A/B benchmark's CPU-weight wrappers instead
+(:func:`benchmarks.ab_bench.weighted`, the fractions of :data:`DUET_WEIGHTS`: slower only
+where they compete with the reference's processes for a core). ``--max-rounds 0`` keeps the A/B
+defaults.
 
 ``resample``: sequences of nights drawn from recorded A/B records (the ``run`` files above or
 ``benchmarks.ab_bench collect`` files: the same measurement, side b / side a per round): A/A
@@ -42,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.ab_bench import burner
+from benchmarks.ab_bench import bench_cgroups_removed, burner, weighted
 from libraries.history.store import Store
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import find_steps, newest_step
@@ -52,12 +61,16 @@ TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy
                        "/usr/sbin/nginx", 0.03),
          "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
                       "/usr/bin/iperf3", 0.035)}
+DUET_WEIGHTS = {"nginx": 0.97, "iperf3": 0.85}
+"""Tonight's CPU weight (a fraction of the default) per slowed DUT tool in a duet night: the
+measured truths are in benchmarks/README.md (``ab_bench collect --duet --truth``)."""
 DUT_TOOLS = "    tools: {nginx: nginx, iperf3: iperf3,"
 """The DUT's tools line of topologies/3node.yaml that a night's topology rewrites."""
 
 
-def prepare(out: Path) -> tuple[Path, Path, Path]:
-    """The reference file, tonight's normal topology and its slowed twin, written in ``out``."""
+def prepare(out: Path, duet: bool = False) -> tuple[Path, Path, Path]:
+    """The reference file, tonight's normal topology and its slowed twin (burners, or CPU
+    weights for a ``duet``), written in ``out``."""
     tools = out / "bin"
     tools.mkdir(parents=True, exist_ok=True)
     reference, normal, slowed = {}, {}, {}
@@ -67,7 +80,8 @@ def prepare(out: Path) -> tuple[Path, Path, Path]:
             link.symlink_to(binary)
         reference[tool] = str(link)
         normal[tool] = tool
-        slowed[tool] = str(burner(tools, tool, binary, share))
+        slowed[tool] = str(weighted(tools, tool, binary, DUET_WEIGHTS[tool]) if duet
+                           else burner(tools, tool, binary, share))
     ref = out / "reference.yaml"
     ref.write_text("name: debian-ref\ntools:\n  dut: {" + ", ".join(
         f"{tool}: {path}" for tool, path in reference.items()) + "}\n")
@@ -99,24 +113,29 @@ def ratio_series(store: Store) -> dict[str, dict[str, Any]]:
     return found
 
 
-def run(out: Path, nights: int, slow_from: int, max_rounds: int, plain: bool) -> None:
+def run(out: Path, nights: int, slow_from: int, max_rounds: int, plain: bool,
+        duet: bool = False) -> None:
     """Run ``nights`` nightly runs (see the module) into ``out``."""
-    ref, normal, slowed = prepare(out)
+    ref, normal, slowed = prepare(out, duet)
+    rounds = ("-v", f"AB_MAX_ROUNDS:{max_rounds}") if max_rounds else ()
     results = out / "results"
     for night in range(1, nights + 1):
         slow = slow_from > 0 and night >= slow_from
         command = [sys.executable, "-m", "libraries.nightly", "--results", str(results),
                    "--topology", str(slowed if slow else normal), "--suites",
                    *(str(REPO / t[0]) for t in TESTS.values()),
-                   *([] if plain else ["--reference", str(ref)]), "--",
+                   *([] if plain else ["--reference", str(ref)]),
+                   *(["--duet"] if duet else []), "--",
                    *(x for t in TESTS.values() for x in ("-t", t[1])), "-v", "PROFILE:off",
-                   "-v", f"AB_MAX_ROUNDS:{max_rounds}", "-v",
+                   *rounds, "-v",
                    f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}",
                    "--console", "none"]
         started = time.monotonic()
         done = subprocess.run(command, cwd=REPO, timeout=3600, check=False,
                               capture_output=True, text=True)
         minutes = (time.monotonic() - started) / 60
+        if duet:
+            bench_cgroups_removed()
         newest = max(results.glob("2*/"), key=lambda p: p.name)
         records = [json.loads(line) for line in
                    (newest / "records.jsonl").read_text().splitlines() if line.strip()] \
@@ -247,8 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--out", type=Path, required=True)
     go.add_argument("--nights", type=int, default=6)
     go.add_argument("--slow-from", type=int, default=0, help="first slowed night (0: none)")
-    go.add_argument("--max-rounds", type=int, default=30)
+    go.add_argument("--max-rounds", type=int, default=30, help="0: the A/B default")
     go.add_argument("--plain", action="store_true", help="no reference (today's nightly)")
+    go.add_argument("--duet", action="store_true", help="the reference and tonight at once")
     table = commands.add_parser("show")
     table.add_argument("folders", nargs="+", type=Path)
     sample = commands.add_parser("resample")
@@ -259,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     sample.add_argument("--seed", type=int, default=37)
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.out, args.nights, args.slow_from, args.max_rounds, args.plain)
+        if args.duet and args.plain:
+            parser.error("--duet needs a reference: not with --plain")
+        run(args.out, args.nights, args.slow_from, args.max_rounds, args.plain, args.duet)
     elif args.command == "show":
         sys.stdout.write(show(args.folders))
     else:

@@ -33,6 +33,16 @@ def test_the_night_files_rewrite_only_the_duts_nginx_and_iperf3(tmp_path: Path) 
     assert slow["nodes"]["server"] == base["nodes"]["server"]
 
 
+def test_a_duet_night_slows_tonight_by_cpu_weight_not_a_burner(tmp_path: Path) -> None:
+    """A burner on the shared core would slow the reference's testbed too in a duet."""
+    _reference, _normal, slowed = prepare(tmp_path, duet=True)
+    tools = yaml.safe_load(slowed.read_text())["nodes"]["dut"]["tools"]
+    assert tools["nginx"] == str(tmp_path / "bin/nginx-weight-0.97")
+    assert tools["iperf3"] == str(tmp_path / "bin/iperf3-weight-0.85")
+    wrapper = Path(tools["iperf3"]).read_text()
+    assert "cpu.shares" in wrapper and 'exec /usr/bin/iperf3 "$@"' in wrapper
+
+
 def test_a_step_is_flagged_once_on_its_second_night() -> None:
     nights = synthetic(1.0, 4, 1) + synthetic(0.95, 4, 2)
     assert flags(nights, [0.0] * 8) == ["normal"] * 5 + ["regression"] + ["normal"] * 2
