@@ -28,9 +28,10 @@ minutes are the verdict's), the comparison file written here:
   would slow both;
 * ``rmem:<bytes>``: side b caps the DUT's ``net.ipv4.tcp_rmem`` maximum (a real knob, per
   network namespace, so a duet's two testbeds hold both values at once);
-* ``weight:<fraction>``: side b's binary runs in a CPU cgroup of its own at ``fraction`` of
-  the default CPU weight: slower only where it competes for its core, as in a duet, where
-  side a's process on the same core gets the rest (a CPU-bound side b at 0.97: about 3 %).
+* ``weight:<fraction>[:<node>]``: side b's binary (on the DUT, or ``node``: ``tg`` weights
+  the load generator) runs in a CPU cgroup of its own at ``fraction`` of the default CPU
+  weight: slower only where it competes for its core, as in a duet, where side a's process on
+  the same core gets the rest (a CPU-bound side b at 0.97: about 3 %).
 
 ``analyze`` prints per file the verdicts (false alarms: regression or progression in an A/A
 file; detections: regression in a slowed one), the changes measured, rounds and minutes per
@@ -206,18 +207,21 @@ def comparison(case: str, side: str, folder: Path) -> Path:
                 f"  name: rmem-{limit}\n  sysctl: {{dut: {{net.ipv4.tcp_rmem: "
                 f"\"4096 131072 {limit}\"}}}}\n")
     else:  # side b runs the tool through a wrapper that slows it
+        node = "dut"
         if kind == "pause":
             share, _, period = given.partition(":")
             candidate = pauser(folder, tool, binary, float(share), float(period or 10))
             title = f"{tool} stopped {float(share):.1%} of every {period or 10} ms"
         elif kind == "weight":
-            candidate = weighted(folder, tool, binary, float(given))
-            title = f"{tool} at {float(given):g} of the CPU weight"
+            fraction, _, node = given.partition(":")
+            node = node or "dut"
+            candidate = weighted(folder, tool, binary, float(fraction))
+            title = f"{node}'s {tool} at {float(fraction):g} of the CPU weight"
         else:
             candidate = burner(folder, tool, binary, float(given))
             title = f"{tool} with {float(given):.0%} of its core taken"
         text = (f"name: {title}\na: {{name: {tool}}}\nb:\n  name: {candidate.name}\n"
-                f"  tools: {{dut: {{{tool}: {candidate}}}}}\n")
+                f"  tools: {{{node}: {{{tool}: {candidate}}}}}\n")
     path = folder / f"{case}-{side.replace(':', '-')}.yaml"
     path.write_text(text)
     return path
@@ -355,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--case", choices=sorted(CASES), required=True)
     run.add_argument("--side", required=True,
                      help="aa, burn:<share of a core>, pause:<share of the time>[:<ms>], "
-                          "rmem:<bytes> or weight:<fraction of the CPU weight>")
+                          "rmem:<bytes> or weight:<fraction of the CPU weight>[:<node>]")
     run.add_argument("--duet", action="store_true",
                      help="both sides at once, each on its own testbed (duet_run)")
     run.add_argument("--runs", type=int, default=10)

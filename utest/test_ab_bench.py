@@ -26,6 +26,12 @@ def test_a_weighted_side_names_its_wrapper_and_the_weight_it_sets(tmp_path: Path
     assert body.rstrip().endswith('exec /usr/sbin/nginx "$@"')
 
 
+def test_a_weighted_side_may_name_the_node_whose_tool_it_slows(tmp_path: Path):
+    text = ab_bench.comparison("tcp_term", "weight:0.9:tg", tmp_path).read_text()
+    assert f"tools: {{tg: {{iperf3: {tmp_path / 'iperf3-weight-0.9'}}}}}" in text
+    assert "name: tg's iperf3 at 0.9 of the CPU weight" in text
+
+
 def test_a_paused_side_takes_its_share_of_the_period_it_names(tmp_path: Path):
     text = ab_bench.comparison("tcp_term", "pause:0.02:100", tmp_path).read_text()
     assert "stopped 2.0% of every 100 ms" in text
