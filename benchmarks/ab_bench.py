@@ -28,6 +28,9 @@ minutes are the verdict's), the comparison file written here:
   would slow both;
 * ``rmem:<bytes>``: side b caps the DUT's ``net.ipv4.tcp_rmem`` maximum (a real knob, per
   network namespace, so a duet's two testbeds hold both values at once);
+* ``window:<bytes>`` (tcp_term): side b's load generator runs an iperf3 whose client asks for
+  that socket buffer (``-w``, applied at both ends of the transfer): a build with a smaller
+  window, which a topology can plant (the nightly benchmark's tonight) where a sysctl cannot;
 * ``weight:<fraction>[:<node>]``: side b's binary (on the DUT, or ``node``: ``tg`` weights
   the load generator) runs in a CPU cgroup of its own at ``fraction`` of the default CPU
   weight: slower only where it competes for its core, as in a duet, where side a's process on
@@ -163,6 +166,20 @@ exec {binary} "$@"
 CGROUP_PREFIX = "abbench-"
 
 
+WINDOWED = """#!/bin/sh
+# side b of the A/B benchmark: the real {tool} whose client asks for a {size}-byte socket
+# buffer at both ends (-w); a server and a version probe pass untouched.
+case " $* " in *" -c "*) exec {binary} "$@" -w {size};; esac
+exec {binary} "$@"
+"""
+
+
+def windowed(folder: Path, tool: str, binary: str, size: int) -> Path:
+    """Write the :data:`WINDOWED` wrapper of the iperf3 ``binary`` into ``folder``; its path."""
+    return _wrapper(folder / f"{tool}-window-{size}", WINDOWED.format(
+        tool=tool, binary=binary, size=size))
+
+
 def weighted(folder: Path, tool: str, binary: str, fraction: float) -> Path:
     """Write the :data:`WEIGHTED` wrapper of ``binary`` (CPU weight ``fraction`` of the
     default) into ``folder``; its path."""
@@ -212,6 +229,11 @@ def comparison(case: str, side: str, folder: Path) -> Path:
             share, _, period = given.partition(":")
             candidate = pauser(folder, tool, binary, float(share), float(period or 10))
             title = f"{tool} stopped {float(share):.1%} of every {period or 10} ms"
+        elif kind == "window":
+            if tool != "iperf3":
+                raise SystemExit(f"--side {side}: a window is an iperf3 client's (tcp_term)")
+            node, candidate = "tg", windowed(folder, tool, binary, int(given))
+            title = f"tg's {tool} client with a {int(given)}-byte window"
         elif kind == "weight":
             fraction, _, node = given.partition(":")
             node = node or "dut"
@@ -359,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--case", choices=sorted(CASES), required=True)
     run.add_argument("--side", required=True,
                      help="aa, burn:<share of a core>, pause:<share of the time>[:<ms>], "
-                          "rmem:<bytes> or weight:<fraction of the CPU weight>[:<node>]")
+                          "rmem:<bytes>, window:<bytes> or "
+                          "weight:<fraction of the CPU weight>[:<node>]")
     run.add_argument("--duet", action="store_true",
                      help="both sides at once, each on its own testbed (duet_run)")
     run.add_argument("--runs", type=int, default=10)

@@ -24,10 +24,8 @@ classification of every ratio series is read from the history and written to
 
 ``run --duet``: the nights run ``libraries.nightly --duet`` (the reference and tonight at once,
 each on a namespace testbed of its own). A burner on the shared core would slow both sides, so
-tonight's slowed DUT tools are the A/B benchmark's CPU-weight wrappers instead
-(:func:`benchmarks.ab_bench.weighted`, the fractions of :data:`DUET_WEIGHTS`: slower only
-where they compete with the reference's processes for a core). ``--max-rounds 0`` keeps the A/B
-defaults.
+tonight's slowed tools are wrappers that slow tonight's testbed alone (:data:`DUET_SLOWED`).
+``--max-rounds 0`` keeps the A/B defaults.
 
 ``resample``: sequences of nights drawn from recorded A/B records (the ``run`` files above or
 ``benchmarks.ab_bench collect`` files: the same measurement, side b / side a per round): A/A
@@ -51,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.ab_bench import bench_cgroups_removed, burner, weighted
+from benchmarks.ab_bench import bench_cgroups_removed, burner, weighted, windowed
 from libraries.history.store import Store
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import find_steps, newest_step
@@ -61,38 +59,50 @@ TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy
                        "/usr/sbin/nginx", 0.03),
          "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
                       "/usr/bin/iperf3", 0.035)}
-DUET_WEIGHTS = {"nginx": 0.97, "iperf3": 0.85}
-"""Tonight's CPU weight (a fraction of the default) per slowed DUT tool in a duet night: the
-measured truths are in benchmarks/README.md (``ab_bench collect --duet --truth``)."""
-DUT_TOOLS = "    tools: {nginx: nginx, iperf3: iperf3,"
-"""The DUT's tools line of topologies/3node.yaml that a night's topology rewrites."""
+DUET_SLOWED = {"ssl_proxy": ("dut", "weight", 0.97), "tcp_term": ("tg", "window", 196608)}
+"""Per case, tonight's slowed tool in a duet night: the node, the wrapper and its value. The
+DUT's nginx at 0.97 of the CPU weight (:func:`benchmarks.ab_bench.weighted`); the load
+generator's iperf3 client asking for a smaller window (:func:`benchmarks.ab_bench.windowed`):
+iperf3 hardly slows at a lower CPU weight (server at 0.85: -1.0 %; client at 0.9: -0.9 %).
+The measured truths are in benchmarks/README.md (``ab_bench collect --duet --truth``)."""
+TOOL_LINES = {"dut": ("    tools: {nginx: nginx, iperf3: iperf3,", ("nginx", "iperf3")),
+              "tg": ("    tools: {wrk: wrk, iperf3: iperf3,", ("wrk", "iperf3"))}
+"""Per node, the start of its tools line in topologies/3node.yaml that a night's topology
+rewrites, and the tools that start names."""
 
 
 def prepare(out: Path, duet: bool = False) -> tuple[Path, Path, Path]:
-    """The reference file, tonight's normal topology and its slowed twin (burners, or CPU
-    weights for a ``duet``), written in ``out``."""
+    """The reference file, tonight's normal topology and its slowed twin (DUT burners, or CPU
+    weights for a ``duet``: :data:`DUET_SLOWED`), written in ``out``."""
     tools = out / "bin"
     tools.mkdir(parents=True, exist_ok=True)
-    reference, normal, slowed = {}, {}, {}
-    for _case, (_suite, _test, tool, binary, share) in TESTS.items():
+    reference: dict[str, dict[str, str]] = {"dut": {}, "tg": {}}
+    normal = {node: {t: t for t in names} for node, (_, names) in TOOL_LINES.items()}
+    slowed = {node: dict(names) for node, names in normal.items()}
+    for case, (_suite, _test, tool, binary, share) in TESTS.items():
+        node, kind, value = DUET_SLOWED[case] if duet else ("dut", "burn", share)
         link = tools / f"{tool}-ref"
         if not link.exists():
             link.symlink_to(binary)
-        reference[tool] = str(link)
-        normal[tool] = tool
-        slowed[tool] = str(weighted(tools, tool, binary, DUET_WEIGHTS[tool]) if duet
-                           else burner(tools, tool, binary, share))
+        for place in sorted({"dut", node}):
+            reference[place][tool] = str(link)
+        wrapper = {"weight": weighted, "window": windowed, "burn": burner}[kind]
+        slowed[node][tool] = str(wrapper(tools, tool, binary, value))
     ref = out / "reference.yaml"
-    ref.write_text("name: debian-ref\ntools:\n  dut: {" + ", ".join(
-        f"{tool}: {path}" for tool, path in reference.items()) + "}\n")
+    ref.write_text("name: debian-ref\ntools:\n" + "".join(
+        f"  {node}: {{" + ", ".join(f"{t}: {p}" for t, p in paths.items()) + "}\n"
+        for node, paths in reference.items() if paths))
     text = (REPO / "topologies/3node.yaml").read_text()
-    if DUT_TOOLS not in text:
-        raise SystemExit(f"topologies/3node.yaml: no line {DUT_TOOLS!r} to rewrite")
     paths = []
     for name, tools_of in (("normal", normal), ("slowed", slowed)):
-        line = "    tools: {" + ", ".join(f"{t}: {p}" for t, p in tools_of.items()) + ","
+        night = text
+        for node, (start, _names) in TOOL_LINES.items():
+            if start not in night:
+                raise SystemExit(f"topologies/3node.yaml: no line {start!r} to rewrite")
+            night = night.replace(start, "    tools: {" + ", ".join(
+                f"{t}: {p}" for t, p in tools_of[node].items()) + ",")
         path = out / f"3node-{name}.yaml"
-        path.write_text(text.replace(DUT_TOOLS, line))
+        path.write_text(night)
         paths.append(path)
     return ref, paths[0], paths[1]
 

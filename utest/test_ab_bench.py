@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from benchmarks import ab_bench
 
 
@@ -32,6 +34,17 @@ def test_a_weighted_side_may_name_the_node_whose_tool_it_slows(tmp_path: Path):
     assert "name: tg's iperf3 at 0.9 of the CPU weight" in text
 
 
+def test_a_window_side_asks_for_the_window_on_the_client_only(tmp_path: Path):
+    text = ab_bench.comparison("tcp_term", "window:196608", tmp_path).read_text()
+    wrapper = tmp_path / "iperf3-window-196608"
+    assert f"tools: {{tg: {{iperf3: {wrapper}}}}}" in text
+    body = wrapper.read_text()
+    assert 'case " $* " in *" -c "*) exec /usr/bin/iperf3 "$@" -w 196608;; esac' in body
+    assert body.rstrip().endswith('exec /usr/bin/iperf3 "$@"')  # the server: as it is
+    with pytest.raises(SystemExit, match="iperf3 client's"):
+        ab_bench.comparison("ssl_proxy", "window:196608", tmp_path)
+
+
 def test_a_paused_side_takes_its_share_of_the_period_it_names(tmp_path: Path):
     text = ab_bench.comparison("tcp_term", "pause:0.02:100", tmp_path).read_text()
     assert "stopped 2.0% of every 100 ms" in text
@@ -43,7 +56,8 @@ def test_the_wrappers_pass_a_version_probe_to_the_real_binary(tmp_path: Path):
     real = subprocess.run(["/bin/sleep", "--version"], capture_output=True, text=True,
                           timeout=10, check=False)
     for wrapper in (ab_bench.weighted(tmp_path, "sleep", "/bin/sleep", 0.5),
-                    ab_bench.pauser(tmp_path, "sleep", "/bin/sleep", 0.1)):
+                    ab_bench.pauser(tmp_path, "sleep", "/bin/sleep", 0.1),
+                    ab_bench.windowed(tmp_path, "sleep", "/bin/sleep", 4096)):
         probed = _probe(wrapper)
         assert probed.returncode == 0 and probed.stdout == real.stdout
 

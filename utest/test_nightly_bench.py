@@ -34,13 +34,21 @@ def test_the_night_files_rewrite_only_the_duts_nginx_and_iperf3(tmp_path: Path) 
 
 
 def test_a_duet_night_slows_tonight_by_cpu_weight_not_a_burner(tmp_path: Path) -> None:
-    """A burner on the shared core would slow the reference's testbed too in a duet."""
-    _reference, _normal, slowed = prepare(tmp_path, duet=True)
-    tools = yaml.safe_load(slowed.read_text())["nodes"]["dut"]["tools"]
-    assert tools["nginx"] == str(tmp_path / "bin/nginx-weight-0.97")
-    assert tools["iperf3"] == str(tmp_path / "bin/iperf3-weight-0.85")
-    wrapper = Path(tools["iperf3"]).read_text()
-    assert "cpu.shares" in wrapper and 'exec /usr/bin/iperf3 "$@"' in wrapper
+    """A burner on the shared core would slow the reference's testbed too in a duet: tonight's
+    nginx runs at a lower CPU weight, its load generator's iperf3 asks for a smaller window."""
+    reference, normal, slowed = prepare(tmp_path, duet=True)
+    link = str(tmp_path / "bin/iperf3-ref")
+    assert yaml.safe_load(reference.read_text())["tools"] == {
+        "dut": {"nginx": str(tmp_path / "bin/nginx-ref"), "iperf3": link},
+        "tg": {"iperf3": link}}
+    assert yaml.safe_load(normal.read_text())["nodes"]["tg"]["tools"]["iperf3"] == "iperf3"
+    nodes = yaml.safe_load(slowed.read_text())["nodes"]
+    assert nodes["dut"]["tools"]["nginx"] == str(tmp_path / "bin/nginx-weight-0.97")
+    assert nodes["dut"]["tools"]["iperf3"] == "iperf3"
+    assert nodes["tg"]["tools"]["iperf3"] == str(tmp_path / "bin/iperf3-window-196608")
+    assert nodes["tg"]["tools"]["wrk2"] == "/opt/wrk2/wrk"
+    assert "cpu.shares" in Path(nodes["dut"]["tools"]["nginx"]).read_text()
+    assert '"$@" -w 196608' in Path(nodes["tg"]["tools"]["iperf3"]).read_text()
 
 
 def test_a_step_is_flagged_once_on_its_second_night() -> None:
