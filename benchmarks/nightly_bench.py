@@ -147,9 +147,9 @@ def run(out: Path, nights: int, slow_from: int, max_rounds: int, plain: bool,
         if duet:
             bench_cgroups_removed()
         newest = max(results.glob("2*/"), key=lambda p: p.name)
-        records = [json.loads(line) for line in
-                   (newest / "records.jsonl").read_text().splitlines() if line.strip()] \
-            if (newest / "records.jsonl").is_file() else []
+        written = newest / "a" / "records.jsonl" if duet else newest / "records.jsonl"
+        records = [json.loads(line) for line in written.read_text().splitlines()
+                   if line.strip()] if written.is_file() else []
         for record in records:
             case = record["case"]
             with (out / f"{case}-{'slowed' if slow else 'aa'}.jsonl").open("a") as stream:
