@@ -59,7 +59,7 @@ TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy
                        "/usr/sbin/nginx", 0.03),
          "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
                       "/usr/bin/iperf3", 0.035)}
-DUET_SLOWED = {"ssl_proxy": ("dut", "weight", 0.97), "tcp_term": ("tg", "window", 196608)}
+DUET_SLOWED = {"ssl_proxy": ("dut", "weight", 0.97), "tcp_term": ("tg", "window", 163840)}
 """Per case, tonight's slowed tool in a duet night: the node, the wrapper and its value. The
 DUT's nginx at 0.97 of the CPU weight (:func:`benchmarks.ab_bench.weighted`); the load
 generator's iperf3 client asking for a smaller window (:func:`benchmarks.ab_bench.windowed`):

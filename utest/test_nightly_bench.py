@@ -45,10 +45,10 @@ def test_a_duet_night_slows_tonight_by_cpu_weight_not_a_burner(tmp_path: Path) -
     nodes = yaml.safe_load(slowed.read_text())["nodes"]
     assert nodes["dut"]["tools"]["nginx"] == str(tmp_path / "bin/nginx-weight-0.97")
     assert nodes["dut"]["tools"]["iperf3"] == "iperf3"
-    assert nodes["tg"]["tools"]["iperf3"] == str(tmp_path / "bin/iperf3-window-196608")
+    assert nodes["tg"]["tools"]["iperf3"] == str(tmp_path / "bin/iperf3-window-163840")
     assert nodes["tg"]["tools"]["wrk2"] == "/opt/wrk2/wrk"
     assert "cpu.shares" in Path(nodes["dut"]["tools"]["nginx"]).read_text()
-    assert '"$@" -w 196608' in Path(nodes["tg"]["tools"]["iperf3"]).read_text()
+    assert '"$@" -w 163840' in Path(nodes["tg"]["tools"]["iperf3"]).read_text()
 
 
 def test_a_step_is_flagged_once_on_its_second_night() -> None:
