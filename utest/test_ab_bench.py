@@ -3,6 +3,7 @@ wrappers that slow side b, which must pass a version probe through untouched."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -66,3 +67,15 @@ def test_an_rmem_side_caps_the_dut_s_receive_buffer_on_side_b_only(tmp_path: Pat
     text = ab_bench.comparison("tcp_term", "rmem:262144", tmp_path).read_text()
     assert text.endswith('sysctl: {dut: {net.ipv4.tcp_rmem: "4096 131072 262144"}}\n')
     assert "a: {name: kernel-default}" in text
+
+
+def test_a_nightly_record_without_bench_keys_is_summarised_by_its_own_time(tmp_path: Path):
+    record = {"case": "tcp_term", "duration_s": 150.0,
+              "ab": {"verdict": "no change", "rounds": {"run": 50},
+                     "metrics": {"throughput": {"change_pct": -0.2,
+                                                "ratios": [0.99, 1.01, 1.0, 0.98]}}}}
+    path = tmp_path / "tcp_term-aa.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    row = ab_bench.summary(path)
+    assert row.startswith("| tcp_term | tcp_term-aa | 1 | 1 no change | -0.20 % ")
+    assert row.endswith("| 2.5 (2.5) |")
