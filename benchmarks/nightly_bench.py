@@ -16,7 +16,7 @@ floors) into one results folder and history, as a lab would run it night after n
 reference is the Debian nginx and iperf3 reached through symlinks (so each switch restarts
 them, as a real reference build would be); tonight's build is the topology (``3node`` with its
 DUT's nginx and iperf3 replaced from night ``--slow-from`` on by the A/B benchmark's burner
-wrappers, :func:`benchmarks.ab_bench.burner`: a 3 % (ssl_proxy) and 3.5 % (tcp_term) busy share
+wrappers, :func:`benchmarks.slowdowns.burner`: a 3 % (ssl_proxy) and 3.5 % (tcp_term) busy share
 of the DUT's core, the known slowdowns of benchmarks/README.md). After each night the gate's
 classification of every ratio series is read from the history and written to
 ``nights.jsonl``, with the night's exit code and minutes; each night's records also go to
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.ab_bench import bench_cgroups_removed, burner, weighted, windowed
+from benchmarks.slowdowns import bench_cgroups_removed, burner, weighted, windowed
 from libraries.history.store import Store
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import find_steps, newest_step
@@ -61,8 +61,8 @@ TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy
                       "/usr/bin/iperf3", 0.035)}
 DUET_SLOWED = {"ssl_proxy": ("dut", "weight", 0.97), "tcp_term": ("tg", "window", 163840)}
 """Per case, tonight's slowed tool in a duet night: the node, the wrapper and its value. The
-DUT's nginx at 0.97 of the CPU weight (:func:`benchmarks.ab_bench.weighted`); the load
-generator's iperf3 client asking for a smaller window (:func:`benchmarks.ab_bench.windowed`):
+DUT's nginx at 0.97 of the CPU weight (:func:`benchmarks.slowdowns.weighted`); the load
+generator's iperf3 client asking for a smaller window (:func:`benchmarks.slowdowns.windowed`):
 iperf3 hardly slows at a lower CPU weight (server at 0.85: -1.0 %; client at 0.9: -0.9 %).
 The measured truths are in benchmarks/README.md (``ab_bench collect --duet --truth``)."""
 TOOL_LINES = {"dut": ("    tools: {nginx: nginx, iperf3: iperf3,", ("nginx", "iperf3")),

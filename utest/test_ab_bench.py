@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import ab_bench
+from benchmarks import ab_bench, slowdowns
 
 
 def _probe(wrapper: Path) -> subprocess.CompletedProcess[str]:
@@ -56,9 +56,9 @@ def test_a_paused_side_takes_its_share_of_the_period_it_names(tmp_path: Path):
 def test_the_wrappers_pass_a_version_probe_to_the_real_binary(tmp_path: Path):
     real = subprocess.run(["/bin/sleep", "--version"], capture_output=True, text=True,
                           timeout=10, check=False)
-    for wrapper in (ab_bench.weighted(tmp_path, "sleep", "/bin/sleep", 0.5),
-                    ab_bench.pauser(tmp_path, "sleep", "/bin/sleep", 0.1),
-                    ab_bench.windowed(tmp_path, "sleep", "/bin/sleep", 4096)):
+    for wrapper in (slowdowns.weighted(tmp_path, "sleep", "/bin/sleep", 0.5),
+                    slowdowns.pauser(tmp_path, "sleep", "/bin/sleep", 0.1),
+                    slowdowns.windowed(tmp_path, "sleep", "/bin/sleep", 4096)):
         probed = _probe(wrapper)
         assert probed.returncode == 0 and probed.stdout == real.stdout
 
