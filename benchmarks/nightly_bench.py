@@ -72,8 +72,8 @@ rewrites, and the tools that start names."""
 
 
 def prepare(out: Path, duet: bool = False) -> tuple[Path, Path, Path]:
-    """The reference file, tonight's normal topology and its slowed twin (DUT burners, or CPU
-    weights for a ``duet``: :data:`DUET_SLOWED`), written in ``out``."""
+    """The reference file, tonight's normal topology and its slowed twin (DUT burners, or for
+    a ``duet`` the wrappers of :data:`DUET_SLOWED`), written in ``out``."""
     tools = out / "bin"
     tools.mkdir(parents=True, exist_ok=True)
     reference: dict[str, dict[str, str]] = {"dut": {}, "tg": {}}
