@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import ab_bench, slowdowns
@@ -79,3 +80,16 @@ def test_a_nightly_record_without_bench_keys_is_summarised_by_its_own_time(tmp_p
     row = ab_bench.summary(path)
     assert row.startswith("| tcp_term | tcp_term-aa | 1 | 1 no change | -0.20 % ")
     assert row.endswith("| 2.5 (2.5) |")
+
+
+def test_a_sign_flip_draw_keeps_one_tests_rounds_in_order_and_flips_their_signs():
+    runs = [np.log([1.02, 0.97, 1.05, 0.99]), np.log([1.10, 0.90])]
+    centre = float(np.median(np.concatenate(runs)))
+    sample = ab_bench.sign_flips(runs)
+    rng = np.random.default_rng(1)
+    drawn = [sample(rng, 3) for _ in range(200)]
+    centred = [np.abs(r - centre) for r in runs]
+    assert all(np.allclose(np.abs(d), centred[0][:3]) if len(d) == 3 else
+               np.allclose(np.abs(d), centred[1]) for d in drawn)  # in order, at most n
+    signs = np.concatenate([np.sign(d) for d in drawn])
+    assert 0.4 < np.mean(signs > 0) < 0.6
