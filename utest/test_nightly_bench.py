@@ -33,7 +33,7 @@ def test_the_night_files_rewrite_only_the_duts_nginx_and_iperf3(tmp_path: Path) 
     assert slow["nodes"]["server"] == base["nodes"]["server"]
 
 
-def test_a_duet_night_slows_tonight_by_cpu_weight_not_a_burner(tmp_path: Path) -> None:
+def test_a_duet_night_slows_tonights_testbed_alone_not_by_a_burner(tmp_path: Path) -> None:
     """A burner on the shared core would slow the reference's testbed too in a duet: tonight's
     nginx runs at a lower CPU weight, its load generator's iperf3 asks for a smaller window."""
     reference, normal, slowed = prepare(tmp_path, duet=True)
