@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -131,6 +132,7 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
         if truth else []
     if max_rounds and not truth:
         extra = ["-v", f"AB_MAX_ROUNDS:{max_rounds}"]
+    kept = False
     for index in range(runs):
         run_dir = folder / f"run{index:03d}"
         started = time.monotonic()
@@ -147,8 +149,10 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
         records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
         if not records.is_file():
             print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
+            kept = True
             continue
         record = json.loads(records.read_text().splitlines()[-1])
+        shutil.rmtree(run_dir)  # its record is in ``out``
         record["bench"] = {"case": case, "side": side, "truth": truth, "duet": duet,
                            "wall_s": time.monotonic() - started}
         with out.open("a") as stream:
@@ -158,6 +162,8 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
         print(f"run {index + 1}/{runs}: {block['verdict']} {metric['change_pct']:+.2f} % after "
               f"{block['rounds']['run']} rounds in {time.monotonic() - started:.0f} s",
               flush=True)
+    if not kept:  # the comparison file and wrappers; a run without a record keeps them all
+        shutil.rmtree(folder)
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
