@@ -202,14 +202,11 @@ def summary(path: Path) -> str:
 
 def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5) -> str:
     """The slowdown detected in 90 % of tests for each ``AB_MAX_ROUNDS`` (looks every
-    ``settings.look`` rounds up to it, each at alpha / looks): a draw picks one A/A test and
-    resamples that test's per-round log ratios (so a noisy test stays noisy, and a test's own
-    offset, centred only by the median of all, stays in), shifts them down by the slowdown and
-    judges them as the suite would."""
+    ``settings.look`` rounds up to it, each at alpha / looks): a draw is one A/A test's rounds
+    resampled by sign (:func:`sign_flips`: a noisy test stays noisy), shifted down by the
+    slowdown and judged as the suite would."""
     records = [r for p in paths for r in _records(p)]
-    runs = [_log_ratios(r) for r in records]
-    centre = float(np.median(np.concatenate(runs)))
-    runs = [logs - centre for logs in runs]
+    sample = sign_flips([_log_ratios(r) for r in records])
     per_round = statistics.median(r["bench"]["wall_s"] / max(1, r["ab"]["rounds"]["run"])
                                   for r in records)
     rng = np.random.default_rng(seed)
@@ -220,11 +217,8 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
                              max_rounds=rounds, budget_s=settings.budget_s)
         found = None
         for slowdown in np.arange(0.005, 0.2, 0.0025):
-            hits = 0
-            for _ in range(draws):
-                logs = runs[rng.integers(len(runs))]
-                sample = rng.choice(logs, rounds) + np.log(1 - slowdown)
-                hits += judge_at_looks(np.exp(sample), limited)[0] == "regression"
+            hits = sum(judge_at_looks(np.exp(sample(rng, rounds) + np.log(1 - slowdown)),
+                                      limited)[0] == "regression" for _ in range(draws))
             if hits >= 0.9 * draws:
                 found = slowdown
                 break

@@ -93,3 +93,17 @@ def test_a_sign_flip_draw_keeps_one_tests_rounds_in_order_and_flips_their_signs(
                np.allclose(np.abs(d), centred[1]) for d in drawn)  # in order, at most n
     signs = np.concatenate([np.sign(d) for d in drawn])
     assert 0.4 < np.mean(signs > 0) < 0.6
+
+
+def test_the_mde_shrinks_with_rounds_and_reads_the_a_a_rounds_by_sign(tmp_path: Path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "aa.jsonl"
+    path.write_text("".join(json.dumps({
+        "bench": {"wall_s": 120.0}, "ab": {"rounds": {"run": 60}, "metrics": {"rps": {
+            "ratios": np.exp(rng.normal(0, 0.02, 60)).tolist()}}}}) + "\n" for _ in range(4)))
+    table = ab_bench.mde([path], ab_bench.AbSettings(look=20, max_rounds=60), draws=60)
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["| 20", "| 40", "| 60"]
+    found = [float(row[2].rstrip(" |%")) for row in rows]
+    assert found[0] > found[2] > 0  # 2 % noise: more rounds detect less
+    assert rows[2][1] == "2.0"  # 60 rounds of 2 s
