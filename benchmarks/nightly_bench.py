@@ -49,16 +49,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.ab_bench import CASES
 from benchmarks.slowdowns import bench_cgroups_removed, burner, weighted, windowed
 from libraries.history.store import Store
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import find_steps, newest_step
 
 REPO = Path(__file__).resolve().parent.parent
-TESTS = {"ssl_proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy", "nginx",
-                       "/usr/sbin/nginx", 0.03),
-         "tcp_term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term", "iperf3",
-                      "/usr/bin/iperf3", 0.035)}
+BURN_SHARES = {"ssl_proxy": 0.03, "tcp_term": 0.035}
+"""Tonight's burner share of the DUT's core per case in a sequential night (measured -3.41 %
+and -5.32 %, benchmarks/README.md)."""
 DUET_SLOWED = {"ssl_proxy": ("dut", "weight", 0.97), "tcp_term": ("tg", "window", 163840)}
 """Per case, tonight's slowed tool in a duet night: the node, the wrapper and its value. The
 DUT's nginx at 0.97 of the CPU weight (:func:`benchmarks.slowdowns.weighted`); the load
@@ -79,8 +79,8 @@ def prepare(out: Path, duet: bool = False) -> tuple[Path, Path, Path]:
     reference: dict[str, dict[str, str]] = {"dut": {}, "tg": {}}
     normal = {node: {t: t for t in names} for node, (_, names) in TOOL_LINES.items()}
     slowed = {node: dict(names) for node, names in normal.items()}
-    for case, (_suite, _test, tool, binary, share) in TESTS.items():
-        node, kind, value = DUET_SLOWED[case] if duet else ("dut", "burn", share)
+    for case, (_suite, _test, tool, binary, _metric) in CASES.items():
+        node, kind, value = DUET_SLOWED[case] if duet else ("dut", "burn", BURN_SHARES[case])
         link = tools / f"{tool}-ref"
         if not link.exists():
             link.symlink_to(binary)
@@ -115,7 +115,7 @@ def ratio_series(store: Store) -> dict[str, dict[str, Any]]:
         if not trend.metric.startswith("ab_"):
             continue
         row = trend.samples.iloc[-1]
-        case = next((c for c, t in TESTS.items() if t[1] in trend.test_id), trend.test_id)
+        case = next((c for c, t in CASES.items() if t[1] in trend.test_id), trend.test_id)
         found[case] = {"series": trend.test_id, "metric": trend.metric,
                        "classification": trend.classification, "change_pct": trend.change_pct,
                        "nights": trend.size, "ratio": float(row["value"]),
@@ -133,10 +133,10 @@ def run(out: Path, nights: int, slow_from: int, max_rounds: int, plain: bool,
         slow = slow_from > 0 and night >= slow_from
         command = [sys.executable, "-m", "libraries.nightly", "--results", str(results),
                    "--topology", str(slowed if slow else normal), "--suites",
-                   *(str(REPO / t[0]) for t in TESTS.values()),
+                   *(str(REPO / t[0]) for t in CASES.values()),
                    *([] if plain else ["--reference", str(ref)]),
                    *(["--duet"] if duet else []), "--",
-                   *(x for t in TESTS.values() for x in ("-t", t[1])), "-v", "PROFILE:off",
+                   *(x for t in CASES.values() for x in ("-t", t[1])), "-v", "PROFILE:off",
                    *rounds, "-v",
                    f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}",
                    "--console", "none"]
@@ -176,7 +176,7 @@ def show(folders: list[Path]) -> str:
         for line in (folder / "nights.jsonl").read_text().splitlines():
             night = json.loads(line)
             cells = []
-            for case in TESTS:
+            for case in CASES:
                 g = night["gate"].get(case)
                 cells += ["-", "-"] if g is None else [
                     f"{(g['ratio'] - 1) * 100:+.2f} % [{(g['low'] - 1) * 100:+.1f}, "
