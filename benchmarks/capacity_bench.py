@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks.capacity_windows import resample, table, windows
 from benchmarks.verdict_runs import REPO, Case, run_once
 
 CASE = Case("ssl_proxy", "tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy-capacity",
@@ -117,6 +118,7 @@ def analyse(files: list[Path]) -> str:
              "| knees (MLRsearch) | confirmation trials | seconds per search | seconds of "
              "confirmation | verification held (loss) | sanity held | generator-bound | no "
              "figure |", "|" + "---|" * 14]
+    sections: list[str] = []
     for path in files:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         slowed = {r.get("bench", {}).get("slowdown") for r in records} - {None}
@@ -128,7 +130,22 @@ def analyse(files: list[Path]) -> str:
         lines.append(f"| {label} | ratio | | {', '.join(f'{v:.3f}' for v in ratios) or '-'} | "
                      f"{statistics.median(ratios) if ratios else float('nan'):.3f} | | | | | "
                      f"| test wall {_median_span(walls)} s | | | |")
-    return "\n".join(lines) + "\n"
+        sections.append(_windows(records, label))
+    return "\n".join(lines) + "\n" + "".join(sections)
+
+
+def _windows(records: list[dict[str, Any]], label: str) -> str:
+    """The proxied path's whole-window trials of one file, per goal and window length:
+    how often a window missed per share of the knee, and the suite's confirmation rule
+    resampled on them (:mod:`benchmarks.capacity_windows`)."""
+    groups: dict[tuple[str, float], list[Any]] = {}
+    for window in windows(records, "proxy"):
+        groups.setdefault((window.goal.name, window.seconds), []).append(window)
+    parts = []
+    for (goal, seconds), pool in sorted(groups.items()):
+        parts.append(f"\n{label}: proxied path, {goal}, {seconds:g} s windows (confirmations and "
+                     f"verifications):\n\n{table(pool)}\n{resample(pool).line()}\n")
+    return "".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
