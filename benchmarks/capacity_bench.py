@@ -18,10 +18,11 @@ generator at >= 90 % of its cores) and how many recorded no figure (and why). A 
 (``cpu:<fraction>``: the proxy's nginx confined to that share of a core, from outside, see
 ``verdict_runs``) shows whether the search follows a slower proxy.
 
-``--analyze`` also pools the proxied path's 30 s windows of each file (confirmation trials and
-verification runs) by share of the knee and runs the suite's confirmation rule on them
-(:mod:`benchmarks.capacity_windows`): how often a set of five figures lies within +-5 % and
-how often its five verifications hold, on windows like the ones recorded.
+``--analyze`` also pools the proxied path's whole-window trials of each file (confirmation
+trials and verification runs, per goal and length) by share of the knee and runs the suite's
+confirmation rule on them (:mod:`benchmarks.capacity_windows`): how often a set of five
+figures lies within +-5 % and how often its five verifications hold, on windows like the ones
+recorded.
 """
 
 from __future__ import annotations

@@ -44,3 +44,18 @@ def test_the_table_reads_figures_knees_confirmations_and_verifications(tmp_path)
                             "(worst 20.00%) | 3/3 |")
     direct = next(line for line in table.splitlines() if "| direct |" in line)
     assert direct.endswith("| 3: direct path: no rate |")
+
+
+def test_the_report_adds_the_windows_of_records_that_name_their_goal_and_knee(tmp_path):
+    record = _record(9000, 9500, True)
+    confirmation = record["evidence"]["capacity_confirmation"]["proxy"]
+    confirmation.update(goal="p99<=25ms", knee=9500.0)
+    for trial in confirmation["trials"]:
+        trial["duration_s"] = 30.0
+    record["evidence"]["capacity_verification"]["proxy"].update(rate=9000.0, duration_s=30.0)
+    path = tmp_path / "capacity.jsonl"
+    path.write_text(json.dumps(record))
+    report = analyse([path])
+    assert "capacity: proxied path, p99<=25ms, 30 s windows" in report
+    assert "| 0.9-1.0 | 1 | 0/1 (" in report and "| 1.0-1.1 | 2 | 0/2 (" in report
+    assert "within +-5 % of their median in 100.0% of the sets" in report
