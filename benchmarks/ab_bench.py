@@ -152,11 +152,11 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
             kept = True
             continue
         record = json.loads(records.read_text().splitlines()[-1])
-        shutil.rmtree(run_dir)  # its record is in ``out``
         record["bench"] = {"case": case, "side": side, "truth": truth, "duet": duet,
                            "wall_s": time.monotonic() - started}
         with out.open("a") as stream:
             stream.write(json.dumps(record) + "\n")
+        shutil.rmtree(run_dir)  # its record is in ``out`` now
         block = record["ab"]
         (metric,) = block["metrics"].values()
         print(f"run {index + 1}/{runs}: {block['verdict']} {metric['change_pct']:+.2f} % after "

@@ -80,6 +80,13 @@ def windows(records: Iterable[dict[str, Any]], variant: str = "proxy") -> list[W
     return found
 
 
+def _bins(pool: list[Window]) -> dict[float, list[Window]]:
+    bins: dict[float, list[Window]] = defaultdict(list)
+    for window in pool:
+        bins[window.bin].append(window)
+    return bins
+
+
 def _interval(misses: int, count: int) -> str:
     low, high = binomtest(misses, count).proportion_ci(0.9)
     return f"{misses}/{count} ({low:.0%}-{high:.0%})"
@@ -90,9 +97,7 @@ def table(pool: list[Window]) -> str:
     a 90 % Clopper-Pearson interval of the share), and their losses."""
     lines = ["| share of the knee | windows | missed the confirmation's bar (90 % interval) | "
              "missed the goal (90 % interval) | loss: median, max |", "|---|---|---|---|---|"]
-    bins: dict[float, list[Window]] = defaultdict(list)
-    for window in pool:
-        bins[window.bin].append(window)
+    bins = _bins(pool)
     for edge in sorted(bins):
         group = bins[edge]
         over_bar = sum(w.lost > HOLD * w.goal.loss_ratio for w in group)
@@ -146,9 +151,7 @@ def resample(pool: list[Window], sets: int = 1000, seed: int = 35) -> Resampled:
         raise ValueError("the windows mix goals or lengths: "
                          f"{sorted({(w.goal.name, w.seconds) for w in pool})}")
     goal, seconds = pool[0].goal, pool[0].seconds
-    bins: dict[float, list[Window]] = defaultdict(list)
-    for window in pool:
-        bins[window.bin].append(window)
+    bins = _bins(pool)
     rng = random.Random(seed)  # noqa: S311 (resampling, not secrets)
 
     def draw(rate: float) -> Window:
