@@ -14,7 +14,9 @@ import shutil
 import signal
 import ssl
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,13 +25,21 @@ from libraries.tools.certs import make_run_certificates, write_cert_key
 from libraries.tools.content import content_file_command
 from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
 from libraries.tools.sslsniff.kernel import (
+    KernelTracer,
+    RunningTracer,
     detect_kernel_tracer,
     group_pids,
+    interrupt_bpftrace,
     start_sslsniff,
     stop_sslsniff,
     uprobe_leftovers,
 )
-from libraries.tools.sslsniff.tracer import SslsniffParams, TracerError, check_attachment
+from libraries.tools.sslsniff.tracer import (
+    DEFAULT_LIBSSL,
+    SslsniffParams,
+    TracerError,
+    check_attachment,
+)
 from libraries.tools.wrk.run import WrkOptions, run_wrk
 from utest.localnode import LocalNode, free_port, wait_for_port
 
@@ -154,6 +164,41 @@ def test_idle_tracer_attached_nothing(node, tracer, nginx, tracers):
     result = stop_sslsniff(node, running)
     with pytest.raises(TracerError, match="attached nothing"):
         check_attachment(result, pids)
+
+
+DEAF_TRACER = """
+import signal, sys, time
+received = []
+def on_term(signum, frame):
+    received.append(signum)
+    if len(received) == 2:  # the first one is missed, as bpftrace 0.17 may miss it
+        print("=== sslsniff summary ===\\n\\n=== sslsniff end ===", flush=True)
+        sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print("Attaching 6 probes...\\nFUNC         TIME(s)            COMM             PID     LEN",
+      flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_a_tracer_that_missed_sigterm_is_sent_it_again_and_prints_its_summary(node, tmp_path):
+    """bpftrace before 0.19 reads its exit flag only when epoll_wait is interrupted: idle, it
+    can miss a SIGTERM until SIGKILL and lose its summary (seen once in CI). A stand-in that
+    misses the first SIGTERM must still stop with its summary, on the second."""
+    script = tmp_path / "deaf.py"
+    script.write_text(DEAF_TRACER)
+    process = node.start(f"{sys.executable} {script}", name="deaf")
+    deadline = time.monotonic() + 10
+    while "FUNC" not in Path(process.log_path).read_text():
+        assert time.monotonic() < deadline, "the stand-in tracer did not start"
+        time.sleep(0.05)
+    tracer = KernelTracer("bpftrace", "/usr/bin/bpftrace", "v0.17.0", None, ())
+    running = RunningTracer(process, tracer, str(script), DEFAULT_LIBSSL,
+                            SslsniffParams(pids=(process.pid,)))
+    assert interrupt_bpftrace(node, process, grace=5) == 1
+    assert not node._group_alive(process.pid)  # gone on the second SIGTERM, not killed
+    assert stop_sslsniff(node, running).total_events == 0  # its summary is whole
 
 
 def wait_until_idle(pids: list[int], timeout: float = 5.0) -> None:

@@ -5,8 +5,8 @@ Two implementations, chosen by what the node can run (:func:`detect_kernel_trace
 the node), else the project's bpftrace script (:mod:`libraries.tools.sslsniff.tracer`). The
 tracer runs in the background through the Node protocol (``node.start``/``node.stop``);
 readiness is proven by ``bpftool perf show`` listing its uprobes on the library. bpftrace
-prints its maps on SIGTERM as on SIGINT (checked with bpftrace 0.17), so ``node.stop`` is
-enough.
+prints its maps on SIGTERM as on SIGINT (checked with bpftrace 0.17); :func:`stop_sslsniff`
+sends it again while an idle bpftrace before 0.19 missed it (see :func:`interrupt_bpftrace`).
 :func:`uprobe_leftovers` checks that nothing stays attached once the tracer is gone.
 """
 
@@ -252,11 +252,43 @@ def wait_attached(node: Any, running: RunningTracer, timeout: float = 30.0) -> i
         time.sleep(0.2)
 
 
+def interrupt_bpftrace(node: Any, process: _Process, grace: float = 15.0) -> int:
+    """SIGTERM bpftrace and wait up to ``grace`` s for it to exit, sending SIGTERM again
+    every second while it still holds every perf event it held before (it has not begun to
+    detach). Returns how many times it was sent again.
+
+    bpftrace before 0.19 (Debian's 0.17) reads its exit flag only when ``epoll_wait`` is
+    interrupted: a signal that lands between two of its 100 ms waits is seen at the next
+    event, never when no traffic comes (an idle tracer then runs until SIGKILL, without its
+    summary). Once it detaches it clears the flag before its END block, so a late second
+    signal cannot cut the summary; the perf events it drops as it detaches tell the two
+    states apart.
+    """
+    pid = int(process.pid)
+    alive = f"ps -o stat= -p {pid} | grep -q '^ *[^Z ]'"
+    perf = f"{{ ls -l /proc/{pid}/fd 2>/dev/null | grep -c 'perf_event' || true; }}"
+    script = (
+        f"before=$({perf}); kill -s TERM {pid} 2>/dev/null; i=0; "
+        f"while {alive} && [ $i -lt {int(grace * 10)} ]; do sleep 0.1; i=$((i+1)); "
+        f"if [ $((i % 10)) -eq 0 ] && {alive} && [ \"$({perf})\" -ge \"$before\" ]; "
+        f"then kill -s TERM {pid} 2>/dev/null; echo again; fi; done"
+    )
+    result = node.run(script, timeout=grace + 10, sudo=getattr(process, "sudo", False),
+                      check=False, quiet=True)
+    return result.stdout.split().count("again")
+
+
 def stop_sslsniff(node: Any, running: RunningTracer, grace: float = 15.0) -> SslsniffResult:
     """Stop the tracer (SIGTERM: bpftrace prints its maps and detaches) and parse its output.
 
-    Raises ParseError quoting the output when it is cut off (e.g. killed after ``grace``).
+    bpftrace is interrupted with :func:`interrupt_bpftrace` first. Raises ParseError quoting
+    the output when it is cut off (e.g. killed after ``grace``).
     """
+    if running.tracer.kind == "bpftrace":
+        again = interrupt_bpftrace(node, running.process, grace)
+        if again:
+            LOG.info("%s: bpftrace missed SIGTERM; sent it %d more time(s)", node.name, again)
+        grace = 1.0  # it exited or had its grace: node.stop only cleans up
     log = node.stop(running.process, grace=grace)
     result = parse_sslsniff_output(
         log, source=f"{node.name}: output of {running.command!r}", tracer=running.tracer.kind
