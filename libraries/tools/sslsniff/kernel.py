@@ -288,7 +288,6 @@ def stop_sslsniff(node: Any, running: RunningTracer, grace: float = 15.0) -> Ssl
         again = interrupt_bpftrace(node, running.process, grace)
         if again:
             LOG.info("%s: bpftrace missed SIGTERM; sent it %d more time(s)", node.name, again)
-        grace = 1.0  # it exited or had its grace: node.stop only cleans up
     log = node.stop(running.process, grace=grace)
     result = parse_sslsniff_output(
         log, source=f"{node.name}: output of {running.command!r}", tracer=running.tracer.kind
