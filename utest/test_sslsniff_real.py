@@ -189,16 +189,20 @@ def test_a_tracer_that_missed_sigterm_is_sent_it_again_and_prints_its_summary(no
     script = tmp_path / "deaf.py"
     script.write_text(DEAF_TRACER)
     process = node.start(f"{sys.executable} {script}", name="deaf")
-    deadline = time.monotonic() + 10
-    while "FUNC" not in Path(process.log_path).read_text():
-        assert time.monotonic() < deadline, "the stand-in tracer did not start"
-        time.sleep(0.05)
-    tracer = KernelTracer("bpftrace", "/usr/bin/bpftrace", "v0.17.0", None, ())
-    running = RunningTracer(process, tracer, str(script), DEFAULT_LIBSSL,
-                            SslsniffParams(pids=(process.pid,)))
-    assert interrupt_bpftrace(node, process, grace=5) >= 1  # more only when slow to exit
-    assert not node._group_alive(process.pid)  # gone on the second SIGTERM, not killed
-    assert stop_sslsniff(node, running).total_events == 0  # its summary is whole
+    try:
+        deadline = time.monotonic() + 10
+        while "FUNC" not in Path(process.log_path).read_text():
+            assert time.monotonic() < deadline, "the stand-in tracer did not start"
+            time.sleep(0.05)
+        tracer = KernelTracer("bpftrace", "/usr/bin/bpftrace", "v0.17.0", None, ())
+        running = RunningTracer(process, tracer, str(script), DEFAULT_LIBSSL,
+                                SslsniffParams(pids=(process.pid,)))
+        assert interrupt_bpftrace(node, process, grace=5) >= 1  # more only when slow
+        assert not node._group_alive(process.pid)  # gone on the second SIGTERM, not killed
+        assert stop_sslsniff(node, running).total_events == 0  # its summary is whole
+    finally:
+        if node._group_alive(process.pid):  # a failed check leaves nothing running
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def wait_until_idle(pids: list[int], timeout: float = 5.0) -> None:
