@@ -21,10 +21,13 @@ from libraries.keywords import sslsniff as keywords_sslsniff
 from libraries.testbed.errors import ParseError, RenderError, ToolMissing
 from libraries.testbed.node import CommandResult
 from libraries.tools.sslsniff.kernel import (
+    KernelTracer,
+    RunningTracer,
     TracerFootprint,
     bcc_command,
     detect_kernel_tracer,
     uprobe_leftovers,
+    wait_attached,
 )
 from libraries.tools.sslsniff.tracer import (
     DEFAULT_LIBSSL,
@@ -32,6 +35,7 @@ from libraries.tools.sslsniff.tracer import (
     SslsniffParams,
     TracerError,
     check_attachment,
+    exit_reason,
     parse_sslsniff_output,
 )
 from libraries.tools.wrk.output import parse_wrk_output
@@ -415,3 +419,43 @@ def test_a_tracer_that_hung_on_sigterm_lets_its_trial_run_again_once(monkeypatch
     monkeypatch.setattr(keywords_sslsniff, "stop_sslsniff", _raise(other))
     with pytest.raises(ParseError, match="no event"):
         keywords_sslsniff._stopped(dut, None, again=True)
+
+
+class _ExitingTracerNode:
+    """A node on which the tracer writes its reason as it exits: the first read of its log
+    sees only bpftrace's start-up notice, the process is gone at the next look."""
+
+    name = "dut"
+
+    def __init__(self, final_log: str) -> None:
+        self.logs = [final_log.splitlines()[0] + "\n", final_log]
+
+    def run(self, command: str, timeout: float, check: bool = True, sudo: bool = False):
+        if command.startswith("cat "):
+            text = self.logs.pop(0) if len(self.logs) > 1 else self.logs[0]
+            return CommandResult(command, 0, text, "", 0.0)
+        if command.startswith("ps -o stat="):
+            return CommandResult(command, 1, "", "", 0.0)  # gone
+        raise AssertionError(f"unexpected command {command!r}")
+
+
+def test_a_tracer_that_exits_is_quoted_from_its_whole_output_without_start_up_notices():
+    node = _ExitingTracerNode(fixture("attach_failure_missing_library"))
+    process = type("P", (), {"pid": 4242, "log_path": "/tmp/t.log", "sudo": True})()
+    tracer = KernelTracer("bpftrace", "/usr/bin/bpftrace", "bpftrace v0.17.0", None, ())
+    running = RunningTracer(process, tracer, "bpftrace ...", "/usr/lib/libssl-none.so.3",
+                            SslsniffParams(pids=(4243,)))
+    with pytest.raises(TracerError) as caught:
+        wait_attached(node, running, timeout=5)
+    message = str(caught.value)
+    assert "exited before attaching" in message
+    assert "does not exist or is not executable" in message
+    assert "RLIMIT_MEMLOCK" not in message
+    assert "1 start-up notice line(s) left out" in message
+
+
+def test_an_output_of_start_up_notices_only_says_so():
+    notice = fixture("attach_failure_missing_library").splitlines()[0]
+    assert exit_reason(notice).startswith("(nothing but its start-up notice:")
+    assert exit_reason("") == "(empty)"
+    assert exit_reason("one\ntwo") == "one\n    two"

@@ -28,6 +28,7 @@ from libraries.tools.sslsniff.tracer import (
     SslsniffResult,
     TracerError,
     TracerKind,
+    exit_reason,
     parse_sslsniff_output,
 )
 
@@ -239,15 +240,17 @@ def wait_attached(node: Any, running: RunningTracer, timeout: float = 30.0) -> i
                         running.footprint.events_before)
                     return len(seen)
         if not _alive(node, process):
+            # read again: the output read above may predate its last lines (written as it
+            # exited); a process that is gone has written all it will
             raise TracerError(
                 f"{node.name}: {running.tracer.kind} sslsniff exited before attaching to "
-                f"{running.library}; its output:\n    {log.strip()[-2000:] or '(empty)'}"
+                f"{running.library}; its output:\n    {exit_reason(_log(node, process))}"
             )
         if time.monotonic() > deadline:
             raise TracerError(
                 f"{node.name}: {running.tracer.kind} sslsniff not attached to "
                 f"{running.library} after {timeout:g} s (expected {UPROBE_COUNT} uprobes in "
-                f"bpftool perf show); its output:\n    {log.strip()[-2000:] or '(empty)'}"
+                f"bpftool perf show); its output:\n    {exit_reason(log)}"
             )
         time.sleep(0.2)
 

@@ -42,6 +42,7 @@ from libraries.tools.sslsniff.tracer import (
     SslsniffParams,
     SslsniffResult,
     TracerError,
+    exit_reason,
     parse_sslsniff_output,
 )
 
@@ -167,11 +168,14 @@ def wait_header(node: Any, process: Any, what: str, timeout: float = 30.0) -> st
             return log
         state = node.run(f"ps -o stat= -p {int(process.pid)}", timeout=10, check=False)
         if state.exit_code != 0 or state.stdout.strip().startswith("Z"):
+            # read again: a process that is gone has written all it will
+            log = node.run(f"cat {shlex.quote(process.log_path)}", timeout=10,
+                           check=False).stdout
             raise TracerError(f"{node.name}: {what} exited before attaching; its output:\n"
-                              f"    {log.strip()[-2000:] or '(empty)'}")
+                              f"    {exit_reason(log)}")
         if time.monotonic() > deadline:
             raise TracerError(f"{node.name}: {what} printed no header after {timeout:g} s; "
-                              f"its output:\n    {log.strip()[-2000:] or '(empty)'}")
+                              f"its output:\n    {exit_reason(log)}")
         time.sleep(0.2)
 
 

@@ -42,6 +42,27 @@ class TracerError(HostStackError):
     """The tracer did not attach, attached to the wrong processes, or left probes behind."""
 
 
+#: lines a tracer prints on every start on some machines, whatever follows: bpftrace 0.17 on a
+#: kernel without a memlock limit to raise. They are no reason for a failure, so the quoted
+#: reason leaves them out (and says so).
+START_NOISE = (re.compile(r"couldn't set RLIMIT_MEMLOCK for bpftrace"),)
+
+
+def exit_reason(log: str, limit: int = 2000) -> str:
+    """The part of a tracer's output that can explain why it stopped: its lines without the
+    ones it prints on every start (:data:`START_NOISE`), the last ``limit`` characters.
+    Says so when the output held nothing else."""
+    lines = log.strip().splitlines()
+    kept = [line for line in lines if not any(p.search(line) for p in START_NOISE)]
+    dropped = len(lines) - len(kept)
+    text = "\n    ".join(kept)[-limit:]
+    if not text:
+        return (f"(nothing but its start-up notice: {lines[0].strip()[:200]!r})" if lines
+                else "(empty)")
+    note = f"\n    ({dropped} start-up notice line(s) left out)" if dropped else ""
+    return text + note
+
+
 def _fail(field_name: str, expected: str, value: object) -> RenderError:
     return RenderError(f"SslsniffParams.{field_name}: expected {expected}, got {value!r}")
 
