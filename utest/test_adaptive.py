@@ -11,7 +11,7 @@ from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile
 from libraries.results.measurement import Measurement
 from libraries.results.plan import Budget, Settings, TrialPlan
-from libraries.results.settings import parse_settings
+from libraries.results.settings import parse_judge, parse_settings
 
 FLOOR = CriteriaFile.model_validate({"version": 1, "criteria": [
     {"case": "tcp_term", "metric": "throughput", "min": 10.0}]})
@@ -112,3 +112,28 @@ def test_bad_settings_name_their_variable(kwargs, message):
         parse_settings(arguments.pop("trials"), arguments.pop("duration"),
                        arguments.pop("warmup"), **arguments)
     assert str(error.value).startswith(message), str(error.value)
+
+
+def test_judging_correctness_only_leaves_performance_bounds_unjudged_and_adds_no_round():
+    both = CriteriaFile.model_validate({"version": 1, "criteria": [
+        {"case": "ssl_proxy", "metric": "rps", "min": 1000.0},
+        {"case": "ssl_proxy", "metric": "errors", "max": 0}]})
+    m = Measurement("ssl_proxy", "kernel", {})
+    m.add("rps", [900.0, 1100.0, 950.0], "requests/s")   # straddles 1000: inconclusive
+    m.add("errors", [0.0, 2.0, 0.0], "errors")
+    settings = Settings(TrialPlan(3, 1, 0), Budget(6))
+    everything = Judge(both, "criteria.yaml", "3node", settings).evaluate(m)
+    assert sorted(r.metric for r in everything) == ["errors", "rps"]
+    only = Judge(both, "criteria.yaml", "3node", settings, correctness_only=True).evaluate(m)
+    assert [r.metric for r in only] == ["errors"] and only[0].correctness
+
+
+@pytest.mark.parametrize(("value", "expected"), [("all", False), ("correctness", True),
+                                                 ("Correctness", True)])
+def test_the_judge_setting_names_the_two_modes(value, expected):
+    assert parse_judge(value) is expected
+
+
+def test_a_bad_judge_setting_names_the_variable():
+    with pytest.raises(ValueError, match=r"-v JUDGE:speed: expected one of all, correctness"):
+        parse_judge("speed")

@@ -14,6 +14,7 @@ hides).
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,11 @@ ALIASES: dict[str, str] = {
     "trend/report.py": "libraries.report.run",
     "trend/nightly.py": "libraries.nightly",
 }
-MAX_LINES = 400
+SIZE_WARNING = 400
+"""Past this a module is a question to answer (one concern, or two?), not a count to meet by
+splitting: the test warns and the module stays whole while it holds one concern."""
+MAX_LINES = 600
+"""Past this a module holds more than one concern, whatever it says."""
 TOOLS = LIBRARIES / "tools"
 
 # tool unit -> the tool units it may use (through their packages); every unit of tools/ is here
@@ -169,6 +174,9 @@ def test_allowed_imports_have_no_cycle():
 def test_modules_stay_under_the_size_limit(path: Path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(LIBRARIES)} has {lines} lines"
+    if lines > SIZE_WARNING:
+        warnings.warn(f"{path.relative_to(LIBRARIES)} has {lines} lines (over "
+                      f"{SIZE_WARNING}): does it still hold one concern?", stacklevel=1)
 
 
 def test_every_package_says_what_it_owns():

@@ -43,6 +43,7 @@ from libraries.results.settings import (
     ab_settings_from_variables,
     capacity_settings_from_variables,
     check_ab_plan,
+    parse_judge,
     parse_settings,
     parse_switch,
     profile_settings_from_variables,
@@ -218,9 +219,10 @@ class ResultsKeywords:
         path, criteria = self._criteria_file()
         try:
             settings = self._settings(testbed.topology)
+            correctness_only = parse_judge(self._variable("JUDGE", "all"))
         except ValueError as error:
             raise HostStackError(str(error)) from None
-        return Judge(criteria, path.name, testbed.topology.name, settings)
+        return Judge(criteria, path.name, testbed.topology.name, settings, correctness_only)
 
     def profiling(self) -> tuple[ProfileSettings, Path]:
         """``-v PROFILE`` and ``PROFILE_SECONDS``, and the run folder profiles go into."""
@@ -256,6 +258,10 @@ class ResultsKeywords:
             topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
             settings = self._settings(topology)
             parse_switch("EXTENDED", self._variable("EXTENDED", False))
+            if parse_judge(self._variable("JUDGE", "all")):
+                logger.info("-v JUDGE:correctness: only correctness criteria (max: 0) and the "
+                            "per-trial proofs are judged; performance bounds and sanity "
+                            "findings are recorded, not failed on")
             profile_settings_from_variables(self._variable)
             if self._variable("AB", ""):  # an A/B run: settings that can decide, or none
                 check_ab_plan(ab_settings_from_variables(self._variable), settings.plan)
@@ -363,10 +369,14 @@ class ResultsKeywords:
             check_ab_verdict(measurement)
             return
         topology, _ = self._testbed_context()
-        results = self.judge().evaluate(measurement)
+        judge = self.judge()
+        results = judge.evaluate(measurement)
         for metric, why in measurement.unavailable.items():
             logger.info(f"NOT JUDGED {metric}: unavailable ({why})")
-        if measurement.invalid:
+        if measurement.invalid and judge.correctness_only:
+            logger.warn("NOT JUDGED (-v JUDGE:correctness): recorded as an invalid result: "
+                        + "; ".join(measurement.invalid))
+        elif measurement.invalid:
             raise HostStackError("invalid result: " + "; ".join(measurement.invalid))
         for result in results:
             logger.info(f"{result.outcome.upper()} {result.describe()}")

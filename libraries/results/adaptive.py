@@ -33,12 +33,17 @@ class Judge:
     source: str
     topology: str
     settings: Settings
+    correctness_only: bool = False
+    """``-v JUDGE:correctness``: only correctness criteria (``max: 0``) are judged."""
 
     def evaluate(self, measurement: Measurement,
                  measured_only: bool = False) -> list[CriterionResult]:
         """Every applicable criterion's outcome (``measured_only``: only on metrics it has)."""
-        return evaluate(self.criteria, measurement, self.topology, source=self.source,
-                        measured_only=measured_only)
+        results = evaluate(self.criteria, measurement, self.topology, source=self.source,
+                           measured_only=measured_only)
+        if self.correctness_only:
+            return [r for r in results if r.correctness]
+        return results
 
 
 def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:

@@ -1,7 +1,8 @@
 """Every ``-v`` setting a run is given, parsed in one place with one error style: a bad value
 is a ``ValueError`` naming the variable, the value and what was expected. Trials: ``TRIALS``,
 ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
-``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`); A/B
+``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`);
+what a run judges: ``JUDGE`` (:func:`parse_judge`); A/B
 runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``;
 profiling trials: ``PROFILE``, ``PROFILE_SECONDS`` (:class:`ProfileSettings`);
 capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
@@ -54,6 +55,17 @@ def parse_switch(variable: str, value: object) -> bool:
         raise ValueError(f"-v {variable}:{value}: expected yes or no (true/false, on/off, "
                          f"1/0), got {value!r}")
     return SWITCH_WORDS[word]
+
+
+JUDGE_MODES = ("all", "correctness")
+
+
+def parse_judge(value: object) -> bool:
+    """``-v JUDGE``: True for ``correctness`` (CI's e2e job: only ``max: 0`` criteria and the
+    per-trial proofs fail a test), False for ``all`` (every criterion and sanity check)."""
+    if (word := str(value).strip().lower()) not in JUDGE_MODES:
+        raise ValueError(f"-v JUDGE:{value}: expected one of {', '.join(JUDGE_MODES)}")
+    return word == "correctness"
 
 
 def _number(variable: str, value: object) -> float:
