@@ -19,6 +19,7 @@ from libraries.ab.comparison import load_comparison
 from libraries.ab.duet import combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.session import AbSession
+from libraries.report.run import _criteria_text
 from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile, evaluate, load_criteria, side_outcomes
 from libraries.results.measurement import Measurement, Trial
@@ -251,3 +252,10 @@ def test_a_proof_failing_in_side_b_s_run_is_named_once(links):
                      lambda side: 0.1, seed=3)
     served["thread"].join(5)
     assert str(raised.value) == told
+
+
+def test_the_run_report_says_which_rounds_broke_a_correctness_check():
+    m = _build({"proxy": [_errors(1, 0.0), _errors(2, 4.0), _errors(3, 0.0)]}, 1.0)
+    [errors] = evaluate(CRITERIA, m, "3node")[:1]
+    text = _criteria_text({"criteria": [errors.as_record()]})
+    assert text == "FAIL errors &lt;= 0: broken in 1 of 3 trials (rounds 2; worst 4)"
