@@ -228,8 +228,9 @@ def test_a_duet_run_through_both_runs_judges_side_b_run_s_errors(links):
     found = {s: judge.evaluate(m, measured_only=True) for s, m in outcome.sides.items()}
     _, failed = side_outcomes(found, {"a": "reference", "b": "candidate"})
     names = {"a": "reference", "b": "candidate"}
-    assert failed == [f"side {side} ({names[side]}): errors > required 0 in 1 of 10 trials "
-                      "(round 4 on side b's run: 250) count (criteria.yaml: criteria.8)"]
+    [message] = failed
+    assert message.startswith(f"side {side} ({names[side]}): errors > required 0 in 1 of 10 "
+                              "trials (round 4 on side b's run: 250) count (criteria.yaml: ")
 
 
 def test_a_proof_failing_in_side_b_s_run_is_named_once(links):
