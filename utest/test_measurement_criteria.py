@@ -127,10 +127,60 @@ def test_too_few_trials_are_inconclusive_even_far_from_the_bound():
 
 def test_a_ceiling_is_judged_with_the_upper_end():
     m = _measurement()
-    m.add("errors", [0.0, 0.0, 0.0, 0.0, 2.0], "count", "lower_is_better")
-    assert evaluate(_floor("errors", 0, "max"), m, "3node")[0].outcome == "inconclusive"
-    m.add("errors", [3.0, 2.0, 4.0, 5.0, 2.0], "count", "lower_is_better")
-    assert evaluate(_floor("errors", 0, "max"), m, "3node")[0].outcome == "fail"
+    m.add("latency_p99", [8.0, 9.0, 9.5, 9.0, 12.0], "ms", "lower_is_better")
+    assert evaluate(_floor("latency_p99", 10, "max"), m, "3node")[0].outcome == "inconclusive"
+    m.add("latency_p99", [13.0, 12.0, 14.0, 15.0, 12.0], "ms", "lower_is_better")
+    assert evaluate(_floor("latency_p99", 10, "max"), m, "3node")[0].outcome == "fail"
+
+
+def test_errors_in_one_trial_fail_the_correctness_check_naming_the_round():
+    """A correctness check is not a statistic: one erroring trial of five fails it (judged on
+    the median's interval it was 'inconclusive', and a side erroring in 36 of 60 rounds
+    passed)."""
+    m = _measurement()
+    m.add("errors", [0.0, 0.0, 4.0, 0.0, 0.0], "count", "lower_is_better")
+    [result] = [r for r in evaluate(load_criteria(), m, "3node") if r.metric == "errors"]
+    assert result.outcome == "fail" and result.per_trial and result.interval is None
+    assert result.measured == 4.0
+    assert result.describe().startswith(
+        "errors > required 0 in 1 of 5 trials (round 3: 4) count (criteria.yaml: criteria.")
+    assert result.as_record()["violations"] == [{"round": 3, "value": 4.0}]
+
+
+def test_a_correctness_check_has_two_outcomes_and_names_every_broken_round():
+    errors = [3.0 if index % 5 < 3 else 0.0 for index in range(60)]  # 36 of 60 rounds
+    m = _measurement()
+    m.add("errors", errors, "count", "lower_is_better")
+    interval = m.metrics["errors"].interval
+    assert interval.low == 0 < interval.high  # the old judgement: inconclusive, a pass
+    [result] = evaluate(_floor("errors", 0, "max"), m, "3node")
+    assert result.outcome == "fail"
+    assert "in 36 of 60 trials (round 1: 3; round 2: 3; round 3: 3; round 6: 3;" in \
+        result.describe()
+    assert "; and 28 more)" in result.describe()
+    m.add("errors", [0.0] * 3, "count", "lower_is_better")  # too few for any interval
+    [clean] = evaluate(_floor("errors", 0, "max"), m, "3node")
+    assert clean.outcome == "pass"
+    assert clean.describe().startswith("errors <= required 0 in every one of 3 trials")
+
+
+def test_a_correctness_check_names_the_run_of_each_broken_round():
+    m = _measurement()
+    m.add("errors", [0.0, 250.0, 0.0], "count", "lower_is_better")
+    m.trial_runs = ["side a's run", "side b's run", "side b's run"]
+    [result] = evaluate(_floor("errors", 0, "max"), m, "3node")
+    assert "in 1 of 3 trials (round 2 on side b's run: 250)" in result.describe()
+    assert result.as_record()["violations"] == [
+        {"round": 2, "value": 250.0, "run": "side b's run"}]
+
+
+def test_a_correctness_check_resting_on_a_basis_is_refused(tmp_path):
+    path = tmp_path / "criteria.yaml"
+    path.write_text("version: 1\ncriteria:\n  - {case: ssl_proxy, metric: errors, max: 0, "
+                    "basis: {high: 3, source: a bad day}}\n")
+    with pytest.raises(CriteriaError, match=r"criteria.0.basis: errors is a correctness metric "
+                                            r"of case ssl_proxy"):
+        load_criteria(path)
 
 
 def test_a_single_value_is_judged_by_its_value():

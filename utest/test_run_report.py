@@ -189,8 +189,8 @@ def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Pat
 def _checked(monkeypatch: pytest.MonkeyPatch, outcomes: list[str]) -> ResultsKeywords:
     """Results keywords judging with criteria of ``outcomes``, off a running testbed."""
     keywords = ResultsKeywords()
-    results = [SimpleNamespace(outcome=o, floor=False, describe=lambda o=o: f"rps {o}")
-               for o in outcomes]
+    results = [SimpleNamespace(outcome=o, floor=False, per_trial=False,
+                               describe=lambda o=o: f"rps {o}") for o in outcomes]
     monkeypatch.setattr(keywords, "_testbed_context", lambda: ("3node", {}))
     monkeypatch.setattr(keywords, "judge", lambda: SimpleNamespace(
         evaluate=lambda measurement: results))

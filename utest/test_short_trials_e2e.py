@@ -42,7 +42,7 @@ def test_a_warm_up_as_long_as_a_trial_leaves_no_evidence(tmp_path):
     assert proxy["parameters"]["duration_s"] == proxy["parameters"]["warmup_s"] == 1
     counted = proxy["evidence"]["server_counted_requests"]
     completed = proxy["evidence"]["wrk_requests"]
-    # 2 planned; more while a criterion (errors <= 0) is inconclusive
+    # 2 planned (errors <= 0 is judged per trial: it never asks for another round)
     rounds = proxy["rounds"]["run"]
     assert len(counted) == len(completed) == rounds >= 2
     for server, wrk in zip(counted, completed, strict=True):

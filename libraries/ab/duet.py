@@ -28,7 +28,7 @@ import copy
 import functools
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ import numpy as np
 
 from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.rounds import SIDES, AbOutcome, judge_rounds
+from libraries.results.catalogue import case_catalogue
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
 
@@ -55,6 +56,8 @@ ran: ``a here, b there`` or ``b here, a there``)."""
 OTHER = {"a": "b", "b": "a"}
 RUNS = ("here", "there")
 """Side a's run (``here``, it leads) and side b's (``there``)."""
+RUN_NAMES = {"here": "side a's run", "there": "side b's run"}
+"""How a message names each run (a per-trial correctness check names the run of a round)."""
 
 
 @dataclass
@@ -165,10 +168,12 @@ def in_round_order(per_run: Mapping[str, Sequence[Any]], held_by: list[str]) -> 
 def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[str],
             metrics: Mapping[str, Direction]) -> Measurement:
     """Side ``side``'s measurement from the two runs' own (``built``: each run's measurement of
-    the trials it ran as ``side``, None where it never held it): the compared ``metrics`` per
-    round from the run that held the side in that round (``held_by``), the rest of side a's
-    run's measurement where it held the side (else side b's run's), the other run's evidence
-    beside it, and every reason a result must not stand from either run."""
+    the trials it ran as ``side``, None where it never held it): the compared ``metrics`` and
+    the case's correctness metrics (``errors``: judged in every trial, whichever run measured
+    it) per round from the run that held the side in that round (``held_by``, kept as
+    ``trial_runs`` so a broken round names its run), the rest of side a's run's measurement
+    where it held the side (else side b's run's), the other run's evidence beside it, and
+    every reason a result must not stand from either run."""
     present = {run: m for run, m in built.items() if m is not None}
     if not present:
         raise DuetError(f"duet: no run measured side {side}")
@@ -182,6 +187,9 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
             raise DuetError(f"duet: side {side}'s {metric} has fewer figures than the rounds "
                             f"that measured it ({len(held_by)})") from None
         merged.add(metric, values, merged.metrics[metric].summary.unit, direction)
+    for metric in _correctness(present.values()):
+        _merge_per_round(merged, side, metric, present, held_by)
+    merged.trial_runs = [RUN_NAMES[run] for run in held_by]
     for run, other in present.items():
         if run == first:
             continue
@@ -192,6 +200,37 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
             merged.unavailable.setdefault(metric, f"on the other testbed: {why}")
         merged.trial_seconds += other.trial_seconds
     return merged
+
+
+def _correctness(built: Iterable[Measurement]) -> list[str]:
+    """The correctness metrics (:attr:`~libraries.results.catalogue.CaseCatalogue.correctness`)
+    any of ``built`` has."""
+    return sorted({name for m in built for name in m.metrics
+                   if case_catalogue(m.case).is_correctness(name)})
+
+
+def _merge_per_round(merged: Measurement, side: str, metric: str,
+                     present: Mapping[str, Measurement], held_by: list[str]) -> None:
+    """``metric`` of ``merged`` per round from the run that held ``side`` (see
+    :func:`combine`). A run that held the side and lacks it must have said why (its
+    ``unavailable``): the metric is then unavailable for the side with that reason (carried
+    over by :func:`combine`) and, like any unavailable metric, not judged; without a reason
+    the merge is an error naming the run."""
+    lacking = [run for run, m in present.items() if metric not in m.metrics]
+    for run in lacking:
+        if metric not in present[run].unavailable:
+            raise DuetError(f"duet: side {side}'s {metric} (a correctness count) is missing "
+                            f"from {RUN_NAMES[run]}'s measurement, with no reason given")
+    if lacking:
+        return
+    try:
+        values = in_round_order({run: m.metrics[metric].summary.values
+                                 for run, m in present.items()}, held_by)
+    except StopIteration:
+        raise DuetError(f"duet: side {side}'s {metric} has fewer figures than the rounds "
+                        f"that measured it ({len(held_by)})") from None
+    known = next(iter(present.values())).metrics[metric]
+    merged.add(metric, values, known.summary.unit, known.direction)
 
 
 def _pair(link: DuetLink, trial: Callable[[Trial], Any], given: Trial
@@ -225,7 +264,8 @@ def _reply(link: DuetLink, expected: str, timeout: float, what: str) -> list[Any
         if kind == expected:
             return rest
         if kind in ("error", "ended"):
-            raise DuetError(f"A/B side b's run: {rest[0] if rest else 'ended the test'}")
+            told = str(rest[0]) if rest else "ended the test"
+            raise DuetError(told if "on side b's run" in told else f"A/B side b's run: {told}")
         raise DuetError(f"duet: side b's run sent {kind!r} while side a's waited for {what}")
 
 

@@ -26,6 +26,7 @@ from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.duet_link import DuetLink
 from libraries.ab.record import ab_block, ab_message
 from libraries.ab.rounds import AbOutcome, measure_ab
+from libraries.results.adaptive import trial_name
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
@@ -320,13 +321,15 @@ class AbSession:
 
     def _named(self, trial: Callable[[Trial], Any]) -> Callable[[Trial], Any]:
         """``trial``, whose failure (errors, a proof missing, a process dead) names the side
-        it happened on."""
+        it happened on, the round (:func:`~libraries.results.adaptive.trial_name`) and, in a
+        duet, the run: ``A/B side b (candidate) on side a's run, round 7 of proxy: ...``."""
         def run(given: Trial) -> Any:
             try:
                 return trial(given)
             except HostStackError as error:
-                raise HostStackError(f"A/B side {self.side} ({self.active.name}): "
-                                     f"{error}") from error
+                where = f" on side {self.duet.side}'s run" if self.duet is not None else ""
+                raise HostStackError(f"A/B side {self.side} ({self.active.name}){where}, "
+                                     f"{trial_name(given)}: {error}") from error
         return run
 
     def _measurement(self, case: str, stack: str, parameters: dict[str, Any],

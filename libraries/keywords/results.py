@@ -24,7 +24,6 @@ from libraries.results.adaptive import Judge
 from libraries.results.criteria import (
     DEFAULT_CRITERIA,
     CriteriaFile,
-    CriterionResult,
     load_criteria,
 )
 from libraries.results.headline import headline
@@ -303,8 +302,7 @@ class ResultsKeywords:
         topology, versions = self._testbed_context()
         criteria = [] if measurement.ab else self.judge().evaluate(measurement)
         if measurement.ab:  # each side's criteria: floors reported, correctness checked
-            for side, results in self._side_criteria(measurement).items():
-                measurement.ab["sides"][side]["criteria"] = [r.as_record() for r in results]
+            self.judge().judge_sides(measurement)
         started = self._test_started or _now()
         suite_source = Path(self._variable("SUITE SOURCE", "unknown"))
         test_name = self._variable("TEST NAME", "unknown")
@@ -335,25 +333,14 @@ class ResultsKeywords:
         self._headline = headline(measurement)
         return str(path)
 
-    def _side_criteria(self, measurement: Measurement) -> dict[str, list[CriterionResult]]:
-        """Each A/B side's own measurement against the criteria (on the metrics it has)."""
-        judge = self.judge()
-        return {side: judge.evaluate(built, measured_only=True)
-                for side, built in measurement.sides.items()}
-
     def _check_sides(self, measurement: Measurement) -> None:
-        """An A/B test fails, naming the side, on an invalid result or a failed correctness
-        criterion (``errors max: 0``) of either side; floors are logged per side."""
-        failed = []
-        for side, results in self._side_criteria(measurement).items():
-            name = measurement.ab["sides"][side]["name"] if measurement.ab else side
-            for result in results:
-                logger.info(f"side {side} ({name}): {result.outcome.upper()} "
-                            f"{'floor ' if result.floor else ''}{result.describe()}")
-                if result.outcome == "fail" and not result.floor:
-                    failed.append(f"side {side} ({name}): {result.describe()}")
-        if measurement.invalid or failed:
-            raise HostStackError("A/B: " + "; ".join([*measurement.invalid, *failed]))
+        """An A/B test fails, naming the side, on an invalid result or a correctness check
+        (``errors max: 0``) broken in any trial of either side; floors are logged per
+        side."""
+        for line in self.judge().judge_sides(measurement):
+            logger.info(line)
+        if measurement.invalid:
+            raise HostStackError("A/B: " + "; ".join(measurement.invalid))
 
     @keyword("Check Criteria")
     def check_criteria(self, measurement: Measurement) -> None:
@@ -380,7 +367,8 @@ class ResultsKeywords:
             raise HostStackError("invalid result: " + "; ".join(measurement.invalid))
         for result in results:
             logger.info(f"{result.outcome.upper()} {result.describe()}")
-        failed = [r for r in results if r.outcome == "fail"]
+        failed = sorted((r for r in results if r.outcome == "fail"),
+                        key=lambda r: not r.per_trial)  # correctness first
         if failed:
             raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))
         if measurement.untestable:

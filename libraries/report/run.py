@@ -157,6 +157,17 @@ def _criteria_text(record: dict[str, Any]) -> str:
     lines = []
     for c in record.get("criteria", []):
         outcome = c.get("outcome") or ("pass" if c["passed"] else "fail")
+        if c.get("per_trial"):  # a correctness check: the trials that broke it
+            broken = c.get("violations") or []
+            rounds = ", ".join(str(v["round"]) for v in broken[:8]) + \
+                (", ..." if len(broken) > 8 else "")
+            lines.append(f"{outcome.upper()} {c['metric']} {c['op']} "
+                         f"{figure_text(c['required'])} in every trial" if not broken else
+                         f"{outcome.upper()} {c['metric']} {c['op']} "
+                         f"{figure_text(c['required'])}: broken in {len(broken)} of "
+                         f"{c.get('trials', '?')} trials (rounds {rounds}; worst "
+                         f"{figure_text(c['measured'])})")
+            continue
         lines.append(f"{outcome.upper()} {c['metric']} {figure_text(c['measured'])}"
                      f"{_interval(c)} {c['op']} {figure_text(c['required'])}")
     rounds = record.get("rounds")

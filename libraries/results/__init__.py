@@ -7,7 +7,8 @@ error style), the cases' metrics and parameters (``catalogue``), trial statistic
 and distribution-free intervals (``inference``), warm-up + interleaved rounds
 (``measurement``) and more of them while a criterion is inconclusive (``adaptive``), pass
 criteria from ``topologies/criteria.yaml`` with three outcomes and the basis of every floor
-(``criteria``) and how close the floors sit to what a testbed measures (``floors``), the
+(``criteria``), correctness checks judged in every trial, never on a median
+(``correctness``), and how close the floors sit to what a testbed measures (``floors``), the
 four-outcome rule every comparison uses and the verdict between two runs (``verdict``), the
 JSON record, its schema and the JSON-lines record store (``records``, ``schemas/``: v1 to
 v4), the record's telemetry block (``telemetry``), efficiency metrics computed from it

@@ -1,6 +1,8 @@
 """Measuring in rounds: a warm-up, interleaved rounds of every variant (each variant's trial
 function called in turn), and, until the verdict is conclusive, one more round at a time while
-a criterion's interval straddles its bound, within the budget.
+a criterion's interval straddles its bound, within the budget. A correctness check
+(``errors max: 0``, judged per trial) is never inconclusive, and one already broken ends the
+rounds: no further round can mend it.
 
 Each extra round runs every variant once more, interleaved as before, and the measurement is
 rebuilt from all trials (so per-round ratios stay pairs measured back to back). Peeking after
@@ -17,9 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from libraries.results.criteria import CriteriaFile, CriterionResult, evaluate
+from libraries.results.criteria import CriteriaFile, CriterionResult, evaluate, side_outcomes
 from libraries.results.measurement import Measurement, Trial, TrialObserver
 from libraries.results.plan import Settings, TrialPlan
+from libraries.testbed.errors import HostStackError
 
 LOG = logging.getLogger(__name__)
 Build = Callable[[dict[str, list[Any]], float], Measurement]
@@ -44,6 +47,42 @@ class Judge:
         if self.correctness_only:
             return [r for r in results if r.correctness]
         return results
+
+    def judge_sides(self, measurement: Measurement) -> list[str]:
+        """Judge each side of an A/B ``measurement`` by its own figures (on the metrics it
+        has): the outcomes go to the record's ``ab.sides.<side>.criteria``, and a
+        correctness check broken in any trial of either side
+        (:func:`~libraries.results.criteria.side_outcomes`) to ``invalid``, naming the side,
+        so that the test fails and its record's verdict is ``fail``. Floors are reported,
+        not failed on (the comparison decides). Returns one line per outcome for the log."""
+        found = {side: self.evaluate(built, measured_only=True)
+                 for side, built in measurement.sides.items()}
+        block = (measurement.ab or {}).get("sides", {})
+        for side, results in found.items():
+            if side in block:
+                block[side]["criteria"] = [r.as_record() for r in results]
+        lines, failed = side_outcomes(found, {side: entry.get("name", side)
+                                              for side, entry in block.items()})
+        measurement.invalid += [why for why in failed if why not in measurement.invalid]
+        return lines
+
+
+def trial_name(given: Trial) -> str:
+    """``round 3 of proxy`` (``warm-up of proxy`` for round 0): how a failure names its
+    trial."""
+    return (f"round {given.round} of {given.variant}" if given.measured
+            else f"warm-up of {given.variant}")
+
+
+def naming_round(trial: Callable[[Trial], Any]) -> Callable[[Trial], Any]:
+    """``trial``, whose failure (a proof missing, non-2xx answers, a dead process) names the
+    round and variant it happened in."""
+    def run(given: Trial) -> Any:
+        try:
+            return trial(given)
+        except HostStackError as error:
+            raise HostStackError(f"{trial_name(given)}: {error}") from error
+    return run
 
 
 def warm_up(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan) -> None:
@@ -99,8 +138,10 @@ def measure(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, bui
     inconclusive and its budget allows; ``build`` turns the results so far (per variant, in
     round order) and the seconds inside trials into the measurement. Returns the last
     measurement, whose ``rounds`` says how many ran and why no further one did, and every
-    trial's result per variant."""
+    trial's result per variant. A trial's failure names its round
+    (:func:`naming_round`)."""
     results: dict[str, list[Any]] = {name: [] for name in variants}
+    variants = {name: naming_round(trial) for name, trial in variants.items()}
     warm_up(variants, plan)
     started = time.monotonic()
     budget = judge.settings.budget if judge else None
@@ -115,8 +156,12 @@ def measure(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, bui
     while judge is not None and budget is not None:
         outcomes = judge.evaluate(measurement)
         pending = [r for r in outcomes if r.outcome == "inconclusive"]
+        broken = [r for r in outcomes if r.per_trial and r.outcome == "fail"]
         if not outcomes:
             stopped = "no criterion applies"
+            break
+        if broken:  # the test fails whatever more rounds would say
+            stopped = f"a correctness check failed ({broken[0].metric})"
             break
         if not pending:
             stopped = "conclusive"

@@ -7,6 +7,11 @@ refuses a metric not listed here, so the catalogue cannot fall behind the case l
 
 Names are regular expressions matched whole (variant-prefixed metrics such as
 ``ebpf_dut_busy_cores`` are written once).
+
+A case's ``correctness`` metrics count, per trial, what must not happen at all (the SSL
+proxy's ``errors``: socket errors and non-2xx/3xx answers through the proxy). A criterion on
+one of them is a correctness check (:mod:`libraries.results.criteria`): its bound holds in
+every measured trial (one figure per round, in round order), never on a median's interval.
 """
 
 from __future__ import annotations
@@ -22,14 +27,22 @@ _AB = r"ab_\w+_ratio"
 
 @dataclass(frozen=True)
 class CaseCatalogue:
-    """The metric name patterns and parameter names of one case (``stack`` is every case's)."""
+    """The metric name patterns and parameter names of one case (``stack`` is every case's),
+    and the patterns of its ``correctness`` metrics (counts of what must not happen in any
+    trial; each is one of its metrics too)."""
 
     metrics: tuple[str, ...]
     parameters: tuple[str, ...]
+    correctness: tuple[str, ...] = ()
 
     def has_metric(self, name: str) -> bool:
         """True when ``name`` is one of this case's metrics."""
         return any(re.fullmatch(pattern, name) for pattern in self.metrics)
+
+    def is_correctness(self, name: str) -> bool:
+        """True when ``name`` counts what must not happen in any trial (a criterion on it is
+        judged per trial)."""
+        return any(re.fullmatch(pattern, name) for pattern in self.correctness)
 
     def has_parameter(self, name: str) -> bool:
         """True when a test of this case can have parameter ``name``."""
@@ -49,6 +62,7 @@ CASES: dict[str, CaseCatalogue] = {
                  "capacity", "direct_capacity", "capacity_ratio", _AB),
         parameters=("file_size", "connections", "threads", "tool", "mtls", "latency_slo_ms",
                     *_TRIALS),
+        correctness=("errors",),
     ),
     "ebpf_stream": CaseCatalogue(
         metrics=("direct", "native", "ebpf", "(native_direct|ebpf_native|ebpf_direct)_ratio",

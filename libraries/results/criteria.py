@@ -10,10 +10,17 @@ measured (``low``, with its ``source``), or that nobody has measured it (``unmea
 reason). The file's ``margin`` (version 2) is how far below a measured low end every floor
 must sit (``min <= (1 - margin) * low``): a floor inside the noise of a healthy build would turn
 a nightly red for nothing, so such a file is refused when it is read.
+
+A criterion on one of a case's correctness metrics (``errors``: the catalogue's
+``correctness``) is a correctness check, not a statistic: it holds in every measured trial or
+fails naming the trials that broke it (:mod:`libraries.results.correctness`); it is never
+inconclusive and never asks for more rounds. Every other bound is judged on the median's
+interval, with three outcomes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +29,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from libraries.results.catalogue import CASES
+from libraries.results.correctness import (
+    TrialViolation,
+    describe_violations,
+    trial_violations,
+    worst,
+)
 from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError, TopologyError
@@ -81,6 +94,12 @@ class Criterion(BaseModel):
         if self.basis is not None and self.max is not None and self.basis.low is not None:
             raise ValueError("basis: a ceiling (max) rests on the measured 'high' end")
         return self
+
+    @property
+    def per_trial(self) -> bool:
+        """True for a correctness check (a bound on one of the case's correctness metrics):
+        it holds in every measured trial, not on the median."""
+        return self.case in CASES and CASES[self.case].is_correctness(self.metric)
 
     def applies_to(self, measurement: Measurement, topology: str) -> bool:
         """True when case, topology and ``when`` parameters match."""
@@ -161,6 +180,11 @@ class CriterionResult:
     floor: bool = False
     """A performance bound resting on a measured ``basis`` (not a correctness check such as
     ``errors max: 0``): an A/B test reports it per side instead of failing on it."""
+    per_trial: bool = False
+    """A correctness check: ``measured`` is the worst trial's figure, ``violations`` every
+    trial over the bound (``trials`` in all); no interval, never inconclusive."""
+    violations: tuple[TrialViolation, ...] = ()
+    trials: int = 0
 
     @property
     def passed(self) -> bool:
@@ -181,10 +205,24 @@ class CriterionResult:
             "passed": self.passed, "source": self.source}
         if self.interval is not None:
             record["interval"] = self.interval.as_record()
+        if self.per_trial:
+            record.update(per_trial=True, trials=self.trials,
+                          violations=[v.as_record() for v in self.violations])
         return record
 
     def describe(self) -> str:
-        """``rps 812.3 [790, 840] requests/s < required 1000 (criteria.yaml: ...)`` style."""
+        """``rps 812.3 [790, 840] requests/s < required 1000 (criteria.yaml: ...)`` style; a
+        correctness check: ``errors > required 0 in 2 of 30 trials (round 4: 250; round 9
+        on side b's run: 12) count (criteria.yaml: ...)``."""
+        if self.per_trial:
+            if self.violations:
+                relation = "<" if self.op == ">=" else ">"
+                return (f"{self.metric} {relation} required {self.required:g} "
+                        f"{describe_violations(self.violations, self.trials)} {self.unit} "
+                        f"({self.source})")
+            return (f"{self.metric} {self.op} required {self.required:g} in every one of "
+                    f"{self.trials} trials (worst {self.measured:g} {self.unit}) "
+                    f"({self.source})")
         interval = self.interval
         shown = ""
         if interval is not None and interval.level is not None:
@@ -257,6 +295,10 @@ def _catalogue_problems(criterion: Criterion) -> list[str]:
     if not catalogue.has_metric(criterion.metric):
         problems.append(f"metric: {criterion.metric!r} is not measured by case {criterion.case}"
                         f" (its metrics: {', '.join(catalogue.metrics)})")
+    if criterion.per_trial and criterion.basis is not None:
+        problems.append(f"basis: {criterion.metric} is a correctness metric of case "
+                        f"{criterion.case}: its bound holds in every trial and rests on no "
+                        "measured basis (drop 'basis')")
     problems += [f"when.{key}: case {criterion.case} has no parameter {key!r} (its "
                  f"parameters: stack, {', '.join(catalogue.parameters)})"
                  for key in criterion.when if not catalogue.has_parameter(key)]
@@ -270,7 +312,7 @@ def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
     A criterion on a metric the measurement lacks is an error, not a silent pass (with
     ``measured_only``, as for one side of an A/B test that measures only the path under test,
     it is left out); one on a metric the test recorded as unavailable (with its reason) is not
-    judged.
+    judged. A correctness check is judged on every trial (see the module).
     """
     results = []
     for index, criterion in enumerate(criteria.criteria):
@@ -290,12 +332,40 @@ def evaluate(criteria: CriteriaFile, measurement: Measurement, topology: str,
         else:
             assert criterion.max is not None
             op, required = "<=", criterion.max
-        interval = metric.interval
         scope = ",".join(criterion.topologies) if criterion.topologies else "portable"
+        name = f"{criterion.case}.{criterion.metric} {op} {required:g} [{scope}]"
+        if criterion.per_trial:
+            values = metric.summary.values
+            broken = trial_violations(values, op, required, measurement.trial_runs)
+            results.append(CriterionResult(
+                name=name, metric=criterion.metric, op=op, required=required,
+                measured=worst(values, op), unit=metric.summary.unit,
+                outcome="fail" if broken else "pass", source=where, per_trial=True,
+                violations=broken, trials=len(values)))
+            continue
+        interval = metric.interval
         results.append(CriterionResult(
-            name=f"{criterion.case}.{criterion.metric} {op} {required:g} [{scope}]",
-            metric=criterion.metric, op=op, required=required, measured=metric.value,
+            name=name, metric=criterion.metric, op=op, required=required, measured=metric.value,
             unit=metric.summary.unit, outcome=judge_bound(interval, metric.value, op, required),
             source=where, interval=interval, floor=criterion.basis is not None,
         ))
     return results
+
+
+def side_outcomes(results: Mapping[str, list[CriterionResult]], names: Mapping[str, str]
+                  ) -> tuple[list[str], list[str]]:
+    """An A/B test's criteria per side (``results`` per side, ``names`` each side's name):
+    every outcome as a line for the log, and the failures that fail the test, each naming its
+    side (``side b (candidate): errors > required 0 in 2 of 30 trials (round 4: 250; ...)``):
+    a correctness check broken in any trial of either side, or any other bound without a
+    ``basis`` that failed. Floors are reported per side, never failed on: the comparison
+    decides."""
+    lines, failed = [], []
+    for side, found in results.items():
+        label = f"side {side} ({names.get(side, side)})"
+        for result in found:
+            lines.append(f"{label}: {result.outcome.upper()} "
+                         f"{'floor ' if result.floor else ''}{result.describe()}")
+            if result.outcome == "fail" and not result.floor:
+                failed.append(f"{label}: {result.describe()}")
+    return lines, failed

@@ -64,8 +64,11 @@ class Measurement:
     stand (the test fails for them whatever the criteria say), ``untestable`` the reasons the
     testbed cannot measure what the test claims (recorded, then skipped with them, unless
     invalid or a missed criterion fails it first), ``ab`` the comparison of an
-    A/B test (:mod:`libraries.ab`: its metrics are per-round ratios) and ``sides`` each side's
-    own measurement (judged by the criteria per side; not recorded as such).
+    A/B test (:mod:`libraries.ab`: its metrics are per-round ratios), ``sides`` each side's
+    own measurement (judged by the criteria per side; not recorded as such) and
+    ``trial_runs``, where one side's rounds were measured by two runs (a duet), the run that
+    measured each round (``side a's run``, ``side b's run``), named by the per-trial
+    correctness checks.
     """
 
     case: str
@@ -84,6 +87,7 @@ class Measurement:
     untestable: list[str] = field(default_factory=list)
     ab: dict[str, Any] | None = None
     sides: dict[str, Measurement] = field(default_factory=dict)
+    trial_runs: list[str] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better") -> Metric:
