@@ -125,7 +125,7 @@ def test_judging_correctness_only_leaves_performance_bounds_unjudged_and_adds_no
     everything = Judge(both, "criteria.yaml", "3node", settings).evaluate(m)
     assert sorted(r.metric for r in everything) == ["errors", "rps"]
     only = Judge(both, "criteria.yaml", "3node", settings, correctness_only=True).evaluate(m)
-    assert [r.metric for r in only] == ["errors"] and only[0].correctness
+    assert [r.metric for r in only] == ["errors"] and only[0].per_trial
 
 
 @pytest.mark.parametrize(("value", "expected"), [("all", False), ("correctness", True),

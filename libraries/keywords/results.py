@@ -258,7 +258,7 @@ class ResultsKeywords:
             settings = self._settings(topology)
             parse_switch("EXTENDED", self._variable("EXTENDED", False))
             if parse_judge(self._variable("JUDGE", "all")):
-                logger.info("-v JUDGE:correctness: only correctness criteria (max: 0) and the "
+                logger.info("-v JUDGE:correctness: only correctness criteria (every trial) and the "
                             "per-trial proofs are judged; performance bounds and sanity "
                             "findings are recorded, not failed on")
             profile_settings_from_variables(self._variable)

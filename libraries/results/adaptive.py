@@ -37,7 +37,8 @@ class Judge:
     topology: str
     settings: Settings
     correctness_only: bool = False
-    """``-v JUDGE:correctness``: only correctness criteria (``max: 0``) are judged."""
+    """``-v JUDGE:correctness``: only correctness criteria (judged in every trial: the
+    catalogue's correctness metrics, e.g. ``errors``) are judged."""
 
     def evaluate(self, measurement: Measurement,
                  measured_only: bool = False) -> list[CriterionResult]:
@@ -45,7 +46,7 @@ class Judge:
         results = evaluate(self.criteria, measurement, self.topology, source=self.source,
                            measured_only=measured_only)
         if self.correctness_only:
-            return [r for r in results if r.correctness]
+            return [r for r in results if r.per_trial]
         return results
 
     def judge_sides(self, measurement: Measurement) -> list[str]:

@@ -191,12 +191,6 @@ class CriterionResult:
         """True for ``pass``."""
         return self.outcome == "pass"
 
-    @property
-    def correctness(self) -> bool:
-        """A correctness check (a count that must stay 0, e.g. ``errors max: 0``), not a
-        performance bound: judged whatever the machine's speed (``-v JUDGE:correctness``)."""
-        return self.op == "<=" and self.required == 0
-
     def as_record(self) -> dict[str, Any]:
         """The record-schema form."""
         record: dict[str, Any] = {

@@ -61,7 +61,7 @@ JUDGE_MODES = ("all", "correctness")
 
 
 def parse_judge(value: object) -> bool:
-    """``-v JUDGE``: True for ``correctness`` (CI's e2e job: only ``max: 0`` criteria and the
+    """``-v JUDGE``: True for ``correctness`` (CI's e2e job: only correctness criteria and the
     per-trial proofs fail a test), False for ``all`` (every criterion and sanity check)."""
     if (word := str(value).strip().lower()) not in JUDGE_MODES:
         raise ValueError(f"-v JUDGE:{value}: expected one of {', '.join(JUDGE_MODES)}")
