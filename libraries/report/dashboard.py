@@ -40,7 +40,13 @@ import pandas as pd
 from plotly.offline import get_plotlyjs
 
 from libraries.report.dashboard_assets import SCRIPT, STYLE
-from libraries.trend.analysis import ORDER, SUMMARY_HEADER, SeriesTrend, summary_rows
+from libraries.trend.analysis import (
+    ORDER,
+    SUMMARY_HEADER,
+    SeriesTrend,
+    family_statement,
+    summary_rows,
+)
 
 EAGER_LIMIT = 40
 """Dashboards with more charts draw each chart lazily when it becomes visible."""
@@ -172,6 +178,11 @@ def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
         gx += [int(seconds[group.start]), int(seconds[group.end])]
         gy += [group.avg, group.avg]
     marks = sorted(trend.anomalies.items())
+    if "excluded" in rows.columns:  # failed, invalid or partial nights: drawn, never judged
+        excluded = rows["excluded"].fillna("").astype(str).to_numpy() != ""
+        marks += [(first_raw + int(i), "not judged") for i in np.flatnonzero(excluded)]
+    if trend.classification == "pending":
+        marks.append((size - 1, "pending"))
     return {
         "index": index, "unit": trend.unit, "raw": len(bx),
         "x": bx + seconds[first_raw:].tolist(),
@@ -308,8 +319,8 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
     links: dict[str, str] = {}
     series = [series_json(t, i, versions, base, links) for i, t in enumerate(trends)]
     facets = [_facets(t) for t in trends]
-    counts = {c: sum(t.classification == c for t in trends)
-              for c in ("regression", "progression", "normal")}
+    counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
+    family = family_statement(trends)
     if runs is None:
         runs = len({run for t in trends for run in t.samples["run_id"].tolist()})
     anchors = [f"chart-{i}" for i in range(len(trends))]
@@ -338,9 +349,11 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
         f"<h1>{html.escape(title)}</h1>\n"
         f"<p>{len(trends)} series of {len(set(t.test_id for t in trends))} tests over "
         f"{runs} runs on {len(labs)} lab(s) ({html.escape(', '.join(labs))}): "
-        f"<b>{counts['regression']} regression(s)</b>, "
+        f"<b>{counts['regression']} regression(s)</b>, <b>{counts['pending']} pending</b> "
+        "(beyond the margin on the newest night; confirmed or cleared by the next night), "
         f"{counts['progression']} progression(s), {counts['normal']} normal. "
         f"Generated {generated}.</p>\n"
+        + (f"<p>{html.escape(family)}.</p>\n" if family else "") +
         '<p class="note">Each series is grouped by jumpavg (minimum description length) over '
         "its whole history; the trend line is the average of each group. The newest sample is "
         "a regression or progression when its group moved against the previous group "
