@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from libraries.ab.comparison import load_comparison

@@ -27,6 +27,7 @@ import pandas as pd
 
 from libraries.history.ab_series import (
     ab_series_suffix,
+    files_text,
     is_ratio_metric,
     side_metrics,
 )
@@ -183,13 +184,14 @@ COLUMNS = ("test_id", "metric", "unit", "direction", "value", "low", "high", "st
            "trials", "run_id", "start_time", "versions", "revision", "verdict", "case", "stack",
            "topology", "log", "file", "line",
            "lab", "test_key", "trial_values", "ci_low", "ci_high", "ci_level", "ci_method",
-           "schema_version", "parameters", "excluded")
+           "schema_version", "parameters", "excluded", "files")
 """Today's columns first (``test_id``: an A/B record's carries its comparison, see
 :func:`ab_series_suffix`), then: ``lab`` (the topology the test ran on), ``test_key`` (the test id
 without the lab: the same test on every lab), ``trial_values`` (every trial), the metric's
 ``interval`` (record v3: ``ci_low``, ``ci_high``, ``ci_level``, ``ci_method``; None before),
 ``schema_version``, ``parameters`` (JSON text, sorted keys) and ``excluded``: why the sample
-is drawn but never judged nor used as a baseline (:func:`excluded_reason`), else ``""``."""
+is drawn but never judged nor used as a baseline (:func:`excluded_reason`), else ``""``;
+``files``: an A/B record's sides' hashed files as JSON text (:func:`files_text`)."""
 TESTS_FILE = "tests.jsonl"
 """Written beside ``records.jsonl`` by the results listener: each test's log.html anchor."""
 
@@ -318,7 +320,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         series = record["test_id"] + ab_series_suffix(record)
         key = test_key(series, record["topology"])
         parameters = json.dumps(record["parameters"], sort_keys=True, default=str)
-        excluded = excluded_reason(record, run)
+        excluded, files = excluded_reason(record, run), files_text(record)
         for name, metric in [*record["metrics"].items(), *side_metrics(record)]:
             low, high, stdev = _spread(metric)
             value = float(metric["value"])
@@ -340,7 +342,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
                          logs.get(record["test_id"], ""), where, number,
                          record["topology"], key, [float(t) for t in metric["trials"]],
                          *_interval(metric), int(record.get("schema_version", 1)), parameters,
-                         excluded))
+                         excluded, files))
     if not rows:
         return {column: [] for column in COLUMNS}
     return {column: list(items)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ import pandas as pd
 from plotly.offline import get_plotlyjs
 
 from libraries.report.dashboard_assets import SCRIPT, STYLE
+from libraries.report.series_notes import comparison_changes
 from libraries.trend.analysis import (
     ORDER,
     SUMMARY_HEADER,
@@ -228,40 +228,6 @@ def _select(name: str, values: set[str]) -> str:
                       for v in sorted(v for v in values if v))
     return (f'<label>{name} <select id="f-{name}"><option value="">all</option>{options}'
             "</select></label>")
-
-
-AB_SERIES = re.compile(r"^(?P<test>.*) \[A/B (?P<name>.*) (?P<sha>[0-9a-f]{1,12})\]$")
-"""An A/B series' test id (:func:`libraries.history.ab_series.ab_series_suffix`)."""
-
-
-def _first_day(trend: SeriesTrend) -> str:
-    if trend.history is not None and len(trend.history.t):
-        return datetime.fromtimestamp(int(trend.history.t[0]) / 1e6, UTC).strftime("%Y-%m-%d")
-    return pd.Timestamp(trend.samples["start_time"].iloc[0]).strftime("%Y-%m-%d")
-
-
-def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
-    """test id -> a note for every A/B series whose comparison (a nightly's reference) was
-    changed: the same test and comparison name under another sha256 started earlier, so this
-    series starts anew (``new comparison file since 2026-11-20; before: 3f2a...``)."""
-    started: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for trend in trends:
-        found = AB_SERIES.match(trend.test_id)
-        if found:
-            days = started[(found["test"], found["name"])]
-            days[found["sha"]] = min(days.get(found["sha"], "9999"), _first_day(trend))
-    notes = {}
-    for trend in trends:
-        found = AB_SERIES.match(trend.test_id)
-        if not found:
-            continue
-        days = started[(found["test"], found["name"])]
-        mine = days[found["sha"]]
-        earlier = sorted((day, sha) for sha, day in days.items() if day < mine)
-        if earlier:
-            notes[trend.test_id] = (f"new comparison file since {mine}; before: "
-                                    + ", ".join(f"{sha} (from {day})" for day, sha in earlier))
-    return notes
 
 
 def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tuple[str,

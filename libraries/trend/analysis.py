@@ -334,7 +334,7 @@ def markdown_summary(trends: Sequence[SeriesTrend], family: str = "") -> str:
     :func:`family_statement`), then the table (regressions first)."""
     counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
     head = (f"# Performance trend\n\n{len(trends)} series: {counts['regression']} regression(s),"
+            f" {counts['progression']} progression(s), {counts['normal']} normal,"
             f" {counts['pending']} pending (beyond the margin on the newest night, confirmed or"
-            f" cleared by the next), {counts['progression']} progression(s),"
-            f" {counts['normal']} normal.\n\n" + (f"{family}.\n\n" if family else ""))
+            " cleared by the next).\n\n" + (f"{family}.\n\n" if family else ""))
     return head + markdown_table(SUMMARY_HEADER, summary_rows(trends))

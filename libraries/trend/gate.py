@@ -104,7 +104,7 @@ def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
     finally:
         con.close()
     frame["start_time"] = pd.to_datetime(frame["start_time"], utc=True)
-    for name in ("versions", "revision", "log", "excluded"):
+    for name in ("versions", "revision", "log", "excluded", "files"):
         frame[name] = frame[name].fillna("")
     codes = frame.pop("series_index").to_numpy()
     bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1

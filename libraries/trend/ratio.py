@@ -148,9 +148,12 @@ def level_change(base: np.ndarray, base_se: np.ndarray, new: np.ndarray, directi
 
 
 def _moved(nights: np.ndarray, base_mean: float, change: float, margin: float) -> bool:
-    """Whether each night, on its own, moved beyond the margin the way the level did."""
+    """Whether the nights, each on its own, moved beyond the margin the way the level did:
+    all of them, but one in five (one wild night is no level, and cannot carry a window of
+    normal nights past the margin either)."""
     moved = np.exp(nights - base_mean)
-    return bool(np.all(moved < 1.0 - margin) if change < 1.0 else np.all(moved > 1.0 + margin))
+    beyond = moved < 1.0 - margin if change < 1.0 else moved > 1.0 + margin
+    return int(np.count_nonzero(~beyond)) <= nights.size // 5
 
 
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
@@ -192,7 +195,8 @@ def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
         end = min(start, level + BASELINE)
         result = level_change(y[level:end], se[level:end], y[start:at + 1], direction,
                               alpha / 2 / len(PERSISTENT), margin)
-        if result.verdict in ("regression", "progression"):
+        if result.verdict in ("regression", "progression") and _moved(
+                y[start:at + 1], float(np.mean(y[level:end])), result.change.ratio, margin):
             found.append(Step(start, result, at, "persistent"))
     if not found:
         return None
