@@ -106,8 +106,11 @@ def test_without_a_reference_the_plan_is_unchanged(tmp_path: Path) -> None:
 
 
 def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
-          sha: str = "a" * 64, name: str = "reference nginx-ref") -> None:
-    """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference."""
+          sha: str = "a" * 64, name: str = "reference nginx-ref",
+          extra: dict | None = None) -> None:
+    """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference;
+    ``extra``: fields set on the record last (``invalid``, ``criteria``; ``ab_sides``: the
+    ab block's sides)."""
     run_id = f"{(T0 + timedelta(days=day)):%Y%m%d-%H%M%S}-{day:04x}"
     a = [side_a * (1 + 0.01 * np.sin(i)) for i in range(len(ratios))]
     b = [x * r for x, r in zip(a, ratios, strict=True)]
@@ -137,6 +140,10 @@ def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
         "verdict": "inconclusive", "rounds": {"run": len(ratios), "looks": [len(ratios)],
                                               "stopped": "x"},
         "switch": {"count": 2, "total_s": 0.2}}
+    extra = dict(extra or {})
+    if "ab_sides" in extra:
+        record["ab"]["sides"] = extra.pop("ab_sides")
+    record.update(extra)
     append_record(results / run_id / "records.jsonl", record)
 
 
