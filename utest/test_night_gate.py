@@ -50,8 +50,7 @@ def test_a_night_spends_its_level_over_its_tests_and_the_gate() -> None:
     argv = " ".join(robot_variables(Path("/r"), family=family))
     assert "AB_ALPHA:0.00166667" in argv and "AB_SCATTER:1" in argv and "AB_LOOK:20" in argv
     settings = ab_settings_from_variables(
-        lambda name, default: {"AB_ALPHA": "0.00166667", "AB_SCATTER": "1",
-                               "AB_LOOK": "20"}.get(name, default))
+        {"AB_ALPHA": "0.00166667", "AB_SCATTER": "1", "AB_LOOK": "20"}.get)
     assert settings.alpha == pytest.approx(0.00166667) and settings.scatter == 0.01
     with pytest.raises(ValueError, match="night series"):
         NightFamily(0.05, 0)
@@ -107,7 +106,7 @@ def test_the_gate_uses_a_prior_scatter_until_enough_nights_then_their_own() -> N
     assert find_steps(rows(levels), "higher_is_better", alpha=0.05 / 30) == []
     assert len(find_steps(rows(levels), "higher_is_better", alpha=0.05)) == 1
     calm = [1.0, 1.002, 0.998, 1.001, 0.999] * 4
-    many = find_steps(rows(calm + [0.97, 0.97]), "higher_is_better", alpha=0.05 / 30)
+    many = find_steps(rows([*calm, 0.97, 0.97]), "higher_is_better", alpha=0.05 / 30)
     assert [(s.start, s.found, s.rule) for s in many] == [(20, 21, "step")]
 
 
@@ -145,7 +144,7 @@ def test_a_failed_night_is_drawn_but_never_gated_nor_a_baseline(tmp_path: Path) 
     assert "not judged" in render_dashboard([trend])
     # two failed nights at -10 % among calm ones: gated, they would be a step
     calm = [1.0, 1.002, 0.998, 1.001, 0.999] * 2
-    levels = calm + [0.9, 0.9] + calm
+    levels = [*calm, 0.9, 0.9, *calm]
     assert find_steps(rows(levels), "higher_is_better") != []
     assert find_steps(rows(levels, excluded={10: "failed", 11: "failed"}),
                       "higher_is_better") == []

@@ -104,8 +104,8 @@ def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
     finally:
         con.close()
     frame["start_time"] = pd.to_datetime(frame["start_time"], utc=True)
-    for name in ("versions", "revision", "log", "excluded", "files"):
-        frame[name] = frame[name].fillna("")
+    for name in ("versions", "revision", "log", "excluded", "files"):  # the last two: absent
+        frame[name] = frame[name].fillna("") if name in frame.columns else ""  # in older runs
     codes = frame.pop("series_index").to_numpy()
     bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
     return {keys[int(codes[start])]: frame.iloc[int(start):int(end)]
