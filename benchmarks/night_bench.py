@@ -23,7 +23,7 @@ reference's first) with at least one false failure or exit 3, the share flagged 
 second rule (persistent) alone, and the share of step series flagged (a failed test or the
 gate) by night k+1, k+5 and k+10 (k: the step's first night; flags before k do not count).
 
-    python -m benchmarks.night_bench [--histories 40] [--steps 200] [--seed 1]
+    python -m benchmarks.night_bench [--histories 40] [--steps 200] [--seed 1] [--base 0.99]
 """
 
 from __future__ import annotations
@@ -112,8 +112,10 @@ def gate_flags(rows: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray
 
 
 def run_cell(spread: float, scatter: float, histories: int, steps: int,
-             rng: np.random.Generator) -> Cell:
-    """One cell: ``histories`` all-A/A histories of SERIES series, ``steps`` step series."""
+             rng: np.random.Generator, base: float = 1.0) -> Cell:
+    """One cell: ``histories`` all-A/A histories of SERIES series, ``steps`` step series;
+    ``base``: the build's true ratio before any step (1: no change; 0.99: a true -1 % in every
+    series, at the margin, the worst case the family-wise level bounds)."""
     settings = night_settings()
     nights = STEP_NIGHT + AFTER
     frame = pd.DataFrame({"start_time": [0], "run_id": ["tonight"]})
@@ -124,7 +126,7 @@ def run_cell(spread: float, scatter: float, histories: int, steps: int,
     rule2_false = np.zeros((histories, nights), bool)
     for history in range(histories):
         for _ in range(SERIES):
-            truth = np.exp(rng.normal(0.0, scatter, nights))
+            truth = base * np.exp(rng.normal(0.0, scatter, nights))
             rows, failed = simulate_series(truth, spread, rng, settings)
             flagged, persistent = gate_flags(rows, alpha)
             test_false[history] |= failed
@@ -134,7 +136,7 @@ def run_cell(spread: float, scatter: float, histories: int, steps: int,
     step = STEPS[spread]
     first = {by: 0 for by in BY}
     for _ in range(steps):
-        truth = np.exp(rng.normal(0.0, scatter, nights))
+        truth = base * np.exp(rng.normal(0.0, scatter, nights))
         truth[STEP_NIGHT:] *= 1.0 - step
         rows, failed = simulate_series(truth, spread, rng, settings)
         flagged, _ = gate_flags(rows, alpha)
@@ -170,15 +172,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--spreads", type=float, nargs="+", default=list(SPREADS))
     parser.add_argument("--scatters", type=float, nargs="+", default=list(SCATTERS))
+    parser.add_argument("--base", type=float, default=1.0,
+                        help="the build's true ratio before the step (0.99: a true -1 %% in "
+                        "every series, the margin)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
-    cells = [run_cell(spread, scatter, args.histories, args.steps, rng)
+    cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base)
              for spread in args.spreads for scatter in args.scatters]
     sys.stdout.write(table(cells))
     sys.stdout.write(f"\n{args.histories} histories x {SERIES} series x "
                      f"{STEP_NIGHT + AFTER} nights (A/A) and {args.steps} step series per "
-                     f"cell, {ROUNDS} rounds a night, seed {args.seed}: "
+                     f"cell, {ROUNDS} rounds a night, true ratio {args.base:g} before the "
+                     f"step, seed {args.seed}: "
                      f"{time.monotonic() - started:.0f} s\n")
     return 0
 
