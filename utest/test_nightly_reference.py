@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from libraries.ab.comparison import load_comparison
@@ -27,7 +26,7 @@ from libraries.results.records import append_record
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 from libraries.trend.analysis import analyse
-from libraries.trend.ratio import ratio_noise
+from libraries.trend.ratio import NOISE_NIGHTS, SCATTER_PRIOR, scatter
 from utest.test_nightly import calls, fakes  # noqa: F401  (fixture)
 from utest.test_trend import T0, make_record
 
@@ -85,8 +84,10 @@ def test_the_nightly_runs_every_suite_against_the_reference(fakes, tmp_path: Pat
     comparison = run_dir / "reference-comparison.yaml"
     assert f"AB:{comparison}" in argv
     joined = " ".join(argv)
-    assert "--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain -v AB_UNUSED:skip" \
-        in joined  # the user's own settings come last and win
+    assert ("--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain --variable "
+            "AB_ALPHA:0.00166667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
+            "AB_UNUSED:skip") in joined  # the user's own settings come last and win
+    # each A/B test at its share of the night's family-wise level, 0.05 over 30 series
     assert comparison.read_text() == comparison_text(load_reference(path))
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["reference"]["sha256"] == hashlib.sha256(REFERENCE.encode()).hexdigest()
@@ -105,8 +106,11 @@ def test_without_a_reference_the_plan_is_unchanged(tmp_path: Path) -> None:
 
 
 def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
-          sha: str = "a" * 64, name: str = "reference nginx-ref") -> None:
-    """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference."""
+          sha: str = "a" * 64, name: str = "reference nginx-ref",
+          extra: dict | None = None) -> None:
+    """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference;
+    ``extra``: fields set on the record last (``invalid``, ``criteria``; ``ab_sides``: the
+    ab block's sides)."""
     run_id = f"{(T0 + timedelta(days=day)):%Y%m%d-%H%M%S}-{day:04x}"
     a = [side_a * (1 + 0.01 * np.sin(i)) for i in range(len(ratios))]
     b = [x * r for x, r in zip(a, ratios, strict=True)]
@@ -136,6 +140,10 @@ def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
         "verdict": "inconclusive", "rounds": {"run": len(ratios), "looks": [len(ratios)],
                                               "stopped": "x"},
         "switch": {"count": 2, "total_s": 0.2}}
+    extra = dict(extra or {})
+    if "ab_sides" in extra:
+        record["ab"]["sides"] = extra.pop("ab_sides")
+    record.update(extra)
     append_record(results / run_id / "records.jsonl", record)
 
 
@@ -170,11 +178,13 @@ def test_the_history_keeps_the_ratio_and_both_sides_figures_per_reference(
     assert is_side_metric("rps [b: today]") and not is_side_metric("ab_rps_ratio")
 
 
-def test_a_3_percent_step_of_today_against_the_reference_is_flagged_on_its_second_night(
+def test_a_5_percent_step_of_today_against_the_reference_is_flagged_on_its_second_night(
         tmp_path: Path) -> None:
-    nights(tmp_path, [1.0] * 4 + [0.97] * 3)
+    """Four nights are few: the stated 1 % prior scatter holds a 3 % step back (rule 2 takes
+    it later), a 5 % one is flagged on its second night, pending on its first."""
+    nights(tmp_path, [1.0] * 4 + [0.95] * 3)
     found = classifications(tmp_path)
-    assert found["ab_rps_ratio"] == ["normal"] * 5 + ["regression", "normal"]
+    assert found["ab_rps_ratio"] == ["normal"] * 4 + ["pending", "regression", "normal"]
     assert set(found["rps [a: nginx-ref]"] + found["rps [b: today]"]) == {"normal"}
 
 
@@ -199,16 +209,18 @@ def test_a_machine_slower_on_both_sides_is_not_a_regression(tmp_path: Path) -> N
     assert set(found["ab_rps_ratio"]) == {"normal"}
 
 
-def test_ratio_noise_counts_only_the_scatter_the_nights_do_not_explain() -> None:
-    agree = pd.DataFrame({"value": [1.0, 1.004, 0.996, 1.002, 0.998, 1.0],
-                          "stdev": [0.005] * 6})
-    assert ratio_noise(agree) == 0.0
-    scatter = pd.DataFrame({"value": [1.0, 1.05, 0.95, 1.04, 0.96, 1.0],
-                            "stdev": [0.005] * 6})
-    # robust CV 1.4826 x MAD 0.04 of the log ratios, less the nights' own 0.5 %
-    assert ratio_noise(scatter) == pytest.approx(np.sqrt((1.4826 * 0.04) ** 2 - 0.005 ** 2),
-                                                 rel=0.02)
-    assert ratio_noise(agree.iloc[:3]) is None  # too few nights for a CV
+def test_the_nights_scatter_is_the_prior_until_enough_nights_then_their_own() -> None:
+    """Under NOISE_NIGHTS nights a level's scatter is at least the stated prior (a few
+    agreeing nights say little of it); from then on the nights' own spread, floored by their
+    standard error, with its degrees of freedom."""
+    agree = np.log([1.0, 1.004, 0.996, 1.002, 0.998, 1.0] * 2)
+    se = np.full(agree.size, 0.005)
+    few, df = scatter(agree[:5], se[:5])
+    assert df is None and few == pytest.approx(np.hypot(0.005, SCATTER_PRIOR))
+    own, df = scatter(agree[:NOISE_NIGHTS], se[:NOISE_NIGHTS])
+    assert df == NOISE_NIGHTS - 1 and own == pytest.approx(0.005)  # floored by the nights' se
+    wide = np.log([1.0, 1.05, 0.95, 1.04, 0.96] * 2)
+    assert scatter(wide, se)[0] == pytest.approx(np.std(wide, ddof=1))
 
 
 def test_a_changed_reference_starts_a_new_series_marked_on_the_dashboard(

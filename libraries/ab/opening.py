@@ -13,6 +13,7 @@ import time
 
 from libraries.ab.comparison import ComparisonFile, load_comparison
 from libraries.ab.duet_link import DuetLink
+from libraries.ab.fingerprint import side_files
 from libraries.ab.record import Versions
 from libraries.ab.session import AbSession
 from libraries.results.plan import AbSettings
@@ -34,16 +35,17 @@ def open_session(path: str, testbed: Testbed, settings: AbSettings,
                  duet: DuetLink | None = None) -> AbSession:
     """Load the comparison file ``path`` against the testbed's topology and check it on the
     nodes before anything is measured: every binary a side names answers its version command,
-    every sysctl exists and can be written back. Errors name the file, key or node. With
-    ``duet``, the testbed must be this run's own namespaces (two labs' nodes do not share
-    their cores' disturbances, which is the point of a duet)."""
+    every sysctl exists and can be written back, and every path a side names is hashed
+    (:mod:`libraries.ab.fingerprint`: the record's series is keyed by what runs). Errors name
+    the file, key or node. With ``duet``, the testbed must be this run's own namespaces (two
+    labs' nodes do not share their cores' disturbances, which is the point of a duet)."""
     loaded = load_comparison(path, testbed.topology)
     if duet is not None and testbed.topology.provision is None:
         raise HostStackError(f"{path}: a duet A/B run needs a testbed of namespaces this run "
                              f"makes (topology {testbed.topology.name} is a lab's nodes): "
                              "two labs do not share their machines' disturbances")
     return AbSession(loaded, testbed, settings, sysctl_originals(testbed, loaded),
-                     side_versions(testbed, loaded), duet)
+                     side_versions(testbed, loaded), duet, side_files(testbed, loaded))
 
 
 def side_versions(testbed: Testbed, loaded: ComparisonFile) -> Versions:

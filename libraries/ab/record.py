@@ -13,23 +13,29 @@ Versions = dict[str, dict[str, dict[str, str]]]
 
 
 def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
-             outcome: AbOutcome) -> dict[str, Any]:
+             outcome: AbOutcome, files: dict[str, dict[str, str]] | None = None
+             ) -> dict[str, Any]:
     """The record's ``ab`` block: the file (path, sha256, text), both sides (name, what they
-    change, their binaries' versions), per metric the per-round ratios, interval and verdict,
+    change, their binaries' versions, the sha256 of the ``files`` they name:
+    :mod:`libraries.ab.fingerprint`), per metric the per-round ratios, interval and verdict,
     the worst verdict, the rounds and looks, and the cost of switching sides."""
+    files = files or {}
     switches = outcome.switches
     sides = {"a": loaded.comparison.a, "b": loaded.comparison.b}
     return {
         "comparison": {"path": loaded.path, "sha256": loaded.sha256, "text": loaded.text,
                        "name": loaded.title, "aa": loaded.comparison.aa},
         "sides": {key: {"name": side.name, "changes": side.changes(),
-                        "versions": versions.get(key, {})} for key, side in sides.items()},
+                        "versions": versions.get(key, {}),
+                        **({"files": files[key]} if files.get(key) else {})}
+                  for key, side in sides.items()},
         "metrics": {m: _metric_record(c, settings.margin)
                     for m, c in outcome.comparisons.items()},
         "verdict": worst([c.verdict for c in outcome.comparisons.values()]),
         "rounds": {"run": outcome.rounds, "looks": outcome.looks,
                    "planned_looks": list(settings.looks), "alpha": settings.alpha,
                    "alpha_per_look": settings.alpha_per_look, "margin": settings.margin,
+                   "scatter": settings.scatter,
                    "max_rounds": settings.max_rounds, "budget_s": settings.budget_s,
                    "on_inconclusive": settings.inconclusive,
                    "stopped": outcome.stopped, "order": outcome.order,

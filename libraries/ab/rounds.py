@@ -83,6 +83,18 @@ def _rank_k(n: int, alpha: float) -> int:
     return int(below[-1]) + 1 if below.size else 0
 
 
+@cache
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The indexes of the Walsh averages of ``n`` values (every pair ``i <= j``)."""
+    return np.triu_indices(n)
+
+
+@cache
+def _z(level: float) -> float:
+    """The normal quantile of a two-sided interval at ``level``."""
+    return float(norm.ppf(1 - (1 - level) / 2))
+
+
 @dataclass(frozen=True)
 class RatioInterval:
     """The Hodges-Lehmann ratio (``change``) of ``n`` per-round ratios, with its signed-rank
@@ -100,13 +112,27 @@ def ratio_interval(ratios: Sequence[float], alpha: float) -> RatioInterval:
     logs = np.log(np.asarray(ratios, dtype=float))
     if logs.size == 0 or not np.all(np.isfinite(logs)):
         raise ValueError(f"ratios must be positive and finite, got {list(ratios)}")
-    walsh = np.sort((logs[:, None] + logs[None, :])[np.triu_indices(logs.size)] / 2.0)
-    change = float(np.exp(np.median(walsh)))
+    walsh = np.sort((logs[:, None] + logs[None, :])[_pairs(logs.size)] / 2.0)
+    middle = walsh.size // 2  # sorted: the median without sorting again
+    change = float(np.exp((walsh[(walsh.size - 1) // 2] + walsh[middle]) / 2.0))
     k = _rank_k(logs.size, alpha)
     if k == 0:
         return RatioInterval(change, None, None, 1 - alpha, logs.size)
     return RatioInterval(change, float(np.exp(walsh[k - 1])), float(np.exp(walsh[-k])),
                          1 - alpha, logs.size)
+
+
+def widen(interval: RatioInterval, scatter: float) -> RatioInterval:
+    """The interval of the change a build makes when the true ratio itself moves from night
+    to night by ``scatter`` (a spread of the log ratio): both ends moved out by
+    ``exp(z * scatter)``, ``z`` the normal quantile at the interval's own level (added to
+    the rounds' own uncertainty, not combined in quadrature: a bound that holds whatever the
+    rounds' spread). ``scatter`` 0 leaves it as it is."""
+    if not scatter or interval.low is None or interval.high is None:
+        return interval
+    factor = math.exp(_z(interval.level) * scatter)
+    return RatioInterval(interval.change, interval.low / factor, interval.high * factor,
+                         interval.level, interval.n)
 
 
 def judge(interval: RatioInterval, direction: Direction, margin: float) -> Verdict:
@@ -123,8 +149,8 @@ def judge_at_looks(ratios: Sequence[float], settings: AbSettings,
     benchmarks and tests replay rounds through it)."""
     verdict: Verdict = "inconclusive"
     for look in settings.looks:
-        verdict = judge(ratio_interval(ratios[:look], settings.alpha_per_look), direction,
-                        settings.margin)
+        verdict = judge(widen(ratio_interval(ratios[:look], settings.alpha_per_look),
+                              settings.scatter), direction, settings.margin)
         if verdict != "inconclusive":
             return verdict, look
     return verdict, settings.looks[-1]
@@ -230,7 +256,7 @@ def compare(sides: Mapping[str, Measurement], metrics: Mapping[str, Direction],
         a = sides["a"].metrics[metric].summary.values
         b = sides["b"].metrics[metric].summary.values
         ratios = tuple(y / x for x, y in zip(a, b, strict=True))
-        interval = ratio_interval(ratios, settings.alpha_per_look)
+        interval = widen(ratio_interval(ratios, settings.alpha_per_look), settings.scatter)
         found[metric] = MetricComparison(metric, direction, ratios, interval,
                                          judge(interval, direction, settings.margin))
     return found

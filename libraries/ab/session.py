@@ -99,8 +99,9 @@ class AbSession:
     def __init__(self, loaded: ComparisonFile, testbed: Testbed, settings: AbSettings,
                  originals: dict[str, dict[str, str]],
                  versions: dict[str, dict[str, dict[str, str]]],
-                 duet: DuetLink | None = None):
+                 duet: DuetLink | None = None, files: dict[str, dict[str, str]] | None = None):
         self.loaded, self.testbed, self.settings = loaded, testbed, settings
+        self.files = files or {}
         self.base = testbed.topology
         self.originals = originals
         self.versions = versions
@@ -358,7 +359,7 @@ class AbSession:
 
     def block(self, outcome: AbOutcome) -> dict[str, Any]:
         """The record's ``ab`` block (:func:`~libraries.results.ab_record.ab_block`)."""
-        return ab_block(self.loaded, self.versions, self.settings, outcome)
+        return ab_block(self.loaded, self.versions, self.settings, outcome, self.files)
 
     def message(self, outcome: AbOutcome) -> str:
         """The test's message (:func:`~libraries.results.ab_record.ab_message`)."""

@@ -3,6 +3,8 @@ its ratio metric, and each side's own figures beside it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 
@@ -10,12 +12,34 @@ from typing import Any
 def ab_series_suffix(record: dict[str, Any]) -> str:
     """What keeps an A/B record's series apart: `` [A/B <comparison name> <sha256[:12]>]``
     after its test id (a plain run of the same test, and A/B runs of other comparison files or
-    another version of the file, are other series); empty for a plain record."""
+    another version of the file, are other series), with `` files:<digest>`` before the ``]``
+    when its sides name files (:func:`files_digest`: a binary replaced at the same path starts
+    a new series); empty for a plain record."""
     ab = record.get("ab")
     if not isinstance(ab, dict):
         return ""
     comparison = ab.get("comparison") or {}
-    return f" [A/B {comparison.get('name', '?')} {str(comparison.get('sha256', ''))[:12]}]"
+    digest = files_digest(ab.get("sides") or {})
+    return (f" [A/B {comparison.get('name', '?')} {str(comparison.get('sha256', ''))[:12]}"
+            + (f" files:{digest}" if digest else "") + "]")
+
+
+def files_digest(sides: dict[str, Any]) -> str:
+    """The first 12 hex digits of the sha256 over every side's ``files`` (``"node:path" ->
+    sha256``, :mod:`libraries.ab.fingerprint`), or ``""`` when no side has any."""
+    lines = sorted(f"{key} {path} {digest}" for key, side in sides.items()
+                   if isinstance(side, dict)
+                   for path, digest in (side.get("files") or {}).items())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12] if lines else ""
+
+
+def files_text(record: dict[str, Any]) -> str:
+    """An A/B record's sides' ``files`` as JSON text (sorted keys; ``""`` without any): the
+    history's ``files`` column, from which the dashboard tells which file changed."""
+    sides = (record.get("ab") or {}).get("sides") or {}
+    files = {key: side["files"] for key, side in sides.items()
+             if isinstance(side, dict) and side.get("files")}
+    return json.dumps(files, sort_keys=True) if files else ""
 
 
 SIDE_METRIC = re.compile(r" \[[ab]: [^\]]+\]$")

@@ -27,6 +27,7 @@ import pandas as pd
 
 from libraries.history.ab_series import (
     ab_series_suffix,
+    files_text,
     is_ratio_metric,
     side_metrics,
 )
@@ -183,12 +184,14 @@ COLUMNS = ("test_id", "metric", "unit", "direction", "value", "low", "high", "st
            "trials", "run_id", "start_time", "versions", "revision", "verdict", "case", "stack",
            "topology", "log", "file", "line",
            "lab", "test_key", "trial_values", "ci_low", "ci_high", "ci_level", "ci_method",
-           "schema_version", "parameters")
+           "schema_version", "parameters", "excluded", "files")
 """Today's columns first (``test_id``: an A/B record's carries its comparison, see
 :func:`ab_series_suffix`), then: ``lab`` (the topology the test ran on), ``test_key`` (the test id
 without the lab: the same test on every lab), ``trial_values`` (every trial), the metric's
 ``interval`` (record v3: ``ci_low``, ``ci_high``, ``ci_level``, ``ci_method``; None before),
-``schema_version`` and ``parameters`` (JSON text, sorted keys)."""
+``schema_version``, ``parameters`` (JSON text, sorted keys) and ``excluded``: why the sample
+is drawn but never judged nor used as a baseline (:func:`excluded_reason`), else ``""``;
+``files``: an A/B record's sides' hashed files as JSON text (:func:`files_text`)."""
 TESTS_FILE = "tests.jsonl"
 """Written beside ``records.jsonl`` by the results listener: each test's log.html anchor."""
 
@@ -222,6 +225,27 @@ def _interval(metric: dict[str, Any]) -> tuple[float | None, float | None, float
     method = interval.get("method")
     return number("low"), number("high"), number("level"), \
         method if isinstance(method, str) else None
+
+
+def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
+    """Why a record's figures must not be judged nor serve as a baseline, else ``""``: its run
+    was partial (``run.json`` ``partial``: a suite run that could not finish), the result is
+    ``invalid`` (its reasons), or a correctness check failed (a criterion bounding a metric
+    at ``<= 0``, such as ``errors max: 0``: a night that served errors measured something
+    else). A test failing its performance verdict or a floor is a valid night: that is the
+    change the gate looks for."""
+    partial = run.get("partial")
+    if partial:
+        return f"partial night: {partial}"
+    invalid = record.get("invalid")
+    if invalid:
+        return "invalid: " + "; ".join(str(reason) for reason in invalid)
+    failed = [c for c in record.get("criteria") or []
+              if c.get("outcome") == "fail" and c.get("op") == "<=" and c.get("required") == 0]
+    if failed:
+        return "failed: " + "; ".join(f"{c.get('metric')} {c.get('measured')} > 0"
+                                      for c in failed)
+    return ""
 
 
 def _versions_text(versions: dict[str, dict[str, str]]) -> str:
@@ -272,7 +296,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
     """The columns of one records file (runs in a worker process for large trees)."""
     rows: list[tuple[Any, ...]] = []
     where = str(path)
-    run_revision = str(load_run_metadata(path).get("project_revision", ""))
+    run = load_run_metadata(path)
+    run_revision = str(run.get("project_revision", ""))
     logs = load_log_anchors(path.parent / TESTS_FILE)
     validated = False
     for number, line in read_lines(path):
@@ -295,6 +320,7 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
         series = record["test_id"] + ab_series_suffix(record)
         key = test_key(series, record["topology"])
         parameters = json.dumps(record["parameters"], sort_keys=True, default=str)
+        excluded, files = excluded_reason(record, run), files_text(record)
         for name, metric in [*record["metrics"].items(), *side_metrics(record)]:
             low, high, stdev = _spread(metric)
             value = float(metric["value"])
@@ -315,7 +341,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
                          record["case"], record["stack"], record["topology"],
                          logs.get(record["test_id"], ""), where, number,
                          record["topology"], key, [float(t) for t in metric["trials"]],
-                         *_interval(metric), int(record.get("schema_version", 1)), parameters))
+                         *_interval(metric), int(record.get("schema_version", 1)), parameters,
+                         excluded, files))
     if not rows:
         return {column: [] for column in COLUMNS}
     return {column: list(items)

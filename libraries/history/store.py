@@ -61,9 +61,11 @@ SCHEMA = pa.schema([
     ("test_key", pa.string()), ("trial_values", pa.list_(pa.float64())),
     ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("ci_level", pa.float64()),
     ("ci_method", pa.string()), ("schema_version", pa.int16()), ("parameters", pa.string()),
+    ("excluded", pa.string()), ("files", pa.string()),
 ])
 """One row per sample (one metric of one record): the columns of
-:func:`libraries.history.load.load_records`. ``ci_*`` are null until records carry intervals."""
+:func:`libraries.history.load.load_records`. ``ci_*`` are null until records carry
+intervals; ``excluded`` is null in runs stored before it existed (read as judged)."""
 
 
 class StoreError(RecordError):

@@ -5,6 +5,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from libraries.results.family import NIGHT_LEVEL, NIGHT_SERIES
+
+
+def _level(text: str) -> float:
+    """A family-wise level in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), e.g. 0.05; got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
 
 def parser(description: str) -> argparse.ArgumentParser:
     """The nightly's command line (:func:`libraries.nightly.runner.main` reads it)."""
@@ -23,6 +43,13 @@ def parser(description: str) -> argparse.ArgumentParser:
                         help="with --reference: run the reference and today at the same time, "
                         "each on a namespace testbed of its own (python -m "
                         "libraries.ab.duet_run)")
+    parser.add_argument("--night-level", type=_level, default=NIGHT_LEVEL, metavar="P",
+                        help="with --reference: the night's family-wise level, the chance a "
+                        "night with no change fails an A/B test or exits 3 (default "
+                        f"{NIGHT_LEVEL:g}; half to the tests, half to the gate)")
+    parser.add_argument("--series", type=_count, default=NIGHT_SERIES, metavar="N",
+                        help="with --reference: the A/B series a night judges, over which "
+                        f"the tests' half of --night-level is split (default {NIGHT_SERIES})")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")

@@ -27,6 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from libraries.ab.comparison import Side, read_mapping
+from libraries.results.family import NightFamily
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import format_errors
 
@@ -88,12 +89,26 @@ def write_comparison(reference: Reference, folder: Path) -> Path:
     return path
 
 
-def robot_variables(run_dir: Path, duet: bool = False) -> tuple[str, ...]:
+SCATTER_PCT = 1.0
+"""The night-to-night spread of the true ratio today / reference (percent) each night's A/B
+verdict tolerates (``AB_SCATTER``): the same prior the gate uses
+(:data:`libraries.trend.ratio.SCATTER_PRIOR`)."""
+NIGHT_LOOK = 20
+"""Rounds between looks in a night (``AB_LOOK``): at a night's small per-test level the
+signed-rank interval needs about 13 rounds before a look can decide."""
+
+
+def robot_variables(run_dir: Path, duet: bool = False,
+                    family: NightFamily | None = None) -> tuple[str, ...]:
     """The robot variables of a night against a reference whose comparison is written into
-    ``run_dir``: a night no look decides passes (its ratio is the night's data point) and a
-    test that uses nothing the reference sets is measured plainly. They come before the
-    user's own arguments, which may override them. In a ``duet`` night the launcher gives
-    the comparison itself (``AB`` is its to set)."""
+    ``run_dir``: a night no look decides passes (its ratio is the night's data point), a
+    test that uses nothing the reference sets is measured plainly, and each A/B verdict runs
+    at its share of the night's family-wise level (``AB_ALPHA``: ``family.test_alpha``,
+    :mod:`libraries.results.family`) tolerating the night-to-night scatter of the true ratio
+    (``AB_SCATTER``). They come before the user's own arguments, which may override them. In
+    a ``duet`` night the launcher gives the comparison itself (``AB`` is its to set)."""
+    family = family or NightFamily()
     comparison = () if duet else ("--variable", f"AB:{run_dir / FILE}")
     return (*comparison, "--variable", "AB_INCONCLUSIVE:pass", "--variable",
-            "AB_UNUSED:plain")
+            "AB_UNUSED:plain", "--variable", f"AB_ALPHA:{family.test_alpha:.6g}",
+            "--variable", f"AB_SCATTER:{SCATTER_PCT:g}", "--variable", f"AB_LOOK:{NIGHT_LOOK}")

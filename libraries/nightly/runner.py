@@ -72,6 +72,7 @@ from libraries.nightly.reference import (
 )
 from libraries.report import cli as trend
 from libraries.report.run import write_run_report
+from libraries.results.family import NightFamily
 from libraries.results.records import RecordError
 from libraries.testbed.errors import TopologyError
 
@@ -88,7 +89,8 @@ EVERY_ROW = ("--variable", "EXTENDED:yes")
 class Options:
     """What to run: ``topologies``, ``suites``, ``processes``, ``pabot`` (force pabot),
     ``results`` root, ``extra`` robot arguments, tool commands, ``timeout`` per run (s),
-    the labs of a ``pool``, the history ``store``, the ``reference`` file."""
+    the labs of a ``pool``, the history ``store``, the ``reference`` file, the night's
+    ``family`` (level and planned A/B series, :mod:`libraries.results.family`)."""
 
     topologies: tuple[str, ...] = ("3node",)
     suites: tuple[str, ...] = ("tests",)
@@ -104,6 +106,7 @@ class Options:
     store: Path | None = None
     reference: Path | None = None
     duet: bool = False
+    family: NightFamily = field(default_factory=NightFamily)
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,8 @@ def build_plan(options: Options, run_id: str) -> Plan:
     """The commands of a nightly run (pure: nothing is run or written)."""
     run_dir = options.results.resolve() / run_id
     suites = [str(Path(suite).resolve()) for suite in options.suites]
-    reference = robot_variables(run_dir, options.duet) if options.reference else ()
+    reference = robot_variables(run_dir, options.duet, options.family) \
+        if options.reference else ()
     if options.pool:  # one pabot run; each suite acquires a lab of the pool
         command = [options.pabot_cmd, "--processes",
                    str(options.processes if options.processes > 1 else len(options.pool)),
@@ -302,7 +306,8 @@ def execute(plan: Plan, options: Options, reference: Reference | None = None) ->
                                     "host": platform.node()})
     if reference is not None:
         write_comparison(reference, plan.run_dir)
-        _write_metadata(plan, options, {"reference": reference.as_dict()})
+        _write_metadata(plan, options, {"reference": reference.as_dict(),
+                                        "family": options.family.as_dict()})
     outcome = Outcome()
     started = {}
     labs, excluded, invocations = _prepare_pool(plan, options, outcome)
@@ -331,6 +336,9 @@ def execute(plan: Plan, options: Options, reference: Reference | None = None) ->
         LOG.info("run report: %s", write_run_report(plan.run_dir))
     except (OSError, ValueError, RecordError) as error:
         LOG.warning("run report not written: %s", error)
+    broken = {t: c for t, c in outcome.run_codes.items() if c < 0 or c >= ROBOT_ERROR_MIN}
+    if broken:  # its records are drawn, never judged (history.load.excluded_reason)
+        _write_metadata(plan, options, {"partial": f"suite run(s) did not finish: {broken}"})
     store = Store(options.store or default_store([options.results]))
     started_ingest = time.monotonic()
     ingested = ingest([plan.run_dir], store)
@@ -358,7 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra=tuple(extra), robot=args.robot or resolve_tool("robot"),
         pabot_cmd=args.pabot_command or resolve_tool("pabot"),
         rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout,
-        pool=tuple(args.pool), store=args.store, reference=args.reference, duet=args.duet)
+        pool=tuple(args.pool), store=args.store, reference=args.reference, duet=args.duet,
+        family=NightFamily(args.night_level, args.series))
     if options.duet and (options.reference is None or options.pool or
                          options.pabot or options.processes > 1):
         LOG.error("--duet: needs --reference, and runs one robot per side (not with --pool, "

@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from libraries.report.profile_section import profile_section
+from libraries.results.family import family_level, statement
 from libraries.results.headline import figure as figure_text
 
 VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
@@ -89,6 +90,16 @@ def _row(record: dict[str, Any], test: dict[str, Any] | None, link: str) -> str:
     return "".join(cells)
 
 
+def run_family(records: list[dict[str, Any]]) -> str:
+    """``"N A/B series judged; the night's family-wise level X (Bonferroni)"``: every A/B
+    metric of the run is a series judged at its test's ``ALPHA`` (a false regression at most
+    half of it); X bounds the run's chance of any false regression among them
+    (:mod:`libraries.results.family`; the nightly's gate holds a share of its own)."""
+    levels = [float(r["ab"]["rounds"].get("alpha", 0.05)) / 2 for r in records
+              for _ in r["ab"]["metrics"]]
+    return statement(len(levels), family_level(levels), "A/B series judged")
+
+
 def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
                charts: list[str], link: Any) -> str:
     """The section of the A/B records (empty when there are none); ``link(test)`` gives the
@@ -111,7 +122,7 @@ def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
             "back, in an order drawn per round; the change is the Hodges-Lehmann median of "
             "the per-round ratios candidate / baseline, with its signed-rank interval at the "
             "looks' level."
-            "</p>" + "".join(blocks)
+            "</p>" + f"<p>{html.escape(run_family(records))}.</p>" + "".join(blocks)
             + "<table><tr><th>test</th><th>metric</th><th>baseline (a)</th><th>candidate (b)"
               "</th><th>change [interval]</th><th>verdict</th><th>rounds</th><th>switches</th>"
               "<th>message</th><th></th></tr>" + rows + "</table>"

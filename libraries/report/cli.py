@@ -37,6 +37,7 @@ from libraries.trend.analysis import (
     EXIT_REGRESSION,
     SUMMARY_HEADER,
     analyse,
+    family_statement,
     markdown_summary,
     select_tests,
     summary_rows,
@@ -118,7 +119,8 @@ def _run_trend(args: argparse.Namespace, store: Store) -> int:
         LOG.info("dashboard written to %s", args.html)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown_summary(trends), encoding="utf-8")
+        args.markdown.write_text(markdown_summary(trends, family_statement(trends)),
+                                 encoding="utf-8")
     regressed = [t.key for t in trends if t.classification == "regression"]
     if regressed:
         sys.stderr.write(f"regression in {len(regressed)} series: {', '.join(regressed)}\n")

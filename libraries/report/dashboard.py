@@ -27,7 +27,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +39,14 @@ import pandas as pd
 from plotly.offline import get_plotlyjs
 
 from libraries.report.dashboard_assets import SCRIPT, STYLE
-from libraries.trend.analysis import ORDER, SUMMARY_HEADER, SeriesTrend, summary_rows
+from libraries.report.series_notes import comparison_changes
+from libraries.trend.analysis import (
+    ORDER,
+    SUMMARY_HEADER,
+    SeriesTrend,
+    family_statement,
+    summary_rows,
+)
 
 EAGER_LIMIT = 40
 """Dashboards with more charts draw each chart lazily when it becomes visible."""
@@ -172,6 +178,11 @@ def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
         gx += [int(seconds[group.start]), int(seconds[group.end])]
         gy += [group.avg, group.avg]
     marks = sorted(trend.anomalies.items())
+    if "excluded" in rows.columns:  # failed, invalid or partial nights: drawn, never judged
+        excluded = rows["excluded"].fillna("").astype(str).to_numpy() != ""
+        marks += [(first_raw + int(i), "not judged") for i in np.flatnonzero(excluded)]
+    if trend.classification == "pending":
+        marks.append((size - 1, "pending"))
     return {
         "index": index, "unit": trend.unit, "raw": len(bx),
         "x": bx + seconds[first_raw:].tolist(),
@@ -217,40 +228,6 @@ def _select(name: str, values: set[str]) -> str:
                       for v in sorted(v for v in values if v))
     return (f'<label>{name} <select id="f-{name}"><option value="">all</option>{options}'
             "</select></label>")
-
-
-AB_SERIES = re.compile(r"^(?P<test>.*) \[A/B (?P<name>.*) (?P<sha>[0-9a-f]{1,12})\]$")
-"""An A/B series' test id (:func:`libraries.history.ab_series.ab_series_suffix`)."""
-
-
-def _first_day(trend: SeriesTrend) -> str:
-    if trend.history is not None and len(trend.history.t):
-        return datetime.fromtimestamp(int(trend.history.t[0]) / 1e6, UTC).strftime("%Y-%m-%d")
-    return pd.Timestamp(trend.samples["start_time"].iloc[0]).strftime("%Y-%m-%d")
-
-
-def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
-    """test id -> a note for every A/B series whose comparison (a nightly's reference) was
-    changed: the same test and comparison name under another sha256 started earlier, so this
-    series starts anew (``new comparison file since 2026-11-20; before: 3f2a...``)."""
-    started: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for trend in trends:
-        found = AB_SERIES.match(trend.test_id)
-        if found:
-            days = started[(found["test"], found["name"])]
-            days[found["sha"]] = min(days.get(found["sha"], "9999"), _first_day(trend))
-    notes = {}
-    for trend in trends:
-        found = AB_SERIES.match(trend.test_id)
-        if not found:
-            continue
-        days = started[(found["test"], found["name"])]
-        mine = days[found["sha"]]
-        earlier = sorted((day, sha) for sha, day in days.items() if day < mine)
-        if earlier:
-            notes[trend.test_id] = (f"new comparison file since {mine}; before: "
-                                    + ", ".join(f"{sha} (from {day})" for day, sha in earlier))
-    return notes
 
 
 def _sections(trends: Sequence[SeriesTrend], facets: list[dict[str, str]]) -> tuple[str,
@@ -308,8 +285,8 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
     links: dict[str, str] = {}
     series = [series_json(t, i, versions, base, links) for i, t in enumerate(trends)]
     facets = [_facets(t) for t in trends]
-    counts = {c: sum(t.classification == c for t in trends)
-              for c in ("regression", "progression", "normal")}
+    counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
+    family = family_statement(trends)
     if runs is None:
         runs = len({run for t in trends for run in t.samples["run_id"].tolist()})
     anchors = [f"chart-{i}" for i in range(len(trends))]
@@ -338,9 +315,11 @@ def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tre
         f"<h1>{html.escape(title)}</h1>\n"
         f"<p>{len(trends)} series of {len(set(t.test_id for t in trends))} tests over "
         f"{runs} runs on {len(labs)} lab(s) ({html.escape(', '.join(labs))}): "
-        f"<b>{counts['regression']} regression(s)</b>, "
+        f"<b>{counts['regression']} regression(s)</b>, <b>{counts['pending']} pending</b> "
+        "(beyond the margin on the newest night; confirmed or cleared by the next night), "
         f"{counts['progression']} progression(s), {counts['normal']} normal. "
         f"Generated {generated}.</p>\n"
+        + (f"<p>{html.escape(family)}.</p>\n" if family else "") +
         '<p class="note">Each series is grouped by jumpavg (minimum description length) over '
         "its whole history; the trend line is the average of each group. The newest sample is "
         "a regression or progression when its group moved against the previous group "

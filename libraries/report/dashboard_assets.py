@@ -71,12 +71,15 @@ function draw(s, div) {
                width: 2}},
     {type: 'scatter', mode: 'lines', name: 'trend (jumpavg groups)', x: s.gx.map(v => v * 1000),
      y: s.gy, line: {shape: 'hv', color: '#444', width: 2}, hoverinfo: 'skip'}];
-  for (const [kind, colour] of [['regression', '#d00'], ['progression', '#0a0']]) {
+  for (const [kind, colour] of [['regression', '#d00'], ['progression', '#0a0'],
+                                ['pending', '#e80'], ['not judged', '#999']]) {
     const idx = s.ak.map((_, i) => i).filter(i => s.ak[i] === kind);
     if (idx.length) {
       traces.push({type: 'scatter', mode: 'markers', name: kind, x: idx.map(i => s.ax[i] * 1000),
                    y: idx.map(i => s.ay[i]), hoverinfo: 'text',
-                   text: idx.map(i => kind + ' starts ' + when(s.ax[i]) + ' UTC'),
+                   text: idx.map(i => kind + (kind === 'not judged' ? ' (failed, invalid or '
+                     + 'partial night) ' : kind === 'pending' ? ' (confirmed or cleared by the '
+                     + 'next night) ' : ' starts ') + when(s.ax[i]) + ' UTC'),
                    customdata: idx.map(i => s.ai[i]), marker: {color: colour, size: 13,
                    symbol: 'circle-open', line: {width: 3}}});
     }

@@ -86,7 +86,10 @@ class AbSettings:
     finding over all looks), ``look`` (rounds between looks), ``max_rounds``, ``budget_s``
     (seconds of the whole A/B measurement, switches included), ``inconclusive``: the test's
     status when no look decided (``skip``, ``pass`` or ``fail``), ``unused``: what a test
-    that uses none of the sides' differences does (``skip`` or ``plain``)."""
+    that uses none of the sides' differences does (``skip`` or ``plain``), ``scatter``: the
+    night-to-night spread of the true ratio the verdict must tolerate (0: judge tonight's
+    ratio; the nightly against a reference gives 1 %: the interval is widened by it, see
+    :func:`libraries.ab.rounds.widen`)."""
 
     margin: float = 0.01
     alpha: float = 0.05
@@ -95,10 +98,14 @@ class AbSettings:
     budget_s: float = 600.0
     inconclusive: str = "skip"
     unused: str = "skip"
+    scatter: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin < 1.0:
             raise ValueError(f"-v AB_MARGIN:{self.margin * 100:g}: expected a percentage in "
+                             "[0, 100), e.g. 1")
+        if not 0.0 <= self.scatter < 1.0:
+            raise ValueError(f"-v AB_SCATTER:{self.scatter * 100:g}: expected a percentage in "
                              "[0, 100), e.g. 1")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")

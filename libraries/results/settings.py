@@ -3,7 +3,8 @@ is a ``ValueError`` naming the variable, the value and what was expected. Trials
 ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
 ``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`);
 what a run judges: ``JUDGE`` (:func:`parse_judge`); A/B
-runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``;
+runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``,
+``AB_ALPHA``, ``AB_SCATTER``;
 profiling trials: ``PROFILE``, ``PROFILE_SECONDS`` (:class:`ProfileSettings`);
 capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
 reads values it is handed (``lookup(name, default)`` for Robot's variables), never a node, a
@@ -145,11 +146,14 @@ def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
 def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
     """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
     ``AB_INCONCLUSIVE`` (skip), ``AB_UNUSED`` (skip),
-    ``AB_BUDGET`` (600 s) and ``ALPHA`` (0.05); ``ValueError`` naming the variable."""
+    ``AB_BUDGET`` (600 s), ``ALPHA`` (0.05; ``AB_ALPHA`` overrides it for the A/B verdict
+    alone: the nightly's share of its family-wise level, :mod:`libraries.results.family`)
+    and ``AB_SCATTER`` (percent, 0: the night-to-night spread of the true ratio the verdict
+    tolerates); ``ValueError`` naming the variable."""
     values = {}
     for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
                                 ("AB_MAX_ROUNDS", 60, int), ("AB_BUDGET", 600, float),
-                                ("ALPHA", 0.05, float)):
+                                ("ALPHA", 0.05, float), ("AB_SCATTER", 0, float)):
         given = lookup(name, default)
         try:
             number = kind(str(given).rstrip("%"))
@@ -159,9 +163,14 @@ def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
         if not math.isfinite(number):
             raise ValueError(f"-v {name}:{given}: expected a finite number")
         values[name] = number
+    given = lookup("AB_ALPHA", values["ALPHA"])
+    try:  # AbSettings checks the range and names alpha
+        values["ALPHA"] = float(str(given))
+    except ValueError:
+        raise ValueError(f"-v AB_ALPHA:{given}: expected a number, got {given!r}") from None
     return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
                       max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
-                      alpha=values["ALPHA"],
+                      alpha=values["ALPHA"], scatter=values["AB_SCATTER"] / 100.0,
                       inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower(),
                       unused=str(lookup("AB_UNUSED", "skip")).strip().lower())
 

@@ -22,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from libraries.history.ab_series import is_ratio_metric, is_side_metric
+from libraries.results.family import NIGHT_LEVEL, statement
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
-from libraries.trend.ratio import find_steps, newest_step, segments
+from libraries.trend.ratio import find_steps, newest_step, pending, segments
 
 LOG = logging.getLogger(__name__)
 
@@ -33,7 +34,9 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_REGRESSION = 3
 
-ORDER = {"regression": 0, "progression": 1, "normal": 2}
+ORDER = {"regression": 0, "pending": 1, "progression": 2, "normal": 3}
+"""``pending``: an A/B ratio series whose newest night moved beyond the margin, which the gate
+cannot confirm before the next night (:func:`libraries.trend.ratio.pending`)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,11 @@ class SeriesTrend:
     change_pct: float | None
     history: History | None = None
     confirmation: AbResult | None = None
+    pending: AbResult | None = None
+    """An A/B ratio series' newest night beyond the margin that the gate cannot confirm yet
+    (classification ``pending``)."""
+    excluded: str = ""
+    """Why the newest night was not judged (a failed, invalid or partial night), else empty."""
 
     @property
     def key(self) -> str:
@@ -101,14 +109,19 @@ def _percent(new: float, old: float) -> float | None:
 
 
 def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], recent: int,
-          min_samples: int, history: History | None = None) -> SeriesTrend:
+          min_samples: int, history: History | None = None,
+          alpha: float = NIGHT_LEVEL) -> SeriesTrend:
     """The trend of one series from its jumpavg ``groups``: ``rows`` are its samples, oldest
-    first (with ``history``: its newest samples, ``history`` holding all of them)."""
+    first (with ``history``: its newest samples, ``history`` holding all of them); ``alpha``:
+    an A/B ratio series' level on this night (the night's level over its ratio series,
+    :func:`ratio_alpha`). A newest sample that is ``excluded`` (a failed, invalid or partial
+    night) is never flagged."""
     size = len(history.t) if history is not None else len(rows)
     direction = str(rows["direction"].iloc[-1])
     if is_ratio_metric(key[1], str(rows["unit"].iloc[-1])):
-        return _judge_ratio(key, rows, groups, size, history)
-    if is_side_metric(key[1]):
+        return _judge_ratio(key, rows, groups, size, history, alpha)
+    excluded = _excluded(rows)
+    if is_side_metric(key[1]) or excluded:
         min_samples = size + 1  # one side's own figure: shown beside the ratio, never gated
     # A series shorter than min_samples is not judged: no markers either (jumpavg splits any
     # two different values, so a 2-run chart would show a "change" at every second sample).
@@ -134,32 +147,69 @@ def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], rec
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
         samples=rows, groups=tuple(groups), anomalies=anomalies,
         classification=classification, last_value=last_value, trend_avg=last.avg,
-        change_pct=change, history=history, confirmation=confirmation,
+        change_pct=change, history=history, confirmation=confirmation, excluded=excluded,
     )
 
 
+def _excluded(rows: pd.DataFrame) -> str:
+    """Why the newest row is not judged (its ``excluded`` column), else ``""``."""
+    if "excluded" not in rows.columns:
+        return ""
+    value = rows["excluded"].iloc[-1]
+    return "" if value is None or pd.isna(value) else str(value)
+
+
 def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group],
-                 size: int, history: History | None) -> SeriesTrend:
+                 size: int, history: History | None, alpha: float) -> SeriesTrend:
     """The trend of an A/B ratio series (:mod:`libraries.trend.ratio`): its steps over the
     rows (the newest samples) replace jumpavg's groups there; older groups are kept."""
     direction = str(rows["direction"].iloc[-1])
     offset = size - len(rows)
-    steps = find_steps(rows.reset_index(drop=True), direction)
+    steps = find_steps(rows.reset_index(drop=True), direction, alpha=alpha)
     values = rows["value"].to_numpy(float)
     older = [Group(g.start, min(g.end, offset - 1), g.avg, g.label)
              for g in groups if g.start < offset]
     own = segments(values, steps, offset, direction)
     flagged = newest_step(steps, len(rows))
     confirmation = flagged.result if flagged is not None else None
+    waiting = pending(rows, steps, direction, alpha=alpha)
+    classification = confirmation.verdict if confirmation is not None else \
+        "pending" if waiting is not None else "normal"
     return SeriesTrend(
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
         samples=rows, groups=tuple(older + own),
         anomalies={s.start + offset: s.result.verdict for s in steps},
-        classification=confirmation.verdict if confirmation is not None else "normal",
+        classification=classification,
         last_value=float(values[-1]), trend_avg=own[-1].avg,
         change_pct=confirmation.pct if confirmation is not None else
-        _percent(float(values[-1]), own[-1].avg),
-        history=history, confirmation=confirmation)
+        waiting.pct if waiting is not None else _percent(float(values[-1]), own[-1].avg),
+        history=history, confirmation=confirmation, pending=waiting,
+        excluded=_excluded(rows))
+
+
+def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
+                level: float = NIGHT_LEVEL) -> tuple[float, int]:
+    """Each A/B ratio series' two-sided level on tonight's gate and how many series share
+    it: the gate's half of the night's family-wise ``level`` (:mod:`libraries.results.family`)
+    over the ratio series whose newest sample is from tonight's run (the newest of all).
+    ``series``: ``(metric, unit, rows)`` of every series, rows oldest first."""
+    if not series:
+        return level, 0
+    newest = max(series, key=lambda s: s[2]["start_time"].iloc[-1])[2]["run_id"].iloc[-1]
+    judged = sum(is_ratio_metric(metric, unit) and rows["run_id"].iloc[-1] == newest
+                 for metric, unit, rows in series)
+    return level / max(judged, 1), judged
+
+
+def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) -> str:
+    """``"N A/B ratio series judged; ..."``: the gate's share of the night's family-wise
+    level (Bonferroni: each series at a false regression of ``alpha / 2``)."""
+    alpha, judged = ratio_alpha([(t.metric, t.unit, t.samples) for t in trends], level)
+    if not judged:
+        return ""
+    return statement(judged, judged * alpha / 2, "A/B ratio series judged by the gate") + \
+        (" for the gate's share; the night's A/B tests hold the other half of "
+         f"{level:g} (run report)")
 
 
 def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:
@@ -192,7 +242,9 @@ def analyse(frame: pd.DataFrame, recent: int = 5, engine: str = "fast",
         grouped = [classify_with_jumpavg(runs) for runs in series]
     else:
         grouped = classify_batch(series)
-    trends = [judge(k, rows, g, recent, min_samples)
+    alpha, _ = ratio_alpha([(k[1], str(rows["unit"].iloc[-1]), rows)
+                            for k, rows in zip(keys, parts, strict=True)])
+    trends = [judge(k, rows, g, recent, min_samples, alpha=alpha)
               for k, rows, g in zip(keys, parts, grouped, strict=True)]
     return rank(trends)
 
@@ -228,8 +280,17 @@ def format_percent(value: float | None) -> str:
 
 def confirmation_text(trend: SeriesTrend) -> str:
     """The interval check of a jumpavg step: ``-20.1% [-25.3%, -14.0%] regression`` (the
-    verdict of the trials), or ``-`` when the newest group did not move."""
+    verdict of the trials), or ``-`` when the newest group did not move; a pending night:
+    ``-13.6% [-16.0%, -11.1%] pending: confirmed or cleared by the next night``; an excluded
+    newest night: ``not judged: <why>``."""
+    if trend.excluded:
+        return f"not judged: {trend.excluded}"
     result = trend.confirmation
+    if result is None and trend.pending is not None:
+        interval = trend.pending.interval_pct
+        shown = "" if interval is None else f" [{interval[0]:+.1f}%, {interval[1]:+.1f}%]"
+        return (f"{format_percent(trend.pending.pct)}{shown} pending "
+                f"{trend.pending.verdict}: confirmed or cleared by the next night")
     if result is None:
         return "-"
     interval = result.interval_pct
@@ -268,9 +329,12 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     ) + "\n"
 
 
-def markdown_summary(trends: Sequence[SeriesTrend]) -> str:
-    """The markdown summary: counts, then the table (regressions first)."""
+def markdown_summary(trends: Sequence[SeriesTrend], family: str = "") -> str:
+    """The markdown summary: counts, the night's family-wise statement (``family``, see
+    :func:`family_statement`), then the table (regressions first)."""
     counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
     head = (f"# Performance trend\n\n{len(trends)} series: {counts['regression']} regression(s),"
-            f" {counts['progression']} progression(s), {counts['normal']} normal.\n\n")
+            f" {counts['progression']} progression(s), {counts['normal']} normal,"
+            f" {counts['pending']} pending (beyond the margin on the newest night, confirmed or"
+            " cleared by the next).\n\n" + (f"{family}.\n\n" if family else ""))
     return head + markdown_table(SUMMARY_HEADER, summary_rows(trends))

@@ -21,7 +21,14 @@ import pandas as pd
 
 from libraries.history.store import Store
 from libraries.results.records import RecordError
-from libraries.trend.analysis import History, SeriesTrend, judge, rank, select_tests
+from libraries.trend.analysis import (
+    History,
+    SeriesTrend,
+    judge,
+    rank,
+    ratio_alpha,
+    select_tests,
+)
 from libraries.trend.series import SeriesCache, UpdateReport, update_cache
 
 TAIL = 60
@@ -47,6 +54,8 @@ def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
                                   tests)["test_id"])
         keys = [k for k in keys if k[0] in wanted]
     rows = _tail_rows(store, cache, keys, max(tail, recent, 1))
+    alpha, _ = ratio_alpha([(k[1], str(rows[k]["unit"].iloc[-1]), rows[k])
+                            for k in keys if k in rows and len(rows[k])])
     trends = []
     for key in keys:
         series = cache.series[key]
@@ -58,7 +67,8 @@ def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
                               f"{expected} samples the cache lists; delete "
                               f"{store.cache_dir} to rebuild it")
         history = History(series.t, series.value, series.low, series.high)
-        trends.append(judge(key, samples, series.state.groups(), recent, min_samples, history))
+        trends.append(judge(key, samples, series.state.groups(), recent, min_samples, history,
+                            alpha=alpha))
     return StoreTrends(rank(trends), report, len(cache.files))
 
 
@@ -94,8 +104,8 @@ def _tail_rows(store: Store, cache: SeriesCache, keys: list[tuple[str, str]],
     finally:
         con.close()
     frame["start_time"] = pd.to_datetime(frame["start_time"], utc=True)
-    for name in ("versions", "revision", "log"):
-        frame[name] = frame[name].fillna("")
+    for name in ("versions", "revision", "log", "excluded", "files"):  # the last two: absent
+        frame[name] = frame[name].fillna("") if name in frame.columns else ""  # in older runs
     codes = frame.pop("series_index").to_numpy()
     bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
     return {keys[int(codes[start])]: frame.iloc[int(start):int(end)]

@@ -1,20 +1,37 @@
 """The gate on an A/B ratio series: the nightly against a pinned reference (today / reference).
 
-Both sides of a night share the machine, so its drift cancels in the ratio and a night's
-rounds estimate the ratio as closely as their own spread says. jumpavg alone, grouping the
-nights by their medians, cannot see a 3 % step within two nights: a new group costs ~13 bits
-of description, which a few nights' tighter fit does not repay. So the nights are walked in
-order and at every night a new level is tested directly: the newest :data:`LENGTHS` nights
-(two: one wild night alone, e.g. a disturbance that hit one side for minutes, is no step)
-against the level before them (up to :data:`BASELINE` nights since the previous step, at least
-:data:`LEVEL_NIGHTS`). It is a step when :func:`libraries.results.verdict.ab_verdict` on the
-pooled per-round ratios (Hodges-Lehmann change, Mann-Whitney interval, widened by the
-night-to-night scatter the nights' own intervals do not explain,
-:func:`ratio_noise`) puts the whole interval beyond the margin and each
-night of the new level, on its own, moved beyond the margin the same way (a window that
-straddles a step is no level); the level then restarts there. The newest night is a
-regression (progression) when its test found a step in the metric's wrong (right) direction:
-a step starting on night k is flagged once, on night k + 1.
+Both sides of a night share the machine, so its drift cancels in the ratio, but the true
+ratio itself still moves from night to night (about 1 %: a duet sizes a change under
+co-location, testbeds differ). Pooling the rounds of several nights would ignore that, so
+here **the night is the unit**: each night gives one log ratio ``y`` (its median) and its own
+standard error ``se`` (the rounds' spread over their root count), and a level is the mean of
+its nights' ``y``. The spread ``s`` of single nights around a level is:
+
+* from the level's own nights once it has :data:`NOISE_NIGHTS` of them: their sample standard
+  deviation (never below the nights' median ``se``), with Student's t quantile at ``B - 1``
+  degrees of freedom (``B`` baseline nights), which pays honestly for estimating it;
+* before that, a **stated prior**: ``sqrt(se**2 + SCATTER_PRIOR**2)`` (or the nights' own
+  spread if larger), with the normal quantile.
+
+A change of a level is judged by :func:`libraries.results.verdict.classify` on the interval
+``mean(new) - mean(base) +- q * s * sqrt(1/W + 1/B)`` against the margin (a statistically
+clear 1 % is no finding). Two rules, each at its share of the series' night level ``alpha``
+(:mod:`libraries.results.family`: the night's family-wise level spread over its series):
+
+1. **step** (half of ``alpha``): the newest :data:`NEW_NIGHTS` nights against the level's
+   newest :data:`BASELINE` nights before them; each of the new nights must also have moved
+   beyond the margin on its own (one wild night beside a normal one is no level). A step
+   starting on night k is flagged on night k + 1.
+2. **persistent** (the other half, split over :data:`PERSISTENT`): the newest ``W`` nights
+   against the level as it was pinned, its first :data:`BASELINE` nights (older than the
+   window). A step the first rule missed is not absorbed: it is flagged once ``W`` of its
+   nights stand against the pinned level.
+
+A flagged change restarts the level at its first night. A level needs :data:`MIN_BASELINE`
+nights before a change from it is judged. Rows that are ``excluded`` (a failed, invalid or
+partial night, :mod:`libraries.history.load`) are drawn but never judged nor used as a
+baseline. The newest night beyond the margin that no rule confirmed yet is **pending**
+(:func:`pending`): shown with its change and interval, confirmed or cleared by the next night.
 """
 
 from __future__ import annotations
@@ -22,108 +39,193 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
 
 import numpy as np
 import pandas as pd
+from scipy.special import stdtr
+from scipy.stats import norm
+from scipy.stats import t as student
 
-from libraries.results.inference import DEFAULT_ALPHA, change_interval
+from libraries.results.family import NIGHT_LEVEL
+from libraries.results.inference import Change
 from libraries.results.plan import AbSettings
-from libraries.results.verdict import AbResult, ab_verdict, run_to_run_cv
-from libraries.trend.confirm import trials_of
+from libraries.results.verdict import AbResult, classify
 from libraries.trend.detect import Group
 
-LENGTHS = (2,)
-"""At each night a new level of this many nights (ending that night) is tested. Measured by
-benchmarks/nightly_bench.py on this VM's recorded nights (200 resampled sequences each):
-(2,) detected the planted ssl_proxy slowdown within two nights in 53 % with 2.0 % false
-alarms per A/A night; (1, 2) in 38 % with 8.8 % (a single wild A/A night, +35 %, was flagged);
-(2, 3) in 41 % with 1.8 %; tcp_term 72 %, 68 %, 60 %, no false alarm in any."""
-LEVEL_NIGHTS = 2
-"""A level needs this many nights before a step from it is tested."""
-BASELINE = 10
-"""At most this many nights of the level (its newest) are the baseline."""
+NEW_NIGHTS = 2
+"""Rule 1: a new level of this many nights (ending tonight) is tested each night."""
+PERSISTENT = (5, 10)
+"""Rule 2: the newest this many nights are tested against the pinned level each night."""
+MIN_BASELINE = 2
+"""A level needs this many nights before a change from it is judged."""
+BASELINE = 20
+"""At most this many nights of a level are its baseline (rule 1: its newest; rule 2: its
+first)."""
+NOISE_NIGHTS = 10
+"""From this many baseline nights on, the nights' scatter is the level's own; before, the
+prior :data:`SCATTER_PRIOR`."""
+SCATTER_PRIOR = 0.01
+"""The night-to-night scatter of the true ratio assumed until :data:`NOISE_NIGHTS` nights
+exist (1 %: as measured between nights of this VM's duets and references)."""
 RATIO_MARGIN = AbSettings().margin
-"""A step of an A/B ratio series is flagged when its whole interval lies beyond this (the A/B
-tests' own default margin, 1 %)."""
+"""A change of an A/B ratio series is flagged when its whole interval lies beyond this (the
+A/B tests' own default margin, 1 %)."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """A step of the series at night ``start`` (row index) and the verdict that found it."""
+    """A change of the series at night ``start`` (row index), the verdict that found it,
+    the night (row index) whose test ``found`` it and the ``rule`` (``step`` or
+    ``persistent``)."""
 
     start: int
     result: AbResult
     found: int = -1
-    """The night (row index) whose test found it."""
+    rule: str = "step"
 
 
-def ratio_noise(before: pd.DataFrame) -> float | None:
-    """The night-to-night scatter of an A/B ratio series that the nights' own intervals do
-    not explain: ``sqrt(cv**2 - se**2)`` with ``cv`` the robust run-to-run CV of the nights'
-    ratios and ``se`` their median relative standard error (the ``stdev`` column of a ratio
-    row); None with too few nights for a CV, 0 when the nights agree within their errors.
-    Both sides of a night share the machine's state, so this is usually near 0: widening by
-    the whole CV, as for a plain series, would count the rounds' noise twice."""
-    cv = run_to_run_cv([float(v) for v in before["value"]])
-    if cv is None:
-        return None
-    values = before["value"].to_numpy(float)
-    errors = before["stdev"].to_numpy(float) / np.where(values != 0, np.abs(values), 1.0)
-    return math.sqrt(max(0.0, cv * cv - float(np.median(errors)) ** 2))
+@dataclass(frozen=True)
+class Nights:
+    """A series' nights as arrays: ``y`` (log of each night's ratio), ``se`` (its relative
+    standard error) and ``judged`` (False: an excluded night, drawn only)."""
+
+    y: np.ndarray
+    se: np.ndarray
+    judged: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> Nights:
+        """From a ratio series' rows (``value``, ``stdev``: the standard error of the
+        night's ratio; ``excluded``: non-empty for a night never judged)."""
+        values = rows["value"].to_numpy(float)
+        positive = values > 0
+        y = np.log(np.where(positive, values, 1.0))
+        se = rows["stdev"].to_numpy(float) / np.where(positive, values, 1.0)
+        judged = positive & np.isfinite(y)
+        if "excluded" in rows.columns:
+            judged &= rows["excluded"].fillna("").astype(str).to_numpy() == ""
+        return cls(y, np.nan_to_num(se), judged)
+
+
+@cache
+def _quantile(alpha: float, df: int | None) -> float:
+    """The two-sided quantile at ``alpha``: Student's t at ``df``, normal when None."""
+    p = 1.0 - alpha / 2.0
+    return float(norm.ppf(p) if df is None else student.ppf(p, df))
+
+
+def scatter(y: np.ndarray, se: np.ndarray) -> tuple[float, int | None]:
+    """The spread of single nights of a level from its nights ``y`` (log ratios) with their
+    ``se``, and its degrees of freedom (None: the prior was used, see the module)."""
+    floor = float(np.median(se)) if se.size else 0.0
+    own = float(np.std(y, ddof=1)) if y.size > 1 else 0.0
+    if y.size >= NOISE_NIGHTS:
+        return max(own, floor), y.size - 1
+    return max(own, math.hypot(floor, SCATTER_PRIOR)), None
+
+
+def level_change(base: np.ndarray, base_se: np.ndarray, new: np.ndarray, direction: str,
+                 alpha: float, margin: float = RATIO_MARGIN) -> AbResult:
+    """The verdict on a new level (nights ``new``, log ratios) against a baseline's nights
+    (``base`` with their ``base_se``) at two-sided ``alpha`` (see the module)."""
+    spread, df = scatter(base, base_se)
+    diff = float(np.mean(new) - np.mean(base))
+    error = spread * math.sqrt(1.0 / new.size + 1.0 / base.size)
+    half = _quantile(alpha, df) * error
+    low, high = math.exp(diff - half), math.exp(diff + half)
+    z = abs(diff) / error if error > 0 else math.inf
+    p_value = math.erfc(z / math.sqrt(2)) if df is None else float(2 * stdtr(df, -z))
+    verdict = classify(math.exp(diff), low, high, direction, margin)
+    basis = (f"the level's own scatter {spread:.2%}, t at {df} df" if df is not None else
+             f"the prior scatter {SCATTER_PRIOR:.0%} (under {NOISE_NIGHTS} nights): "
+             f"{spread:.2%}, normal quantile")
+    test = (f"mean of {new.size} night(s) against {base.size} baseline night(s) at "
+            f"{1 - alpha:.4%}, {basis}; margin {margin:.0%}")
+    return AbResult(Change(math.exp(diff), low, high, 1 - alpha, p_value), low, high,
+                    spread, verdict, test)
+
+
+def _moved(nights: np.ndarray, base_mean: float, change: float, margin: float) -> bool:
+    """Whether the nights, each on its own, moved beyond the margin the way the level did:
+    all of them, but one in five (one wild night is no level, and cannot carry a window of
+    normal nights past the margin either)."""
+    moved = np.exp(nights - base_mean)
+    beyond = moved < 1.0 - margin if change < 1.0 else moved > 1.0 + margin
+    return int(np.count_nonzero(~beyond)) <= nights.size // 5
 
 
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
-               alpha: float = DEFAULT_ALPHA, lengths: Sequence[int] | None = None
-               ) -> list[Step]:
-    """The steps of a ratio series' ``rows`` (oldest first), walking the nights in order (see
-    the module); ``lengths``: the new level's lengths in nights tested at each night
-    (default :data:`LENGTHS`)."""
-    lengths = tuple(lengths or LENGTHS)
-    trials = [trials_of(rows.iloc[i: i + 1]) for i in range(len(rows))]
+               alpha: float = NIGHT_LEVEL) -> list[Step]:
+    """The changes of a ratio series' ``rows`` (oldest first), walking the nights in order
+    (see the module); ``alpha``: the series' two-sided level per night over both rules."""
+    nights = Nights.of(rows.reset_index(drop=True))
+    judged = np.flatnonzero(nights.judged)
+    y, se = nights.y[judged], nights.se[judged]
     steps: list[Step] = []
-    level = 0
-    for night in range(len(rows)):
-        found = []
-        for length in lengths:
-            start = night + 1 - length
-            if start - level < LEVEL_NIGHTS:
-                continue
-            first = max(level, start - BASELINE)
-            base = [v for part in trials[first:start] for v in part]
-            new = [v for part in trials[start: night + 1] for v in part]
-            try:
-                result = ab_verdict(base, new, direction, alpha=alpha / len(lengths),
-                                    noise=ratio_noise(rows.iloc[first:start]), margin=margin,
-                                    runs=(start - first, night + 1 - start))
-            except ValueError:  # a zero or negative ratio: no change as a ratio
-                continue
-            if result.verdict in ("regression", "progression") and _every_night_moved(
-                    base, trials[start: night + 1], result.change.ratio, margin):
-                found.append(Step(start, result, night))
-        if found:  # where the level moved most: a step's own night, not one before it
-            steps.append(max(found, key=lambda s: abs(math.log(s.result.change.ratio))))
-            level = steps[-1].start
+    level = 0  # index into the judged nights
+    for at in range(len(judged)):
+        step = _step_at(y, se, level, at, direction, margin, alpha)
+        if step is not None:
+            start = int(judged[step.start])
+            steps.append(Step(start, step.result, int(judged[at]), step.rule))
+            level = step.start
     return steps
 
 
-def _every_night_moved(base: list[float], nights: Sequence[list[float]], change: float,
-                       margin: float) -> bool:
-    """Whether each night of a new level, on its own, moved beyond the margin the way the
-    pooled change did (its Hodges-Lehmann point estimate against the baseline): a window that
-    straddles a step, or one wild night beside a normal one, is not a new level."""
-    down = change < 1.0
-    for trials in nights:
-        ratio = change_interval(base, trials).ratio
-        if (ratio >= 1.0 - margin) if down else (ratio <= 1.0 + margin):
-            return False
-    return True
+def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
+             margin: float, alpha: float) -> Step | None:
+    """The change found on judged night ``at`` of the level starting at ``level``, if any
+    (indexes into the judged nights)."""
+    found = []
+    start = at + 1 - NEW_NIGHTS
+    if start - level >= MIN_BASELINE:
+        first = max(level, start - BASELINE)
+        base = y[first:start]
+        result = level_change(base, se[first:start], y[start:at + 1], direction, alpha / 2,
+                              margin)
+        if result.verdict in ("regression", "progression") and _moved(
+                y[start:at + 1], float(np.mean(base)), result.change.ratio, margin):
+            found.append(Step(start, result, at, "step"))
+    for window in PERSISTENT:
+        start = at + 1 - window
+        if start - level < MIN_BASELINE:
+            continue
+        end = min(start, level + BASELINE)
+        result = level_change(y[level:end], se[level:end], y[start:at + 1], direction,
+                              alpha / 2 / len(PERSISTENT), margin)
+        if result.verdict in ("regression", "progression") and _moved(
+                y[start:at + 1], float(np.mean(y[level:end])), result.change.ratio, margin):
+            found.append(Step(start, result, at, "persistent"))
+    if not found:
+        return None
+    return max(found, key=lambda s: abs(math.log(s.result.change.ratio)))
 
 
 def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
     """The step that makes the newest of ``nights`` a regression or progression: the last
     one, when the newest night's test found it; else None."""
     return steps[-1] if steps and steps[-1].found == nights - 1 else None
+
+
+def pending(rows: pd.DataFrame, steps: Sequence[Step], direction: str,
+            margin: float = RATIO_MARGIN, alpha: float = NIGHT_LEVEL) -> AbResult | None:
+    """The newest night's change against its level when its interval (rule 1's, for a
+    one-night level) lies wholly beyond the margin and no rule flagged it: the gate cannot
+    confirm it yet (the next night confirms or clears it). None otherwise, and for an
+    excluded newest night (never judged) or one with no judged night before it."""
+    nights = Nights.of(rows.reset_index(drop=True))
+    last = len(rows) - 1
+    if last < 1 or not nights.judged[last] or newest_step(steps, len(rows)) is not None:
+        return None
+    level = steps[-1].start if steps else 0
+    before = [i for i in range(max(level, 0), last) if nights.judged[i]][-BASELINE:]
+    if not before:
+        return None
+    result = level_change(nights.y[before], nights.se[before], nights.y[last:], direction,
+                          alpha / 2, margin)
+    return result if result.verdict in ("regression", "progression") else None
 
 
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,

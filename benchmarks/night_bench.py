@@ -1,0 +1,193 @@
+"""A whole night's false alarms and the nights a step takes to be flagged, simulated through the
+project's own decision functions.
+
+Each simulated series is a nightly against a pinned reference: every night its A/B test runs
+``ROUNDS`` rounds whose per-round ratios today / reference are log-normal around the night's
+true ratio with the per-round ``spread``; the true ratio itself moves from night to night by
+``scatter`` (independently per series and night) around the build's effect (1, or the planted
+step from night ``STEP_NIGHT`` on). A night judges ``SERIES`` series at once. Per night and
+series:
+
+* the night's A/B verdict: :func:`libraries.ab.rounds.judge_at_looks` with the nightly's
+  settings (each test at its share of the night's family-wise level,
+  :class:`libraries.results.family.NightFamily`; ``AB_SCATTER`` 1 %, ``AB_LOOK`` 20: what
+  :func:`libraries.nightly.reference.robot_variables` gives a night); a regression fails it;
+* the gate: :func:`libraries.trend.ratio.find_steps` over the series' nights (value = the
+  median of the rounds the test ran, stdev = their standard error, as the history stores a
+  ratio), at each series' share of the gate's half of the night level
+  (:func:`libraries.trend.analysis.ratio_alpha`). Its walk over the nights is causal, so the
+  night a step was ``found`` is the night the gate would have exited 3.
+
+Per cell: the share of all-A/A nights (every night of every simulated history, from the
+reference's first) with at least one false failure or exit 3, the share flagged by the
+second rule (persistent) alone, and the share of step series flagged (a failed test or the
+gate) by night k+1, k+5 and k+10 (k: the step's first night; flags before k do not count).
+
+    python -m benchmarks.night_bench [--histories 40] [--steps 200] [--seed 1] [--base 0.99]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from libraries.ab.rounds import judge_at_looks
+from libraries.nightly.reference import NIGHT_LOOK, SCATTER_PCT
+from libraries.results.family import NIGHT_LEVEL, NightFamily
+from libraries.results.plan import AbSettings
+from libraries.trend.analysis import ratio_alpha
+from libraries.trend.ratio import find_steps
+
+SPREADS = (0.024, 0.056, 0.083)
+"""Per-round spreads of the ratio: ssl_proxy's, tcp_term's, and a noisy test's."""
+SCATTERS = (0.0, 0.005, 0.01, 0.02)
+"""Night-to-night spreads of the true ratio."""
+STEPS = {0.024: 0.03, 0.056: 0.05, 0.083: 0.05}
+"""The planted step (a slowdown) per spread: 3 % at ssl_proxy's, 5 % at tcp_term's."""
+SERIES = 30
+ROUNDS = 60
+STEP_NIGHT = 20
+"""k: nights 0..k-1 are the reference's level, the step starts on night k."""
+AFTER = 11
+"""Nights simulated from k on (k..k+10)."""
+BY = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell's figures (shares in [0, 1])."""
+
+    spread: float
+    scatter: float
+    step: float
+    nights: int
+    false_night: float
+    false_test: float
+    false_gate: float
+    false_persistent: float
+    detected: dict[int, float]
+    step_series: int
+
+
+def night_settings(series: int = SERIES) -> AbSettings:
+    """A night's A/B settings, as the nightly gives them."""
+    family = NightFamily(NIGHT_LEVEL, series)
+    return AbSettings(alpha=family.test_alpha, scatter=SCATTER_PCT / 100.0, look=NIGHT_LOOK,
+                      max_rounds=ROUNDS, inconclusive="pass", unused="plain")
+
+
+def simulate_series(truth: np.ndarray, spread: float, rng: np.random.Generator,
+                    settings: AbSettings) -> tuple[pd.DataFrame, np.ndarray]:
+    """One series' nights (``truth``: each night's true ratio): the rows the gate reads and
+    whether each night's A/B test failed on a regression."""
+    logs = np.log(truth)[:, None] + rng.normal(0.0, spread, (truth.size, ROUNDS))
+    ratios = np.exp(logs)
+    values, errors, failed = [], [], []
+    for night in ratios:
+        verdict, used = judge_at_looks(night, settings)
+        taken = night[:used]
+        values.append(float(np.median(taken)))
+        errors.append(float(np.std(taken, ddof=1) / np.sqrt(used)))
+        failed.append(verdict == "regression")
+    rows = pd.DataFrame({"value": values, "stdev": errors, "direction": "higher_is_better"})
+    return rows, np.asarray(failed)
+
+
+def gate_flags(rows: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per night: whether the gate exited 3 on it (a regression found that night), and
+    whether the second rule found it."""
+    flagged = np.zeros(len(rows), bool)
+    persistent = np.zeros(len(rows), bool)
+    for step in find_steps(rows, "higher_is_better", alpha=alpha):
+        if step.result.verdict == "regression":
+            flagged[step.found] = True
+            persistent[step.found] |= step.rule == "persistent"
+    return flagged, persistent
+
+
+def run_cell(spread: float, scatter: float, histories: int, steps: int,
+             rng: np.random.Generator, base: float = 1.0) -> Cell:
+    """One cell: ``histories`` all-A/A histories of SERIES series, ``steps`` step series;
+    ``base``: the build's true ratio before any step (1: no change; 0.99: a true -1 % in every
+    series, at the margin, the worst case the family-wise level bounds)."""
+    settings = night_settings()
+    nights = STEP_NIGHT + AFTER
+    frame = pd.DataFrame({"start_time": [0], "run_id": ["tonight"]})
+    alpha, _ = ratio_alpha([("ab_rps_ratio", "ratio", frame)] * SERIES)
+    any_false = np.zeros((histories, nights), bool)
+    test_false = np.zeros((histories, nights), bool)
+    gate_false = np.zeros((histories, nights), bool)
+    rule2_false = np.zeros((histories, nights), bool)
+    for history in range(histories):
+        for _ in range(SERIES):
+            truth = base * np.exp(rng.normal(0.0, scatter, nights))
+            rows, failed = simulate_series(truth, spread, rng, settings)
+            flagged, persistent = gate_flags(rows, alpha)
+            test_false[history] |= failed
+            gate_false[history] |= flagged
+            rule2_false[history] |= persistent
+        any_false[history] = test_false[history] | gate_false[history]
+    step = STEPS[spread]
+    first = {by: 0 for by in BY}
+    for _ in range(steps):
+        truth = base * np.exp(rng.normal(0.0, scatter, nights))
+        truth[STEP_NIGHT:] *= 1.0 - step
+        rows, failed = simulate_series(truth, spread, rng, settings)
+        flagged, _ = gate_flags(rows, alpha)
+        hits = np.flatnonzero((flagged | failed)[STEP_NIGHT:])
+        for by in BY:
+            first[by] += bool(hits.size and hits[0] <= by)
+    return Cell(spread, scatter, step, histories * nights, float(any_false.mean()),
+                float(test_false.mean()), float(gate_false.mean()), float(rule2_false.mean()),
+                {by: first[by] / steps for by in BY}, steps)
+
+
+def table(cells: Sequence[Cell]) -> str:
+    """The markdown table of the cells."""
+    lines = ["| per-round spread | night-to-night spread | nights with a false failure or "
+             "exit 3 | of which A/B test / gate / rule 2 | planted step | flagged by k+1 | "
+             "by k+5 | by k+10 |", "|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(
+            f"| {c.spread:.1%} | {c.scatter:.1%} | {c.false_night:.1%} | "
+            f"{c.false_test:.1%} / {c.false_gate:.1%} / {c.false_persistent:.1%} | "
+            f"-{c.step:.0%} | {c.detected[1]:.1%} | {c.detected[5]:.1%} | "
+            f"{c.detected[10]:.1%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every cell and print the table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.night_bench",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--histories", type=int, default=40,
+                        help=f"all-A/A histories of {SERIES} series per cell")
+    parser.add_argument("--steps", type=int, default=200, help="step series per cell")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--spreads", type=float, nargs="+", default=list(SPREADS))
+    parser.add_argument("--scatters", type=float, nargs="+", default=list(SCATTERS))
+    parser.add_argument("--base", type=float, default=1.0,
+                        help="the build's true ratio before the step (0.99: a true -1 %% in "
+                        "every series, the margin)")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    started = time.monotonic()
+    cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base)
+             for spread in args.spreads for scatter in args.scatters]
+    sys.stdout.write(table(cells))
+    sys.stdout.write(f"\n{args.histories} histories x {SERIES} series x "
+                     f"{STEP_NIGHT + AFTER} nights (A/A) and {args.steps} step series per "
+                     f"cell, {ROUNDS} rounds a night, true ratio {args.base:g} before the "
+                     f"step, seed {args.seed}: "
+                     f"{time.monotonic() - started:.0f} s\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Notes on A/B series that started anew: the comparison file changed, or a file a side names
+(a binary, a library, a VPP folder) was replaced at the same path
+(:mod:`libraries.ab.fingerprint`). Each such series is a new one in the history; its note on
+the dashboard says what changed and since when."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from libraries.trend.analysis import SeriesTrend
+
+AB_SERIES = re.compile(r"^(?P<test>.*) \[A/B (?P<name>.*) (?P<sha>[0-9a-f]{1,12})"
+                       r"(?: files:(?P<files>[0-9a-f]{12}))?\]$")
+"""An A/B series' test id (:func:`libraries.history.ab_series.ab_series_suffix`)."""
+
+
+def _first_day(trend: SeriesTrend) -> str:
+    if trend.history is not None and len(trend.history.t):
+        return datetime.fromtimestamp(int(trend.history.t[0]) / 1e6, UTC).strftime("%Y-%m-%d")
+    return pd.Timestamp(trend.samples["start_time"].iloc[0]).strftime("%Y-%m-%d")
+
+
+def _files(trend: SeriesTrend, row: int) -> dict[str, dict[str, str]]:
+    """The sides' hashed files of one of the series' rows (``{}`` without any)."""
+    if "files" not in trend.samples.columns or not len(trend.samples):
+        return {}
+    text = trend.samples["files"].iloc[row]
+    return json.loads(text) if isinstance(text, str) and text else {}
+
+
+def _changed_files(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]
+                   ) -> list[str]:
+    """``a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c -> 9b1c22d0`` per file that differs."""
+    changed = []
+    for side in sorted(set(before) | set(after)):
+        old, new = before.get(side, {}), after.get(side, {})
+        for path in sorted(set(old) | set(new)):
+            if old.get(path) != new.get(path):
+                changed.append(f"{side} {path} {old.get(path, 'none')[:8]} -> "
+                               f"{new.get(path, 'none')[:8]}")
+    return changed
+
+
+def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
+    """test id -> a note for every A/B series that started anew against an earlier series of
+    the same test and comparison name: another comparison file (``new comparison file since
+    2026-11-20; before: 3f2a...``) or the same file whose sides' files changed (``files changed
+    since 2026-11-20: a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c -> 9b1c22d0``)."""
+    started: dict[tuple[str, str], dict[tuple[str, str], tuple[str, SeriesTrend]]] = \
+        defaultdict(dict)
+    for trend in trends:
+        found = AB_SERIES.match(trend.test_id)
+        if found:
+            key = (found["sha"], found["files"] or "")
+            day = _first_day(trend)
+            known = started[(found["test"], found["name"])].get(key)
+            if known is None or day < known[0]:
+                started[(found["test"], found["name"])][key] = (day, trend)
+    notes = {}
+    for trend in trends:
+        found = AB_SERIES.match(trend.test_id)
+        if not found:
+            continue
+        series = started[(found["test"], found["name"])]
+        mine = series[(found["sha"], found["files"] or "")][0]
+        earlier = sorted((day, key, other) for key, (day, other) in series.items()
+                         if day < mine)
+        if not earlier:
+            continue
+        if earlier[-1][1][0] != found["sha"]:
+            notes[trend.test_id] = (f"new comparison file since {mine}; before: " + ", ".join(
+                f"{key[0]} (from {day})" for day, key, _ in earlier))
+            continue
+        changed = _changed_files(_files(earlier[-1][2], -1), _files(trend, 0))
+        notes[trend.test_id] = (f"files changed since {mine}: "
+                                + ("; ".join(changed) or "a file a side names"))
+    return notes

@@ -1,0 +1,75 @@
+"""The false-alarm rate of a whole night (or any run of many A/B tests), not of one test.
+
+One A/B test calls a change within the margin a regression in at most ``alpha / 2`` of tests
+(:mod:`libraries.ab.rounds`); a night judges dozens of series, so "at least one false
+failure" grows with their number (30 tests at 2.5 % each: up to 53 %). The night is therefore
+given one **family-wise level** :data:`NIGHT_LEVEL` (the chance that a night in which nothing
+changed fails at least one A/B test on a regression or makes the gate exit 3), spent by
+Bonferroni:
+
+* half of it on the night's A/B tests: each of the ``n`` tests runs at the two-sided level
+  ``NIGHT_LEVEL / n`` (so its false regression is at most ``NIGHT_LEVEL / 2 / n``; the test
+  splits it over its looks as always);
+* half on the gate: each of the ``n`` ratio series it judges gets ``NIGHT_LEVEL / 2 / n`` for
+  a false regression on that night, split over the gate's rules
+  (:mod:`libraries.trend.ratio`).
+
+Why Bonferroni, not Holm or Benjamini-Hochberg: an A/B test here decides at sequential looks
+by an interval against a margin and has no single p-value to sort (Holm and BH need them);
+Bonferroni needs only each test's own level, holds under any dependence between the tests
+(they share a machine and a night), and the bound stays true when the night judges more or
+fewer series than planned: the stated level is recomputed from the number actually judged
+(:func:`statement`). Its cost is power, measured in ``benchmarks/night_bench.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NIGHT_LEVEL = 0.05
+"""The night's family-wise level: a night with no change fails a test or exits 3 at most this
+often."""
+NIGHT_SERIES = 30
+"""The night's planned number of A/B series when nothing else says (the nightly's
+``--series``)."""
+
+
+@dataclass(frozen=True)
+class NightFamily:
+    """A night's budget: ``level`` (family-wise) over ``size`` series."""
+
+    level: float = NIGHT_LEVEL
+    size: int = NIGHT_SERIES
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"night level: expected a number in (0, 1), e.g. 0.05; got "
+                             f"{self.level!r}")
+        if not isinstance(self.size, int) or self.size < 1:
+            raise ValueError(f"night series: expected a whole number >= 1, got {self.size!r}")
+
+    @property
+    def test_alpha(self) -> float:
+        """Each A/B test's two-sided level (``ALPHA`` of its looks)."""
+        return self.level / self.size
+
+    @property
+    def gate_alpha(self) -> float:
+        """Each ratio series' two-sided level at the gate on one night, over all its rules."""
+        return self.level / self.size
+
+    def as_dict(self) -> dict[str, float | int]:
+        """What ``run.json`` keeps."""
+        return {"level": self.level, "size": self.size, "test_alpha": self.test_alpha,
+                "gate_alpha": self.gate_alpha}
+
+
+def family_level(one_sided: list[float]) -> float:
+    """The Bonferroni bound on a night's chance of any false regression: the sum of its
+    series' one-sided levels (capped at 1)."""
+    return min(1.0, float(sum(one_sided)))
+
+
+def statement(judged: int, level: float, what: str = "series judged") -> str:
+    """``"30 series judged; the night's family-wise level 5%"`` (Bonferroni bound)."""
+    return f"{judged} {what}; the night's family-wise level {level:.3g} (Bonferroni)"
