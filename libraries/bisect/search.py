@@ -2,29 +2,35 @@
 
 The range runs from a build believed good (the first) to one believed bad (the last). The ends
 are compared first: no regression between them, nothing to look for. Otherwise the range is
-cut at the middle build and its first half compared. No change there: the change is in the
-second half, which is cut in turn. A change there: the first half is searched, and the second
-half is compared too unless the first half's change matches the whole range's (each point
-estimate inside the other's interval), so two separate steps in one range are both found while
-one step costs one comparison per halving: at most log2(n) + 2 for n builds (the ends, the
-halvings, and a direct A/B of the adjacent pair where the search got there by inference).
+cut at the middle build and its first half compared. No change there (proven clear: see
+below): the change is in the second half, which is cut in turn. A change there: the first half
+is searched. Undecided there: the half is reported undecided, and where its interval holds no
+change but not the step's size (:func:`rules_out`) the step is looked for in the second half.
 Every culprit's size and interval come from a direct comparison of its two builds.
 
-A comparison that cannot decide (``inconclusive``) is run once more with a larger round budget
-(``attempt`` 2); still undecided, its half is reported as such. A first half need not be
-proven unchanged, only shown not to hold the step (:func:`rules_out`): an inconclusive first
-half whose interval holds no change but not the step's size sends the search to the other
-half at once (on a noisy 2-core VM two copies of one nginx build measured +2.5 % [-2.0,
-+9.1] after 60 rounds: "no change" within a 3 % margin would take hundreds more, while the
--12 % step was plainly not there). With the A/B margin given, a range whose interval lies
-above minus the margin holds no regression worth finding (:func:`clear_of_regression`): it is
-decided, with no second attempt, as "no change" would be (a two-step bisection spent 14 of its
-32 minutes proving two copies of one build equal, +2.7 % [-1.5, +6.8] then -0.3 % [-4.9,
-+4.3], where the first attempt had already excluded a 3 % regression). A build that cannot be made
-(``available`` says no) is skipped as ``git bisect skip`` does: the nearest build to the middle
-is taken instead, and where none is left between two ends the culprit is the whole range,
-with the skipped builds named. A step that shows across a range but in neither half (each
-half's change within the margin) is reported as spread over the range.
+No range is left unexamined. Every stretch of the range that neither holds a culprit nor was
+proven clear nor reported undecided (the second half beside a first half with a change, the
+builds after a culprit) is then compared as a whole, end to end (:func:`bisect`'s last pass):
+proven clear, it is done; a change, it is searched like the whole range; undecided, it is
+reported so. So a second step is found or its stretch named undecided, never passed over: the
+result covers every pair of neighbouring builds with a culprit, a comparison that proved it
+clear, or an undecided range (:meth:`Bisection.coverage`).
+
+"Proven clear" (:func:`proven_clear`): the comparison's verdict is ``no change`` (its interval
+inside the margin), or, with the A/B margin given, an inconclusive interval that lies above
+minus the margin (:func:`clear_of_regression`: no regression worth finding; a two-step
+bisection on the VM spent 14 of its 32 minutes proving two copies of one build equal, +2.7 %
+[-1.5, +6.8] then -0.3 % [-4.9, +4.3], where the first attempt had already excluded a 3 %
+regression).
+
+A comparison that cannot decide (``inconclusive``) and is not proven clear is run once more
+with a larger round budget (``attempt`` 2); still undecided, its range is reported as such.
+A build that cannot be made (``available`` says no) or does not run (a comparison with a build
+proven to run fails: the other build failed to start or its suite set-up failed) is skipped as
+``git bisect skip`` does, with the reason: the nearest build to the middle is taken instead,
+and where none is left between two ends the culprit is the whole range, with the skipped
+builds named. A step that shows across a range but in neither half (each half's change within
+the margin) is reported as spread over the range.
 
 Plain Python, no Robot and no node command: the comparison and the builds are injected
 (:mod:`libraries.bisect.runner` runs each comparison as a Robot A/B run).
@@ -38,9 +44,19 @@ from typing import Any
 
 DIFFERS = ("regression", "progression")
 UNDECIDED = ("inconclusive", "failed")
-NO_CULPRIT, CULPRIT, BAD_INPUT, UNDECIDABLE = 0, 3, 2, 4
-"""Exit codes: no regression between the ends; a culprit found; bad input (before anything
-was measured); the search could not decide."""
+NO_CULPRIT, BAD_INPUT, CULPRIT, UNDECIDABLE, CULPRIT_AND_UNDECIDED = 0, 2, 3, 4, 5
+EXIT_CODES = {
+    NO_CULPRIT: "no regression between the ends beyond the margin (or only progressions)",
+    BAD_INPUT: "bad input: refused before anything was measured",
+    CULPRIT: "culprit found, and every other range proven clear of a regression beyond the "
+             "margin",
+    UNDECIDABLE: "could not decide: no culprit found, and an end or a range stayed undecided",
+    CULPRIT_AND_UNDECIDED: "culprit found, but some ranges stayed undecided (another step may "
+                           "hide there: see the undecided ranges)",
+}
+"""Every exit code of ``python -m libraries.bisect``, and what it means."""
+MAX_COMPARISONS_PER_BUILD = 8
+"""A guard: the search never makes more comparisons than this many per build."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Culprit:
     """The last good and the first bad build of one step, the direct comparison of the pair,
-    and the builds between them that could not be made (then the step is somewhere in
+    and the builds between them that were skipped (then the step is somewhere in
     ``good``..``bad``, not necessarily at ``bad``)."""
 
     good: int
@@ -86,35 +102,72 @@ class Culprit:
 @dataclass
 class Bisection:
     """What the search found: every comparison in the order made, the culprits, the ranges
-    left undecided (with why), and the builds that could not be made."""
+    proven clear (by which comparison), the ranges left undecided (with why), and the builds
+    skipped (index -> why: could not be made, or did not run)."""
 
     ends: Outcome | None = None
     comparisons: list[Outcome] = field(default_factory=list)
     culprits: list[Culprit] = field(default_factory=list)
+    clear: list[Outcome] = field(default_factory=list)
     undecided: list[tuple[int, int, str]] = field(default_factory=list)
-    unbuildable: list[int] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def unbuildable(self) -> list[int]:
+        """The skipped builds, in the order skipped."""
+        return list(self.skipped)
 
     @property
     def exit_code(self) -> int:
-        """:data:`CULPRIT` when a regression's culprit was found, :data:`UNDECIDABLE` when
-        the ends or a half could not be decided, else :data:`NO_CULPRIT`."""
-        if any(c.outcome.verdict == "regression" for c in self.culprits):
-            return CULPRIT
-        if self.undecided:
-            return UNDECIDABLE
-        return NO_CULPRIT
+        """:data:`CULPRIT` when a regression's culprit was found and nothing stayed undecided,
+        :data:`CULPRIT_AND_UNDECIDED` when a range stayed undecided beside it,
+        :data:`UNDECIDABLE` when the ends or a range could not be decided and no regression's
+        culprit was found, else :data:`NO_CULPRIT` (see :data:`EXIT_CODES`)."""
+        found = any(c.outcome.verdict == "regression" for c in self.culprits)
+        if found:
+            return CULPRIT_AND_UNDECIDED if self.undecided else CULPRIT
+        return UNDECIDABLE if self.undecided else NO_CULPRIT
 
     @property
     def minutes(self) -> float:
         """Minutes spent in comparisons."""
         return sum(o.minutes for o in self.comparisons)
 
+    def coverage(self) -> list[tuple[int, int, str]]:
+        """``(a, b, how)`` for the stretches the result accounts for, in order: ``culprit``,
+        ``clear`` (a comparison proved no regression beyond the margin) or ``undecided``.
+        After a search that got past the ends, they join up from the first to the last
+        build."""
+        spans = [(c.good, c.bad, "culprit") for c in self.culprits]
+        spans += [(o.a, o.b, "clear") for o in self.clear]
+        spans += [(a, b, "undecided") for a, b, _ in self.undecided]
+        return sorted(spans)
+
 
 Compare = Callable[[int, int, int], Outcome]
 """``compare(a, b, attempt)``: A/B of build ``a`` against build ``b``; ``attempt`` 2 asks for
 more rounds after an inconclusive first attempt."""
-Available = Callable[[int], bool]
-"""``available(i)``: build ``i`` exists (made now if it can be); False: skip it."""
+Available = Callable[[int], "bool | str"]
+"""``available(i)``: True when build ``i`` exists (made now if it can be); False, or a string
+saying why, when it cannot be made: then it is skipped."""
+
+
+def _uncovered(count: int, spans: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """The maximal stretches of ``0..count-1`` that no span covers (a span ``a..b`` covers
+    the neighbouring pairs ``a, a+1`` .. ``b-1, b``)."""
+    covered = [False] * (count - 1)
+    for a, b, _ in spans:
+        for unit in range(a, b):
+            covered[unit] = True
+    gaps: list[tuple[int, int]] = []
+    start: int | None = None
+    for unit, done in enumerate([*covered, True]):
+        if not done and start is None:
+            start = unit
+        elif done and start is not None:
+            gaps.append((start, unit))
+            start = None
+    return gaps
 
 
 def bisect(count: int, compare: Compare, available: Available | None = None,
@@ -127,26 +180,48 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
         raise ValueError(f"a bisection needs at least two builds, got {count}")
     result = Bisection()
     made: dict[int, bool] = {}
+    runs: set[int] = set()  # builds a comparison that did not fail has run
+    done: dict[tuple[int, int], Outcome] = {}
 
     def can_use(index: int) -> bool:
         if index not in made:
-            made[index] = True if available is None else bool(available(index))
+            said = True if available is None else available(index)
+            made[index] = said is True
             if not made[index]:
-                result.unbuildable.append(index)
+                result.skipped[index] = (f"could not be made: {said}" if isinstance(said, str)
+                                         and said else "could not be made")
         return made[index]
 
     for end in (0, count - 1):
         if not can_use(end):
             raise ValueError(f"build {end} (an end of the range) could not be made")
 
-    def decide(a: int, b: int, step: Outcome | None = None) -> Outcome:
+    def decide(a: int, b: int) -> Outcome:
+        if (a, b) in done:
+            return done[(a, b)]
+        if len(result.comparisons) >= MAX_COMPARISONS_PER_BUILD * count:
+            return Outcome(a, b, "failed", detail="not compared: the search's limit of "
+                           f"{MAX_COMPARISONS_PER_BUILD * count} comparisons was reached")
         outcome = compare(a, b, 1)
         result.comparisons.append(outcome)
-        if outcome.verdict == "inconclusive" and not (step and rules_out(outcome, step)) \
-                and not clear_of_regression(outcome, margin_pct):
+        if outcome.verdict == "inconclusive" and not proven_clear(outcome, margin_pct):
             outcome = compare(a, b, 2)
             result.comparisons.append(outcome)
+        if outcome.verdict != "failed":
+            runs.update((a, b))
+        done[(a, b)] = outcome
+        if proven_clear(outcome, margin_pct):
+            result.clear.append(outcome)
         return outcome
+
+    def skipped_for_not_running(outcome: Outcome, known_good: int, new: int) -> bool:
+        """A failed comparison of a build that runs with one not yet seen to run: the new one
+        does not run; skip it."""
+        if outcome.verdict != "failed" or new in runs or known_good not in runs:
+            return False
+        made[new] = False
+        result.skipped[new] = f"did not run: {_why(outcome)}"
+        return True
 
     def middle(low: int, high: int) -> int | None:
         centre = (low + high) / 2
@@ -163,38 +238,59 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
             if (known.a, known.b) != (low, high):
                 known = decide(low, high)
                 if known.verdict not in DIFFERS:
-                    result.undecided.append((low, high, _spread(known, low, high)))
+                    result.undecided.append((low, high, _spread(known, low, high, margin_pct)))
                     return
-            result.culprits.append(Culprit(low, high, known, tuple(range(low + 1, high))))
+            result.culprits.append(Culprit(low, high, known,
+                                           tuple(i for i in range(low + 1, high))))
             return
-        left = decide(low, mid, known)
-        if left.verdict == "no change" or rules_out(left, known) or \
-                clear_of_regression(left, margin_pct):
+        left = decide(low, mid)
+        if skipped_for_not_running(left, low, mid):
+            split(low, high, known)  # another build in the middle
+            return
+        if proven_clear(left, margin_pct):
             split(mid, high, known)  # the change is in the other half
-            return
-        if left.verdict in DIFFERS:
-            split(low, mid, left)
-            if explains(left, known):
-                return
+        elif left.verdict in DIFFERS:
+            split(low, mid, left)  # the other half: the last pass compares it
         else:
             result.undecided.append((low, mid, _why(left)))
-        right = decide(mid, high)
-        if right.verdict in DIFFERS:
-            split(mid, high, right)
-        elif right.verdict in UNDECIDED and not clear_of_regression(right, margin_pct):
-            result.undecided.append((mid, high, _why(right)))
+            if rules_out(left, known):
+                split(mid, high, known)  # the step is not in this half
+
+    def cover() -> None:
+        # every stretch not yet accounted for, compared end to end
+        for _ in range(count * MAX_COMPARISONS_PER_BUILD):
+            gaps = _uncovered(count, result.coverage())
+            if not gaps:
+                return
+            low, high = gaps[0]
+            outcome = decide(low, high)
+            if proven_clear(outcome, margin_pct):
+                continue
+            if outcome.verdict in DIFFERS:
+                split(low, high, outcome)
+            else:
+                result.undecided.append((low, high, f"not proven clear: {_why(outcome)}"))
 
     result.ends = decide(0, count - 1)
-    if result.ends.verdict in UNDECIDED and not clear_of_regression(result.ends, margin_pct):
+    if result.ends.verdict in UNDECIDED and not proven_clear(result.ends, margin_pct):
         result.undecided.append((0, count - 1, f"the ends: {_why(result.ends)}"))
     elif result.ends.verdict == "regression":
         split(0, count - 1, result.ends)
+        cover()
     return result
+
+
+def proven_clear(outcome: Outcome, margin_pct: float | None) -> bool:
+    """True when ``outcome`` proves its range holds no regression beyond the margin: its
+    verdict is ``no change``, or it is inconclusive and :func:`clear_of_regression`."""
+    return outcome.verdict == "no change" or clear_of_regression(outcome, margin_pct)
 
 
 def rules_out(part: Outcome, step: Outcome) -> bool:
     """True when the undecided ``part`` cannot hold ``step``: its interval holds no change
-    (0 %) but not the step's point estimate. The step is then in the other half."""
+    (0 %) but not the step's point estimate. The step is then in the other half (``part``
+    itself is not proven clear: it is reported undecided unless a second attempt clears
+    it)."""
     if part.verdict != "inconclusive":
         return False
     low, high, size = part.low_pct, part.high_pct, step.change_pct
@@ -212,25 +308,15 @@ def clear_of_regression(part: Outcome, margin_pct: float | None) -> bool:
     return part.low_pct > -margin_pct
 
 
-def explains(part: Outcome, whole: Outcome) -> bool:
-    """True when ``part``'s change matches ``whole``'s: each point estimate inside the other's
-    interval. Then the other half holds no second step the comparisons could resolve, and is
-    not compared."""
-    values = (part.change_pct, part.low_pct, part.high_pct, whole.change_pct, whole.low_pct,
-              whole.high_pct)
-    if any(v is None for v in values):
-        return False
-    assert part.change_pct is not None and whole.change_pct is not None  # for the type checker
-    return (whole.low_pct <= part.change_pct <= whole.high_pct  # type: ignore[operator]
-            and part.low_pct <= whole.change_pct <= part.high_pct)  # type: ignore[operator]
-
-
 def _why(outcome: Outcome) -> str:
-    return f"{outcome.verdict}: {outcome.detail}" if outcome.detail else outcome.verdict
+    interval = (f" {outcome.change_pct:+.1f} % [{outcome.low_pct:+.1f}, {outcome.high_pct:+.1f}]"
+                if None not in (outcome.change_pct, outcome.low_pct, outcome.high_pct) else "")
+    said = f"{outcome.verdict}{interval}"
+    return f"{said}: {outcome.detail}" if outcome.detail else said
 
 
-def _spread(outcome: Outcome, low: int, high: int) -> str:
-    if outcome.verdict in UNDECIDED:
+def _spread(outcome: Outcome, low: int, high: int, margin_pct: float | None) -> str:
+    if outcome.verdict in UNDECIDED and not proven_clear(outcome, margin_pct):
         return _why(outcome)
     return (f"the range around it changed, but {low} -> {high} measured {outcome.verdict}: the "
             f"step is spread over several builds or within each comparison's margin")
