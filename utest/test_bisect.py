@@ -198,12 +198,14 @@ def test_a_half_clear_of_a_regression_beyond_the_margin_needs_no_second_attempt(
 
 def test_ends_clear_of_a_regression_beyond_the_margin_are_no_culprit():
     def compare(a: int, b: int, attempt: int) -> Outcome:
-        return Outcome(a, b, "inconclusive", 0.5, -2.6, 4.0, rounds=60, minutes=4.6)
+        return Outcome(a, b, "inconclusive", 0.5, -2.2, 3.2, rounds=60, minutes=4.6)
 
     assert bisect(8, compare, margin_pct=3.0).exit_code == NO_CULPRIT
     assert bisect(8, compare).exit_code == UNDECIDABLE  # without a margin, as before
     slower = Outcome(0, 7, "inconclusive", -1.0, -3.5, 1.5, rounds=60, minutes=4.6)
     assert bisect(8, lambda a, b, attempt: slower, margin_pct=3.0).exit_code == UNDECIDABLE
+    measured = Outcome(0, 7, "inconclusive", 0.5, -2.6, 4.0, rounds=60, minutes=4.6)
+    assert bisect(8, lambda a, b, attempt: measured, margin_pct=3.0).exit_code == NO_CULPRIT
 
 
 def test_a_range_that_stays_undecided_beside_a_culprit_is_reported_and_the_exit_says_so():
@@ -473,7 +475,15 @@ def test_a_comparison_with_profiles_says_where_b_spends_more(tmp_path):
             profile={"diff": {"changes": changes, "grown": changes[2]}})
     outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 0)
     assert outcome.detail == ("rps; profile: b spends a larger share of the DUT's CPU in "
-                              f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")
+                              f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")  # an old record
+    hint = {"kind": "noise", "text": "no function changed beyond noise (2,490 and 2,505 "
+            "samples, 45 frames)"}
+    again = tmp_path / "new"
+    _record(again, "t", {"rps": entry},
+            profile={"diff": {"changes": changes, "grown": changes[2], "hint": hint}})
+    outcome = read_outcome(again, "t", None, 0, 1, 1, 1.0, 0)
+    assert outcome.detail == ("rps; profile: no function changed beyond noise (2,490 and "
+                              f"2,505 samples, 45 frames) (see {again})")
 
 
 def test_a_run_without_a_record_fails_the_comparison_with_the_tests_message(tmp_path):
