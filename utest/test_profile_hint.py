@@ -72,14 +72,15 @@ def test_an_aa_pair_names_no_function_in_at_least_95_percent(samples):
     assert all(change is not None for change in old)
 
 
-def test_a_slowed_leaf_is_named_with_its_callers_not_an_ancestor():
+@pytest.mark.parametrize("samples", [2500, 5000])
+def test_a_slowed_leaf_is_named_with_its_callers_not_an_ancestor(samples):
     rng = np.random.default_rng(7)
     slower = slowed(BASE, "aesni_gcm_encrypt", 1.5)
-    hints = [profile_hint(sampled(BASE, 5000, rng), sampled(slower, 5000, rng), PERIOD)
+    hints = [profile_hint(sampled(BASE, samples, rng), sampled(slower, samples, rng), PERIOD)
              for _ in range(200)]
     named = [h.function for h in hints]
     assert named.count("aesni_gcm_encrypt") >= 0.95 * len(hints), set(named)
-    assert not {"EVP_EncryptUpdate", "SSL_write", "ngx_ssl_send_chain"} & set(named)
+    assert set(named) <= {"aesni_gcm_encrypt", None}  # never a caller; else nothing named
     hint = next(h for h in hints if h.function == "aesni_gcm_encrypt")
     assert hint.own and hint.chain().startswith("EVP_EncryptUpdate <- SSL_write <- ")
     assert hint.low > 0 and hint.a_pct < hint.b_pct

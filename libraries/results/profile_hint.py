@@ -12,7 +12,8 @@ of the call tree: a frame in its caller chain). Otherwise: "no function changed 
 
 **Where.** The call tree's node whose inclusive share grew most (beyond noise) is where the
 growth concentrates; from it the hint walks down into the callee that carries at least
-:data:`EXPLAINS` of the growth, as long as one does (``SSL_write`` -> ``EVP_EncryptUpdate`` ->
+:data:`EXPLAINS` of the growth (by its estimate: the growth itself is established above),
+as long as one does (``SSL_write`` -> ``EVP_EncryptUpdate`` ->
 ``aesni_gcm_encrypt``), so it names the deepest frame that explains its callers' growth,
 with the caller chain beside it, and whether its own (self) share carries the growth or its
 callees share it. Ties go to the deeper frame, never to a name.
@@ -184,15 +185,18 @@ def profile_hint(a: Folded, b: Folded, period_ns: float,
     grown = {node: i for i, node in enumerate(nodes) if low[i] > 0}
     if not grown:
         return Hint("noise", (n_a, n_b), frames, cost=cost)
+    index = {node: i for i, node in enumerate(nodes)}
     current = max(grown, key=lambda node: (d[grown[node]], len(node)))
     while True:
-        children = [node for node in grown if len(node) == len(current) + 1
+        # the callee carrying most of the growth (its own interval need not clear zero:
+        # the growth is established above, the callee says where it went)
+        children = [node for node in nodes if len(node) == len(current) + 1
                     and node[:-1] == current]
-        best = max(children, key=lambda node: (d[grown[node]], len(node)), default=None)
-        if best is None or d[grown[best]] < EXPLAINS * d[grown[current]]:
+        best = max(children, key=lambda node: d[index[node]], default=None)
+        if best is None or d[index[best]] < EXPLAINS * d[index[current]]:
             break
         current = best
-    i = grown[current]
+    i = index[current]
     own_d = (own_b.get(current, 0.0) / b.total - own_a.get(current, 0.0) / a.total)
     return Hint("frame", (n_a, n_b), frames, current, 100 * x_a[i] / n_a, 100 * x_b[i] / n_b,
                 100 * float(low[i]), 100 * float(high[i]),
