@@ -285,6 +285,55 @@ def test_a_second_step_is_found_or_its_range_reported_never_passed_over(first, s
     assert result.exit_code == CULPRIT_AND_UNDECIDED
 
 
+def test_two_attempts_that_disagree_leave_a_range_undecided_not_clear():
+    levels = [100.0] * 4 + [92.0] * 4
+    base, calls = simulated(levels, margin=0.03, noise=0.005)
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (4, 7):  # the stretch after the culprit: slower, then "no change"
+            calls.append((a, b, attempt))
+            return (Outcome(a, b, "inconclusive", -3.3, -5.6, -1.3, rounds=60) if attempt == 1
+                    else Outcome(a, b, "no change", 0.4, -2.4, 2.9, rounds=30, attempt=2))
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
+    assert result.undecided == [(4, 7, "not proven clear: the attempts disagree: the first "
+                                 "showed b slower (inconclusive -3.3 % [-5.6, -1.3]), the "
+                                 "second no change +0.4 % [-2.4, +2.9]")]
+    assert (4, 7, "clear") not in result.coverage()
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_culprits_that_do_not_account_for_the_ends_leave_the_range_undecided():
+    # a -4 % step at build 6 that the stretch 4 -> 7 wrongly measured "no change"
+    levels = [100.0] * 4 + [88.0] * 2 + [84.5] * 2
+    base, _ = simulated(levels, margin=0.03, noise=0.005)
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (4, 7):
+            return Outcome(a, b, "no change", -0.5, -2.9, 1.9, rounds=20)
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]  # -12.0 % [-12.5, -11.5]
+    assert result.undecided == [(0, 7, "the culprits found (-12.0 % [-12.5, -11.5] together) "
+                                 "do not account for the ends' -15.5 % [-16.0, -15.0]: "
+                                 "another step may be in a stretch judged clear")]
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_a_change_no_part_of_a_range_shows_leaves_that_whole_range_undecided():
+    levels = [100.0] * 3 + [97.5] * 3 + [95.0] * 3  # two 2.5 % steps: each within 3 %
+    compare, _ = simulated(levels, margin=0.03, noise=0.002)
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert result.culprits == [] and result.exit_code == UNDECIDABLE
+    (low, high, why), = result.undecided
+    assert (low, high) == (0, 8)  # the range that changed, not the last pair looked at
+    assert why.startswith("0 -> 8 changed (-5.0 % [-5.2, -4.8]), but no part of it shows the "
+                          "change")
+
+
 def test_the_chain_of_ratios_follows_the_comparisons_from_the_first_build():
     levels = [100.0] * 2 + [90.0] * 2
     compare, _ = simulated(levels, noise=0.0)
