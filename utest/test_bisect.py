@@ -305,6 +305,16 @@ def test_two_attempts_that_disagree_leave_a_range_undecided_not_clear():
     assert result.exit_code == CULPRIT_AND_UNDECIDED
 
 
+def test_ends_whose_attempts_disagree_are_undecided_not_no_culprit():
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        return (Outcome(a, b, "inconclusive", -3.3, -5.6, -1.3, rounds=60) if attempt == 1
+                else Outcome(a, b, "no change", 0.4, -2.4, 2.9, rounds=30, attempt=2))
+
+    result = bisect(8, compare, margin_pct=3.0)
+    assert result.exit_code == UNDECIDABLE
+    assert result.undecided[0][2].startswith("the ends: the attempts disagree: ")
+
+
 def test_culprits_that_do_not_account_for_the_ends_leave_the_range_undecided():
     # a -4 % step at build 6 that the stretch 4 -> 7 wrongly measured "no change"
     levels = [100.0] * 4 + [88.0] * 2 + [84.5] * 2

@@ -309,7 +309,7 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
                 f"{_show(result.ends)}: another step may be in a stretch judged clear")))
 
     result.ends = decide(0, count - 1)
-    if result.ends.verdict in UNDECIDED and not is_clear(result.ends):
+    if result.ends.verdict not in DIFFERS and not is_clear(result.ends):
         result.undecided.append((0, count - 1, f"the ends: {why(result.ends)}"))
     elif result.ends.verdict == "regression":
         split(0, count - 1, result.ends)
