@@ -458,7 +458,8 @@ build_timeout: 1
     assert not pid_alive(make), "the build's child (its make) was left running"
 
 
-HOSTILE = ["a;touch PWNED", "$(touch PWNED)", "two words", "`touch PWNED`", "x'y"]
+HOSTILE = ["a;touch PWNED", "$(touch PWNED)", "two words", "`touch PWNED`", "x'y",
+           "r1; $(touch PWNED) and spaces"]
 
 
 @pytest.mark.parametrize("rev", HOSTILE)
