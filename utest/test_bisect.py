@@ -84,16 +84,16 @@ def test_one_step_is_found_with_its_direct_comparison():
 
 
 @pytest.mark.parametrize("count", [2, 3, 5, 8, 13, 16])
-def test_one_step_anywhere_costs_at_most_log2_n_plus_3_comparisons(count):
-    # the ends, the halvings, the adjacent pair, and one comparison proving the builds after
-    # the culprit clear (where they were not already)
+def test_one_step_anywhere_costs_at_most_log2_n_plus_4_comparisons(count):
+    # the ends, the halvings, the adjacent pair, and two comparisons proving the builds after
+    # the culprit clear (where they were not already): the proof and its confirmation
     for step in range(1, count):
         levels = [100.0] * step + [95.0] * (count - step)
         compare, calls = simulated(levels)
         result = bisect(count, compare)
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert (step - 1, step, 1) in calls  # sized by a direct A/B of the pair
-        assert len(calls) <= math.ceil(math.log2(count)) + 3, (step, calls)
+        assert len(calls) <= math.ceil(math.log2(count)) + 4, (step, calls)
         assert result.exit_code == CULPRIT and not result.undecided
         _assert_covered(result, count)
 
@@ -155,7 +155,7 @@ def test_an_undecided_first_half_that_cannot_hold_the_step_sends_the_search_on(c
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert not result.undecided and result.exit_code == CULPRIT
         assert all(attempt == 1 for *_, attempt in calls), calls  # no second attempts
-        assert len(calls) <= math.ceil(math.log2(count)) + 3, (step, calls)
+        assert len(calls) <= math.ceil(math.log2(count)) + 4, (step, calls)
 
 
 def test_a_first_half_that_may_hold_a_smaller_step_is_not_ruled_out():
@@ -302,6 +302,45 @@ def test_two_attempts_that_disagree_leave_a_range_undecided_not_clear():
                                  "showed b slower (inconclusive -3.3 % [-5.6, -1.3]), the "
                                  "second no change +0.4 % [-2.4, +2.9]")]
     assert (4, 7, "clear") not in result.coverage()
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_a_stretch_proven_clear_beside_a_culprit_is_confirmed_by_a_second_look():
+    """Search 358 of the simulation (steps at 9 and 16): the stretch 9 -> 16, which holds a
+    -4 % step, measured "no change" -0.4 % [-2.9, +2.3] after 20 rounds."""
+    levels = [100.0] * 9 + [88.0] * 7 + [84.5]
+    base, calls = simulated(levels, margin=0.03, noise=0.005)
+    seen: list[int] = []
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (9, 16) and not seen:
+            seen.append(1)
+            calls.append((a, b, attempt))
+            return Outcome(a, b, "no change", -0.4, -2.9, 2.3, rounds=20)
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert calls.count((9, 16, 1)) == 2  # the look, and its confirmation
+    assert sorted((c.good, c.bad) for c in result.culprits) == [(8, 9), (15, 16)]
+    assert result.exit_code == CULPRIT and (9, 16, "clear") not in result.coverage()
+    _assert_covered(result, len(levels))
+
+    looks: list[int] = []
+
+    def undecided_second(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) != (9, 16):
+            return base(a, b, attempt)
+        looks.append(attempt)
+        if len(looks) == 1:
+            return Outcome(a, b, "no change", -0.4, -2.9, 2.3, rounds=20)
+        return Outcome(a, b, "inconclusive", -2.0, -4.4, 0.5, rounds=60 * attempt,
+                       attempt=attempt)
+
+    result = bisect(len(levels), undecided_second, margin_pct=3.0)
+    assert looks == [1, 1, 2]  # the look; the confirmation and its second attempt
+    assert (9, 16, "not proven clear: the confirmation did not clear it (inconclusive -2.0 % "
+            "[-4.4, +0.5]) where the first comparison did (no change -0.4 % [-2.9, +2.3])") \
+        in result.undecided
     assert result.exit_code == CULPRIT_AND_UNDECIDED
 
 

@@ -2,47 +2,40 @@
 
 The range runs from a build believed good (the first) to one believed bad (the last). The ends
 are compared first: no regression between them, nothing to look for. Otherwise the range is
-cut at the middle build and its first half compared. No change there (proven clear: see
-below): the change is in the second half, which is cut in turn. A change there: the first half
-is searched. Undecided there: the half is reported undecided, and where its interval holds no
-change but not the step's size (:func:`rules_out`) the step is looked for in the second half.
+cut at the middle build and its first half compared: proven clear (below), the change is in
+the second half, cut in turn; a change, the first half is searched; undecided, the half is
+reported so, and where its interval holds no change but not the step's size
+(:func:`~libraries.bisect.outcome.rules_out`) the step is looked for in the second half.
 Every culprit's size and interval come from a direct comparison of its two builds.
 
-No range is left unexamined. Every stretch of the range that neither holds a culprit nor was
-proven clear nor reported undecided (the second half beside a first half with a change, the
-builds after a culprit) is then compared as a whole, end to end (:func:`bisect`'s last pass):
-proven clear, it is done; a change, it is searched like the whole range; undecided, it is
-reported so. So a second step is found or its stretch named undecided, never passed over: the
-result covers every pair of neighbouring builds with a culprit, a comparison that proved it
-clear, or an undecided range (:meth:`Bisection.coverage`).
+No stretch is passed over. Every stretch that holds no culprit and was neither proven clear
+nor reported undecided (the builds after a culprit, a second half beside a first half with a
+change) is then compared end to end (the last pass): a change, it is searched like the whole
+range; undecided, it is reported so; proven clear, it is confirmed by a second, independent
+comparison of the pair, and two that disagree leave it undecided. These stretches are where a
+second step hides, and an A/B run may stop at an early look with a wrong "no change": without
+the confirmation one of 6,000 simulated two-step searches passed a -4 % step over (-0.4 %
+[-2.9, +2.3] after 20 rounds at a 5.6 % spread), with it none, for about one comparison more
+(``python -m benchmarks.bisect_bench --simulate``). The result covers every pair of
+neighbouring builds with a culprit, a range proven clear or an undecided range
+(:meth:`Bisection.coverage`).
 
-"Proven clear" (:func:`proven_clear`): the comparison's verdict is ``no change`` (its interval
-inside the margin), or, with the A/B margin given, an inconclusive interval that lies above
-minus the margin (:func:`clear_of_regression`: no regression worth finding; a two-step
-bisection on the VM spent 14 of its 32 minutes proving two copies of one build equal, +2.7 %
-[-1.5, +6.8] then -0.3 % [-4.9, +4.3], where the first attempt had already excluded a 3 %
-regression).
+Proven clear (:func:`~libraries.bisect.outcome.proven_clear`): ``no change``, or with the A/B
+margin an interval above minus the margin
+(:func:`~libraries.bisect.outcome.clear_of_regression`: a two-step bisection on the VM spent
+14 of its 32 minutes proving two copies of one build equal where the first attempt had
+already excluded a 3 % regression). An inconclusive comparison not proven clear runs once more with
+twice the rounds (``attempt`` 2); two attempts that disagree (the first showed b slower, its
+interval below zero, the second clears the range) leave the range undecided. A change seen
+across a range that no part of it shows leaves that whole range undecided (spread over
+several builds, or missed by one comparison). Last, the culprits must account for the ends'
+change (chained, each estimate inside the other's interval or the other way round), else a
+step may hide in a stretch wrongly judged clear and the whole range is reported undecided.
 
-A comparison that cannot decide (``inconclusive``) and is not proven clear is run once more
-with a larger round budget (``attempt`` 2); still undecided, its range is reported as such.
-Two attempts that disagree (the first showed b slower, its interval wholly below zero, the
-second clears the range) leave the range undecided, not clear. Last, the culprits must
-account for the ends' change (their changes chained; each estimate inside the other's
-interval, or the other way round): where they do not, a step may hide in a stretch some
-comparison wrongly judged clear, and the whole range is reported undecided with both figures.
-A change seen across a range whose every part then measures clear is reported undecided
-over that whole range (spread over several builds, or missed by one comparison), not over
-the last pair looked at.
-A build that cannot be made (``available`` says no) or does not run (a comparison with a build
-proven to run fails: the other build failed to start or its suite set-up failed) is skipped as
-``git bisect skip`` does, with the reason: the nearest build to the middle is taken instead,
-and where none is left between two ends the culprit is the whole range, with the skipped
-builds named.
-
-What remains is the A/B engine's own error: a comparison that decides "no change" at an
-early look on a pair with a step just past the margin (-4 % with a 3 % margin, judged -0.4 %
-[-2.9, +2.3] after 20 rounds at a 5.6 % per-round spread, once in 6,000 simulated two-step
-searches: ``python -m benchmarks.bisect_bench --simulate``).
+A build that cannot be made (``available`` says no) or does not run (its comparison with a
+build that ran fails: it did not start, or its suite set-up failed) is skipped as ``git bisect
+skip`` does, with the reason: the nearest build to the middle is taken instead; where none is
+left between two ends the culprit is the whole range, with the skipped builds named.
 
 Plain Python, no Robot and no node command: the comparison and the builds are injected
 (:mod:`libraries.bisect.runner` runs each comparison as a Robot A/B run).
@@ -52,7 +45,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from libraries.bisect.outcome import (
+    Outcome,
+    agree,
+    chain,
+    proven_clear,
+    rules_out,
+    show,
+    slower,
+    spread_text,
+    why_text,
+)
 
 DIFFERS = ("regression", "progression")
 UNDECIDED = ("inconclusive", "failed")
@@ -69,34 +73,6 @@ EXIT_CODES = {
 """Every exit code of ``python -m libraries.bisect``, and what it means."""
 MAX_COMPARISONS_PER_BUILD = 8
 """A guard: the search never makes more comparisons than this many per build."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One A/B comparison of builds ``a`` (baseline) and ``b`` (indices in the range).
-
-    ``verdict``: the A/B engine's for the metric followed (``regression``, ``progression``,
-    ``no change``, ``inconclusive``), or ``failed`` when the run gave no verdict (``detail``
-    says why). Changes are b against a, in percent, with the interval's ends."""
-
-    a: int
-    b: int
-    verdict: str
-    change_pct: float | None = None
-    low_pct: float | None = None
-    high_pct: float | None = None
-    rounds: int = 0
-    minutes: float = 0.0
-    attempt: int = 1
-    detail: str = ""
-
-    def as_record(self, names: list[str]) -> dict[str, Any]:
-        """The JSON form, with the builds' names."""
-        return {"a": names[self.a], "b": names[self.b], "a_index": self.a, "b_index": self.b,
-                "verdict": self.verdict, "change_pct": self.change_pct,
-                "low_pct": self.low_pct, "high_pct": self.high_pct, "rounds": self.rounds,
-                "minutes": round(self.minutes, 2), "attempt": self.attempt,
-                "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -212,6 +188,14 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
     def decide(a: int, b: int) -> Outcome:
         if (a, b) in done:
             return done[(a, b)]
+        outcome = measure(a, b)
+        done[(a, b)] = outcome
+        if is_clear(outcome):
+            result.clear.append(outcome)
+        return outcome
+
+    def measure(a: int, b: int) -> Outcome:
+        # one comparison: a first attempt, and a second where the first could not decide
         if len(result.comparisons) >= MAX_COMPARISONS_PER_BUILD * count:
             return Outcome(a, b, "failed", detail="not compared: the search's limit of "
                            f"{MAX_COMPARISONS_PER_BUILD * count} comparisons was reached")
@@ -220,21 +204,18 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
         if outcome.verdict == "inconclusive" and not proven_clear(outcome, margin_pct):
             outcome = compare(a, b, 2)
             result.comparisons.append(outcome)
-            if proven_clear(outcome, margin_pct) and _slower(first):
+            if proven_clear(outcome, margin_pct) and slower(first):
                 doubts[(a, b)] = (f"the attempts disagree: the first showed b slower "
-                                  f"({_why(first)}), the second {_why(outcome)}")
+                                  f"({why_text(first)}), the second {why_text(outcome)}")
         if outcome.verdict != "failed":
             runs.update((a, b))
-        done[(a, b)] = outcome
-        if is_clear(outcome):
-            result.clear.append(outcome)
         return outcome
 
     def is_clear(outcome: Outcome) -> bool:
         return proven_clear(outcome, margin_pct) and (outcome.a, outcome.b) not in doubts
 
     def why(outcome: Outcome) -> str:
-        return doubts.get((outcome.a, outcome.b)) or _why(outcome)
+        return doubts.get((outcome.a, outcome.b)) or why_text(outcome)
 
     def skipped_for_not_running(outcome: Outcome, known_good: int, new: int) -> bool:
         """A failed comparison of a build that runs with one not yet seen to run: the new one
@@ -242,7 +223,7 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
         if outcome.verdict != "failed" or new in runs or known_good not in runs:
             return False
         made[new] = False
-        result.skipped[new] = f"did not run: {_why(outcome)}"
+        result.skipped[new] = f"did not run: {why_text(outcome)}"
         return True
 
     def middle(low: int, high: int) -> int | None:
@@ -262,7 +243,7 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
                 if pair.verdict not in DIFFERS:
                     # the change seen across known.a..known.b is in no part of it: the whole
                     # of that range stays undecided, not only this pair
-                    result.undecided.append((known.a, known.b, _spread(
+                    result.undecided.append((known.a, known.b, spread_text(
                         pair, known, why(pair), is_clear(pair))))
                     return
                 known = pair
@@ -291,7 +272,16 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
             low, high = gaps[0]
             outcome = decide(low, high)
             if is_clear(outcome):
-                continue
+                again = measure(low, high)  # the confirmation: another, independent look
+                if is_clear(again):
+                    continue
+                result.clear.remove(outcome)
+                if again.verdict not in DIFFERS:
+                    result.undecided.append((low, high, (
+                        f"not proven clear: the confirmation did not clear it ({why(again)}) "
+                        f"where the first comparison did ({why_text(outcome)})")))
+                    continue
+                outcome = again
             if outcome.verdict in DIFFERS:
                 split(low, high, outcome)
             else:
@@ -302,11 +292,11 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
         # hide in a stretch a comparison wrongly judged clear
         if result.undecided or not result.culprits or result.ends is None:
             return
-        found = _chain([c.outcome for c in result.culprits])
-        if found is not None and not _agree(found, result.ends):
+        found = chain([c.outcome for c in result.culprits])
+        if found is not None and not agree(found, result.ends):
             result.undecided.append((0, count - 1, (
-                f"the culprits found ({_show(found)} together) do not account for the ends' "
-                f"{_show(result.ends)}: another step may be in a stretch judged clear")))
+                f"the culprits found ({show(found)} together) do not account for the ends' "
+                f"{show(result.ends)}: another step may be in a stretch judged clear")))
 
     result.ends = decide(0, count - 1)
     if result.ends.verdict not in DIFFERS and not is_clear(result.ends):
@@ -316,82 +306,3 @@ def bisect(count: int, compare: Compare, available: Available | None = None,
         cover()
         audit()
     return result
-
-
-def _slower(outcome: Outcome) -> bool:
-    """The interval lies wholly below no change: b measured slower, if not beyond the
-    margin."""
-    return outcome.high_pct is not None and outcome.high_pct < 0.0
-
-
-def _chain(outcomes: list[Outcome]) -> tuple[float, float, float] | None:
-    """The changes of consecutive steps combined (ratios multiplied, the interval ends
-    too: a rough, wide chain), in percent; None when one lacks an interval."""
-    ratio = low = high = 1.0
-    for o in outcomes:
-        if o.change_pct is None or o.low_pct is None or o.high_pct is None:
-            return None
-        ratio *= 1 + o.change_pct / 100
-        low *= 1 + o.low_pct / 100
-        high *= 1 + o.high_pct / 100
-    return (ratio - 1) * 100, (low - 1) * 100, (high - 1) * 100
-
-
-def _agree(found: tuple[float, float, float], ends: Outcome) -> bool:
-    """True unless each estimate lies outside the other's interval."""
-    if ends.change_pct is None or ends.low_pct is None or ends.high_pct is None:
-        return True
-    return (ends.low_pct <= found[0] <= ends.high_pct) or (found[1] <= ends.change_pct
-                                                           <= found[2])
-
-
-def _show(change: Outcome | tuple[float, float, float]) -> str:
-    if isinstance(change, Outcome):
-        change = (change.change_pct or 0.0, change.low_pct or 0.0, change.high_pct or 0.0)
-    return f"{change[0]:+.1f} % [{change[1]:+.1f}, {change[2]:+.1f}]"
-
-
-def proven_clear(outcome: Outcome, margin_pct: float | None) -> bool:
-    """True when ``outcome`` proves its range holds no regression beyond the margin: with the
-    margin given, :func:`clear_of_regression`; without it, a ``no change`` verdict."""
-    if margin_pct is None:
-        return outcome.verdict == "no change"
-    return clear_of_regression(outcome, margin_pct)
-
-
-def rules_out(part: Outcome, step: Outcome) -> bool:
-    """True when the undecided ``part`` cannot hold ``step``: its interval holds no change
-    (0 %) but not the step's point estimate. The step is then in the other half (``part``
-    itself is not proven clear: it is reported undecided unless a second attempt clears
-    it)."""
-    if part.verdict != "inconclusive":
-        return False
-    low, high, size = part.low_pct, part.high_pct, step.change_pct
-    if low is None or high is None or size is None:
-        return False
-    return low <= 0.0 <= high and not low <= size <= high
-
-
-def clear_of_regression(part: Outcome, margin_pct: float | None) -> bool:
-    """True when ``part`` (``no change`` or inconclusive) has its interval above
-    ``-margin_pct``: whatever it holds, no regression beyond the margin (a progression may
-    be, which a bisection for a regression does not look for). False without a margin."""
-    if margin_pct is None or part.verdict not in ("no change", "inconclusive") \
-            or part.low_pct is None:
-        return False
-    return part.low_pct > -margin_pct
-
-
-def _why(outcome: Outcome) -> str:
-    interval = (f" {outcome.change_pct:+.1f} % [{outcome.low_pct:+.1f}, {outcome.high_pct:+.1f}]"
-                if None not in (outcome.change_pct, outcome.low_pct, outcome.high_pct) else "")
-    said = f"{outcome.verdict}{interval}"
-    return f"{said}: {outcome.detail}" if outcome.detail else said
-
-
-def _spread(pair: Outcome, known: Outcome, why: str, clear: bool) -> str:
-    if not clear:
-        return f"{known.a} -> {known.b} changed, {pair.a} -> {pair.b} undecided: {why}"
-    return (f"{known.a} -> {known.b} changed ({_show(known)}), but no part of it shows the "
-            f"change ({pair.a} -> {pair.b}: {why}): the step is spread over several builds, "
-            "within each comparison's margin, or missed by one of them")
