@@ -128,7 +128,9 @@ def test_an_unchanged_cpu_per_request_means_the_profile_does_not_explain_the_cha
         "waiting, latency, the network or the load generator)")
     assert hint.as_record()["cost"]["low_pct"] == -1.8
     dearer = CostChange("busy cores per request", 6.0, 2.5, 9.8)
-    assert profile_hint(a, b, PERIOD, dearer).function == "do_epoll_wait_[k]"
+    named = profile_hint(a, b, PERIOD, dearer)
+    assert named.function == "do_epoll_wait_[k]"
+    assert named.text().endswith("; the DUT's busy cores per request +6.0 % [+2.5, +9.8]")
 
 
 def test_the_share_interval_is_newcombes_hybrid_score_interval():

@@ -113,10 +113,12 @@ class Hint:
         if self.kind == "noise":
             return f"no function changed beyond noise ({samples}, {self.frames} frames)"
         how = "on CPU itself" if self.own else "with what it called"
+        cost = (f"; the DUT's {self.cost.what} {self.cost.text()}" if self.cost is not None
+                else "")
         return (f"side b spends a larger share of the DUT's CPU in {self.function} ({how}) "
                 f"{self.a_pct:.1f} % -> {self.b_pct:.1f} % ({self.points:+.1f} points "
                 f"[{self.low:+.1f}, {self.high:+.1f}] at {LEVEL:.0%} over {self.frames} "
-                f"frames), called from {self.chain() or 'nothing'}")
+                f"frames), called from {self.chain() or 'nothing'}{cost}")
 
     def as_record(self) -> dict[str, Any]:
         """The record's ``evidence.profile.diff.hint``."""
