@@ -5,6 +5,12 @@
     python -m benchmarks.bisect_bench --levels /opt/nginx-o2 --builds 8 --scenario none ...
     python -m benchmarks.bisect_bench --levels A B C --builds 8 --scenario two ...
     python -m benchmarks.bisect_bench --analyze results/bench/bisect.jsonl
+    python -m benchmarks.bisect_bench --simulate [--searches 1000] [--builds 17] [--seed 52]
+
+``--simulate`` runs the project's own search over simulated ranges (no testbed, one core, a
+few minutes: :mod:`benchmarks.bisect_sim`) and prints the table of benchmarks/README.md: two
+steps (-8 % then -4 %, -12 % then -4 %) and one step beside a build that does not run, at
+per-round spreads 2.4, 5.6 and 8.3 %.
 
 ``--levels`` are nginx install folders (``<prefix>/sbin/nginx``) built outside the repo,
 fastest first: one per performance level (the same source at ``-O2`` and at ``-O0``, a real
@@ -39,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from benchmarks.bisect_sim import simulate
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = {"none": 1, "step": 2, "two": 3}
@@ -167,9 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analyze", nargs="+", type=Path, metavar="JSONL")
     parser.add_argument("--levels", nargs="+", help="nginx install prefixes, fastest first")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="step")
-    parser.add_argument("--builds", type=int, default=8, help="installs in the range (8-16)")
+    parser.add_argument("--builds", type=int, default=None,
+                        help="installs in the range (8-16; default 8, simulated 17)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="simulated ranges through the project's search (no testbed)")
+    parser.add_argument("--searches", type=int, default=1000,
+                        help="simulated searches per scenario and spread")
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=None, help="default 1, simulated 52")
     parser.add_argument("--topology", default="3node")
     parser.add_argument("--test", default="1kb-10c-kernel-ssl-proxy")
     parser.add_argument("--max-rounds", type=int, default=60)
@@ -182,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.analyze:
         print(analyze(args.analyze))
         return 0
+    if args.simulate:
+        print(simulate(args.searches, args.builds or 17, 52 if args.seed is None else args.seed,
+                       args.max_rounds, args.margin))
+        return 0
+    args.builds = args.builds or 8
+    args.seed = 1 if args.seed is None else args.seed
     if not args.levels:
         parser.error("--levels is required to collect")
     if args.builds < SCENARIOS[args.scenario]:

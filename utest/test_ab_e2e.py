@@ -64,10 +64,13 @@ def test_a_crippled_receive_buffer_is_a_regression_and_the_sysctl_comes_back(tmp
     assert code == 1, message
     assert status == "FAIL" and message.startswith("A/B tiny ")
     assert " % slower than default on throughput [" in message
-    # the regression's message ends with where side b's profile spends more
-    assert " after 10 rounds; profile: side b spends a larger share of the DUT's CPU in " \
-        in message, message
+    # the regression's message ends with the profiles' hint (a frame beyond noise, nothing
+    # beyond noise, or that the DUT's CPU per Gbit did not change)
+    assert " after 10 rounds; profile: " in message, message
     (record,) = map(json.loads, (out / "records.jsonl").read_text().splitlines())
+    hint = record["evidence"]["profile"]["diff"]["hint"]
+    assert hint["kind"] in ("frame", "noise", "not_cpu") and message.endswith(
+        "; profile: " + hint["text"]), (hint, message)
     assert record["schema_version"] == 4 and record["verdict"] == "fail"
     block = record["ab"]
     assert block["verdict"] == "regression" and block["rounds"]["run"] == 10

@@ -13,12 +13,22 @@ from pathlib import Path
 
 import pytest
 
+from libraries.ab.comparison import Side
 from libraries.bisect import cli, runner
-from libraries.bisect.builds import check_builds, load_builds, local_problems, make_build
+from libraries.bisect.builds import (
+    Builds,
+    build_command,
+    check_builds,
+    load_builds,
+    local_problems,
+    make_build,
+)
 from libraries.bisect.report import as_html, as_json, chained_ratios
-from libraries.bisect.runner import RobotComparisons, find_test, read_outcome
+from libraries.bisect.runner import REPO, RobotComparisons, find_test, read_outcome
 from libraries.bisect.search import (
     CULPRIT,
+    CULPRIT_AND_UNDECIDED,
+    EXIT_CODES,
     NO_CULPRIT,
     UNDECIDABLE,
     Bisection,
@@ -32,17 +42,18 @@ from libraries.testbed.topology_file import load_topology
 
 def simulated(levels: list[float], margin: float = 0.01, noise: float = 0.005,
               inconclusive: set[tuple[int, int]] | None = None,
-              failed: set[tuple[int, int]] | None = None):
+              failed: set[tuple[int, int]] | None = None, broken: set[int] | None = None):
     """A comparison of builds whose metric is ``levels[i]`` (higher is better): a change
     beyond the margin plus noise is decided, one within the margin is "no change"; pairs in
-    ``inconclusive`` stay so on the first attempt only; pairs in ``failed`` fail."""
+    ``inconclusive`` stay so on the first attempt only; pairs in ``failed``, and every pair
+    with a build in ``broken`` (it does not start), fail."""
     calls: list[tuple[int, int, int]] = []
 
     def compare(a: int, b: int, attempt: int) -> Outcome:
         calls.append((a, b, attempt))
         change = (levels[b] / levels[a] - 1) * 100
         low, high = change - noise * 100, change + noise * 100
-        if failed and (a, b) in failed:
+        if (failed and (a, b) in failed) or (broken and {a, b} & broken):
             return Outcome(a, b, "failed", attempt=attempt, detail="nginx did not start")
         if inconclusive and (a, b) in inconclusive and attempt == 1:
             verdict = "inconclusive"
@@ -73,14 +84,25 @@ def test_one_step_is_found_with_its_direct_comparison():
 
 
 @pytest.mark.parametrize("count", [2, 3, 5, 8, 13, 16])
-def test_one_step_anywhere_costs_at_most_log2_n_plus_2_comparisons(count):
+def test_one_step_anywhere_costs_at_most_log2_n_plus_4_comparisons(count):
+    # the ends, the halvings, the adjacent pair, and two comparisons proving the builds after
+    # the culprit clear (where they were not already): the proof and its confirmation
     for step in range(1, count):
         levels = [100.0] * step + [95.0] * (count - step)
         compare, calls = simulated(levels)
         result = bisect(count, compare)
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert (step - 1, step, 1) in calls  # sized by a direct A/B of the pair
-        assert len(calls) <= math.ceil(math.log2(count)) + 2, (step, calls)
+        assert len(calls) <= math.ceil(math.log2(count)) + 4, (step, calls)
+        assert result.exit_code == CULPRIT and not result.undecided
+        _assert_covered(result, count)
+
+
+def _assert_covered(result: Bisection, count: int) -> None:
+    """Every neighbouring pair of builds is in a culprit, a stretch proven clear or an
+    undecided range."""
+    pairs = {unit for a, b, _ in result.coverage() for unit in range(a, b)}
+    assert pairs == set(range(count - 1)), result.coverage()
 
 
 def test_two_separate_steps_in_one_range_are_both_found():
@@ -124,9 +146,16 @@ def test_an_undecided_first_half_that_cannot_hold_the_step_sends_the_search_on(c
         compare, calls = simulated(levels, margin=0.01, noise=0.03)
         result = bisect(count, compare)
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
+        _assert_covered(result, count)
+        if step > 1 or count - step > 1:  # equal builds beside the culprit: not proven clear
+            assert result.undecided and result.exit_code == CULPRIT_AND_UNDECIDED, step
+        # with the bisection's margin at 4 %, their +-3 % intervals clear them at once
+        compare, calls = simulated(levels, margin=0.01, noise=0.03)
+        result = bisect(count, compare, margin_pct=4.0)
+        assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert not result.undecided and result.exit_code == CULPRIT
         assert all(attempt == 1 for *_, attempt in calls), calls  # no second attempts
-        assert len(calls) <= math.ceil(math.log2(count)) + 2, (step, calls)
+        assert len(calls) <= math.ceil(math.log2(count)) + 4, (step, calls)
 
 
 def test_a_first_half_that_may_hold_a_smaller_step_is_not_ruled_out():
@@ -134,25 +163,23 @@ def test_a_first_half_that_may_hold_a_smaller_step_is_not_ruled_out():
     compare, calls = simulated(levels, margin=0.01, noise=0.045)
     result = bisect(len(levels), compare)
     assert (0, 3, 1) in calls and (0, 3, 2) in calls  # a second attempt, as before
-    assert (0, 3, "inconclusive") in result.undecided
+    assert result.undecided[0] == (0, 3, "inconclusive -5.0 % [-9.5, -0.5]")
+    assert result.exit_code == UNDECIDABLE
 
 
 def test_a_half_clear_of_a_regression_beyond_the_margin_needs_no_second_attempt():
-    """The two-step bisection on the VM (12 builds, first bad r03 and r08): r06-r09 measured
-    -32.3 % [-57.2, -8.7], which did not explain r06-r12's -19.2 % [-27.0, -11.0], so r09-r12
-    (copies of one build) was compared: +2.7 % [-1.5, +6.8] after 60 rounds, -0.3 % [-4.9,
-    +4.3] after 120, reported undecided: 14 of 32 minutes. An interval above minus the margin
-    excludes the regression looked for; only a progression could hide there."""
+    """The two-step bisection on the VM (12 builds, first bad r03 and r08): r09-r12 (copies
+    of one build) measured +2.7 % [-1.5, +6.8] after 60 rounds, -0.3 % [-4.9, +4.3] after 120,
+    reported undecided: 14 of 32 minutes. An interval above minus the margin excludes the
+    regression looked for; only a progression could hide there. Here the builds after the
+    second culprit (7..11) measure so."""
     levels = [100.0] * 2 + [90.0] * 5 + [80.0] * 5
 
     def compare_with(margin_pct: float | None):
         base, calls = simulated(levels, margin=0.03, noise=0.02)
 
         def compare(a: int, b: int, attempt: int) -> Outcome:
-            if (a, b) == (5, 8):
-                calls.append((a, b, attempt))
-                return Outcome(a, b, "regression", -32.3, -57.2, -8.7, rounds=10, minutes=0.9)
-            if (a, b) == (8, 11) and attempt == 1:
+            if (a, b) == (7, 11) and attempt == 1:
                 calls.append((a, b, attempt))
                 return Outcome(a, b, "inconclusive", 2.7, -1.5, 6.8, rounds=60, minutes=4.7)
             return base(a, b, attempt)
@@ -161,29 +188,34 @@ def test_a_half_clear_of_a_regression_beyond_the_margin_needs_no_second_attempt(
     compare, calls = compare_with(3.0)
     result = bisect(len(levels), compare, margin_pct=3.0)
     assert sorted((c.good, c.bad) for c in result.culprits) == [(1, 2), (6, 7)]
-    assert (8, 11, 1) in calls and (8, 11, 2) not in calls and result.undecided == []
+    assert (7, 11, 1) in calls and (7, 11, 2) not in calls and result.undecided == []
+    assert (7, 11, "clear") in result.coverage() and result.exit_code == CULPRIT
+    _assert_covered(result, len(levels))
     compare, calls = compare_with(None)  # without the margin: a second attempt, as before
     bisect(len(levels), compare)
-    assert (8, 11, 2) in calls
+    assert (7, 11, 2) in calls
 
 
 def test_ends_clear_of_a_regression_beyond_the_margin_are_no_culprit():
     def compare(a: int, b: int, attempt: int) -> Outcome:
-        return Outcome(a, b, "inconclusive", 0.5, -2.6, 4.0, rounds=60, minutes=4.6)
+        return Outcome(a, b, "inconclusive", 0.5, -2.2, 3.2, rounds=60, minutes=4.6)
 
     assert bisect(8, compare, margin_pct=3.0).exit_code == NO_CULPRIT
     assert bisect(8, compare).exit_code == UNDECIDABLE  # without a margin, as before
     slower = Outcome(0, 7, "inconclusive", -1.0, -3.5, 1.5, rounds=60, minutes=4.6)
     assert bisect(8, lambda a, b, attempt: slower, margin_pct=3.0).exit_code == UNDECIDABLE
+    measured = Outcome(0, 7, "inconclusive", 0.5, -2.6, 4.0, rounds=60, minutes=4.6)
+    assert bisect(8, lambda a, b, attempt: measured, margin_pct=3.0).exit_code == NO_CULPRIT
 
 
-def test_a_half_that_stays_undecided_is_reported_and_the_exit_says_so():
+def test_a_range_that_stays_undecided_beside_a_culprit_is_reported_and_the_exit_says_so():
     levels = [100.0] * 4 + [94.0] * 4
-    compare, _ = simulated(levels, failed={(0, 3)}, margin=0.01)
+    compare, _ = simulated(levels, failed={(4, 7)}, margin=0.01)  # both builds ran before
     result = bisect(len(levels), compare)
-    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]  # still found in the other half
-    assert result.undecided == [(0, 3, "failed: nginx did not start")]
-    assert result.exit_code == CULPRIT  # a culprit outranks an undecided half
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
+    assert result.undecided == [(4, 7, "not proven clear: failed: nginx did not start")]
+    assert result.exit_code == CULPRIT_AND_UNDECIDED  # a culprit never hides an undecided range
+    assert not result.skipped  # 4 and 7 ran in other comparisons: not the builds' fault
     compare, _ = simulated([100.0, 100.0, 99.0, 99.0], noise=0.02)  # a 1 % step in 2 % noise
     result = bisect(4, compare)
     assert result.exit_code == UNDECIDABLE and result.undecided[0][:2] == (0, 3)
@@ -209,6 +241,146 @@ def test_builds_that_cannot_be_made_are_skipped_like_git_bisect_skip():
         bisect(3, compare, available=lambda i: i != 0)
     with pytest.raises(ValueError, match="at least two builds"):
         bisect(1, compare)
+
+
+def test_a_build_that_does_not_run_is_skipped_and_the_search_goes_on_around_it():
+    levels = [100.0] * 4 + [94.0] * 4
+    compare, calls = simulated(levels, broken={3})
+    result = bisect(len(levels), compare)
+    # build 3 is good but does not start: the step is somewhere in 2..4, as git bisect skip
+    assert [(c.good, c.bad, c.skipped) for c in result.culprits] == [(2, 4, (3,))]
+    assert result.skipped == {3: "did not run: failed: nginx did not start"}
+    assert result.exit_code == CULPRIT and not result.undecided
+    _assert_covered(result, len(levels))
+    compare, calls = simulated(levels, broken={4})  # the first bad build itself
+    result = bisect(len(levels), compare)
+    assert [(c.good, c.bad, c.skipped) for c in result.culprits] == [(3, 5, (4,))]
+    assert list(result.skipped) == [4] and result.exit_code == CULPRIT
+    assert sum(4 in call[:2] for call in calls) == 1  # tried once, then left alone
+    for broken in range(1, 15):  # anywhere in a longer range: the culprit is still named
+        levels = [100.0] * 9 + [92.0] * 7
+        compare, calls = simulated(levels, broken={broken}, margin=0.03)
+        result = bisect(len(levels), compare, margin_pct=3.0)
+        (culprit,) = result.culprits
+        assert culprit.good < 9 <= culprit.bad and set(culprit.skipped) <= {broken}, broken
+        assert result.exit_code == CULPRIT, broken
+
+
+@pytest.mark.parametrize("first, second", [(2, 5), (3, 9), (6, 13), (12, 14), (1, 15)])
+@pytest.mark.parametrize("sizes", [(92.0, 88.32), (88.0, 84.48)])  # -8 then -4, -12 then -4
+def test_a_second_step_is_found_or_its_range_reported_never_passed_over(first, second, sizes):
+    levels = [100.0] * first + [sizes[0]] * (second - first) + [sizes[1]] * (16 - second)
+    compare, _ = simulated(levels, margin=0.03, noise=0.005)
+    result = bisect(16, compare, margin_pct=3.0)
+    assert sorted((c.good, c.bad) for c in result.culprits) == [(first - 1, first),
+                                                                (second - 1, second)]
+    assert result.exit_code == CULPRIT
+    _assert_covered(result, 16)
+    # with wide intervals (+-4.5 %), the -4 % step cannot be decided: its range is named
+    compare, _ = simulated(levels, margin=0.03, noise=0.045)
+    result = bisect(16, compare, margin_pct=3.0)
+    _assert_covered(result, 16)
+    assert any(c.good < first <= c.bad for c in result.culprits)
+    assert any(a < second <= b for a, b, _ in result.undecided), result.undecided
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_two_attempts_that_disagree_leave_a_range_undecided_not_clear():
+    levels = [100.0] * 4 + [92.0] * 4
+    base, calls = simulated(levels, margin=0.03, noise=0.005)
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (4, 7):  # the stretch after the culprit: slower, then "no change"
+            calls.append((a, b, attempt))
+            return (Outcome(a, b, "inconclusive", -3.3, -5.6, -1.3, rounds=60) if attempt == 1
+                    else Outcome(a, b, "no change", 0.4, -2.4, 2.9, rounds=30, attempt=2))
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]
+    assert result.undecided == [(4, 7, "not proven clear: the attempts disagree: the first "
+                                 "showed b slower (inconclusive -3.3 % [-5.6, -1.3]), the "
+                                 "second no change +0.4 % [-2.4, +2.9]")]
+    assert (4, 7, "clear") not in result.coverage()
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_a_stretch_proven_clear_beside_a_culprit_is_confirmed_by_a_second_look():
+    """Search 358 of the simulation (steps at 9 and 16): the stretch 9 -> 16, which holds a
+    -4 % step, measured "no change" -0.4 % [-2.9, +2.3] after 20 rounds."""
+    levels = [100.0] * 9 + [88.0] * 7 + [84.5]
+    base, calls = simulated(levels, margin=0.03, noise=0.005)
+    seen: list[int] = []
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (9, 16) and not seen:
+            seen.append(1)
+            calls.append((a, b, attempt))
+            return Outcome(a, b, "no change", -0.4, -2.9, 2.3, rounds=20)
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert calls.count((9, 16, 1)) == 2  # the look, and its confirmation
+    assert sorted((c.good, c.bad) for c in result.culprits) == [(8, 9), (15, 16)]
+    assert result.exit_code == CULPRIT and (9, 16, "clear") not in result.coverage()
+    _assert_covered(result, len(levels))
+
+    looks: list[int] = []
+
+    def undecided_second(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) != (9, 16):
+            return base(a, b, attempt)
+        looks.append(attempt)
+        if len(looks) == 1:
+            return Outcome(a, b, "no change", -0.4, -2.9, 2.3, rounds=20)
+        return Outcome(a, b, "inconclusive", -2.0, -4.4, 0.5, rounds=60 * attempt,
+                       attempt=attempt)
+
+    result = bisect(len(levels), undecided_second, margin_pct=3.0)
+    assert looks == [1, 1, 2]  # the look; the confirmation and its second attempt
+    assert (9, 16, "not proven clear: the confirmation did not clear it (inconclusive -2.0 % "
+            "[-4.4, +0.5]) where the first comparison did (no change -0.4 % [-2.9, +2.3])") \
+        in result.undecided
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_ends_whose_attempts_disagree_are_undecided_not_no_culprit():
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        return (Outcome(a, b, "inconclusive", -3.3, -5.6, -1.3, rounds=60) if attempt == 1
+                else Outcome(a, b, "no change", 0.4, -2.4, 2.9, rounds=30, attempt=2))
+
+    result = bisect(8, compare, margin_pct=3.0)
+    assert result.exit_code == UNDECIDABLE
+    assert result.undecided[0][2].startswith("the ends: the attempts disagree: ")
+
+
+def test_culprits_that_do_not_account_for_the_ends_leave_the_range_undecided():
+    # a -4 % step at build 6 that the stretch 4 -> 7 wrongly measured "no change"
+    levels = [100.0] * 4 + [88.0] * 2 + [84.5] * 2
+    base, _ = simulated(levels, margin=0.03, noise=0.005)
+
+    def compare(a: int, b: int, attempt: int) -> Outcome:
+        if (a, b) == (4, 7):
+            return Outcome(a, b, "no change", -0.5, -2.9, 1.9, rounds=20)
+        return base(a, b, attempt)
+
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]  # -12.0 % [-12.5, -11.5]
+    assert result.undecided == [(0, 7, "the culprits found (-12.0 % [-12.5, -11.5] together) "
+                                 "do not account for the ends' -15.5 % [-16.0, -15.0]: "
+                                 "another step may be in a stretch judged clear")]
+    assert result.exit_code == CULPRIT_AND_UNDECIDED
+
+
+def test_a_change_no_part_of_a_range_shows_leaves_that_whole_range_undecided():
+    levels = [100.0] * 3 + [97.5] * 3 + [95.0] * 3  # two 2.5 % steps: each within 3 %
+    compare, _ = simulated(levels, margin=0.03, noise=0.002)
+    result = bisect(len(levels), compare, margin_pct=3.0)
+    assert result.culprits == [] and result.exit_code == UNDECIDABLE
+    (low, high, why), = result.undecided
+    assert (low, high) == (0, 8)  # the range that changed, not the last pair looked at
+    assert why.startswith("0 -> 8 changed (-5.0 % [-5.2, -4.8]), but no part of it shows the "
+                          "change")
 
 
 def test_the_chain_of_ratios_follows_the_comparisons_from_the_first_build():
@@ -325,6 +497,34 @@ build_timeout: 1
     assert not pid_alive(make), "the build's child (its make) was left running"
 
 
+HOSTILE = ["a;touch PWNED", "$(touch PWNED)", "two words", "`touch PWNED`", "x'y",
+           "r1; $(touch PWNED) and spaces"]
+
+
+@pytest.mark.parametrize("rev", HOSTILE)
+def test_a_revision_with_shell_syntax_is_refused_before_anything_runs(tmp_path, topology, rev):
+    text = (f'template: {{tools: {{dut: {{nginx: "{tmp_path}/{{rev}}/nginx"}}}}}}\n'
+            f"revisions: [r1, {json.dumps(rev)}]\nbuild: \"echo {{rev}} > {tmp_path}/out\"\n")
+    with pytest.raises(TopologyError, match="not shell syntax") as error:
+        load_builds(_write(tmp_path, text), topology)
+    assert repr(rev) in str(error.value)
+    without_build = text.rsplit("build:", 1)[0]  # no command: the name is only a path part
+    assert load_builds(_write(tmp_path, without_build), topology).names[1] == rev
+
+
+@pytest.mark.parametrize("rev", HOSTILE)
+def test_a_revision_reaches_the_build_command_as_one_quoted_word(tmp_path, rev):
+    """Even a name the builds file would refuse runs as no shell syntax: one argument."""
+    out = tmp_path / "argv"
+    builds = Builds("b.yaml", "t", (Side(name="r1"), Side(name=rev)),
+                    f"printf '%s\\n' {{rev}} > {out}", 60.0)
+    assert build_command("make REV={rev}", "a1b2c3d") == "make REV=a1b2c3d"
+    why = make_build(builds, 1, tmp_path / "logs" / "b.log")
+    assert why is None or "build command exited" not in why, why
+    assert out.read_text() == rev + "\n"  # one word, as given
+    assert not list(tmp_path.glob("PWNED")) and not (REPO / "PWNED").exists()
+
+
 # -- one comparison's record ------------------------------------------------------------------
 
 
@@ -374,7 +574,15 @@ def test_a_comparison_with_profiles_says_where_b_spends_more(tmp_path):
             profile={"diff": {"changes": changes, "grown": changes[2]}})
     outcome = read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 0)
     assert outcome.detail == ("rps; profile: b spends a larger share of the DUT's CPU in "
-                              f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")
+                              f"ngx_palloc (0.5 % -> 5.3 %) (see {tmp_path})")  # an old record
+    hint = {"kind": "noise", "text": "no function changed beyond noise (2,490 and 2,505 "
+            "samples, 45 frames)"}
+    again = tmp_path / "new"
+    _record(again, "t", {"rps": entry},
+            profile={"diff": {"changes": changes, "grown": changes[2], "hint": hint}})
+    outcome = read_outcome(again, "t", None, 0, 1, 1, 1.0, 0)
+    assert outcome.detail == ("rps; profile: no function changed beyond noise (2,490 and "
+                              f"2,505 samples, 45 frames) (see {again})")
 
 
 def test_a_run_without_a_record_fails_the_comparison_with_the_tests_message(tmp_path):
@@ -438,6 +646,55 @@ def test_the_margin_is_given_once_and_as_a_percentage(tmp_path, capsys, extra, s
                      str(builds), "--results", str(tmp_path / "out"), *extra])
     assert code == 2 and says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--max-rounds", "200"], "--max-rounds 200 --budget 600: the second attempt of a "
+     "comparison (400 rounds, 1200 s) could not decide: -v AB_LOOK:10: the first look cannot "
+     "decide"),
+    (["--max-rounds", "200"], "give --max-rounds at most 125"),
+    (["--max-rounds", "60", "--", "-v", "AB_LOOK:9"], "(120 rounds, 1200 s) could not decide: "
+     "-v AB_LOOK:9: the first look cannot decide"),
+    (["--max-rounds", "60", "--", "-v", "AB_LOOK:9"], "give --max-rounds at most 54"),
+    (["--budget", "30", "--", "-v", "DURATION:2"], "the first attempt of a comparison (60 "
+     "rounds, 30 s) could not decide: -v AB_BUDGET:30 with -v DURATION:2"),
+])
+def test_settings_whose_attempts_could_not_decide_are_refused_naming_the_option(
+        tmp_path, capsys, extra, says):
+    builds = _write(tmp_path, 'builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: '
+                              '["access_log /dev/null combined;"]}}}\n')
+    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
+                     str(builds), "--results", str(tmp_path / "out"), *extra])
+    assert code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli.attempts_problems(125, 600, 3, []) == []  # the limit itself is fine
+
+
+def test_the_help_lists_every_exit_code(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for code, meaning in EXIT_CODES.items():
+        assert f"{code} {' '.join(meaning.split())}" in shown, code
+    assert set(EXIT_CODES) == {0, 2, 3, 4, 5}
+    assert all(f"    {code} " in cli.__doc__ for code in EXIT_CODES)
+
+
+def test_the_page_and_json_name_undecided_ranges_and_skipped_builds_with_why():
+    levels = [100.0] * 4 + [94.0] * 4
+    compare, _ = simulated(levels, failed={(4, 7)}, broken={3})
+    result = bisect(len(levels), compare)
+    doc = as_json(result, [f"r{i}" for i in range(8)], {"title": "t", "topology": "3node",
+                                                         "test": "ssl_proxy/x", "metric": "rps"})
+    assert (doc["exit_code"], doc["status"]) == (5, "culprit found, ranges undecided")
+    assert doc["exit_meaning"].startswith("culprit found, but some ranges stayed undecided")
+    assert doc["skipped"] == [{"build": "r3", "why": "did not run: failed: nginx did not start"}]
+    assert doc["undecided"] == [{"from": "r4", "to": "r7",
+                                 "why": "not proven clear: failed: nginx did not start"}]
+    page = as_html(doc)
+    assert "skipped build <code>r3</code>: did not run: failed: nginx did not start" in page
+    assert "undecided between <code>r4</code> and <code>r7</code>" in page
+    assert "exit code 5:\nculprit found, but some ranges stayed undecided" in page
 
 
 def test_a_missing_binary_without_a_build_command_exits_2(tmp_path, capsys):

@@ -13,10 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from libraries.keywords.profiling import Target, profile_targets
+from libraries.keywords.profiling import (
+    PERIOD_NS,
+    Target,
+    _differential,
+    cpu_per_work,
+    profile_targets,
+)
 from libraries.report.profile_section import profile_section
 from libraries.results.measurement import Measurement
 from libraries.results.profile import (
+    Folded,
     ProfileError,
     function_changes,
     grown,
@@ -150,6 +157,82 @@ def test_the_report_shows_each_graph_the_differential_and_the_changes() -> None:
     assert "No profile of a: perf not found on dut" in profile_section(record)
 
 
+def _ab_measurement(verdict: str = "regression") -> Measurement:
+    measurement = Measurement(case="t", stack="kernel", parameters={})
+    measurement.ab = {"verdict": verdict}
+    measurement.notes.append("A/B b 9.0 % slower than a on rps [-11.0, -7.1]")
+    return measurement
+
+
+def _scaled(text: str, samples: int) -> Folded:
+    """The folded text's weights as shares of ``samples`` samples of perf's period."""
+    folded = parse_folded(text, "t")
+    return Folded({stack: int(weight * samples / folded.total * PERIOD_NS)
+                   for stack, weight in folded.stacks.items()})
+
+
+def test_the_regressions_message_ends_with_the_hint_and_the_record_keeps_it(tmp_path):
+    a, b = _scaled(FOLDED_A, 5000), _scaled(FOLDED_B, 5000)
+    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=tmp_path / "p")
+    block: dict = {}
+    measurement = _ab_measurement()
+    _differential(block, measurement, profiler, tmp_path, {"a": a, "b": b},
+                  {"a": tmp_path / "none-a", "b": tmp_path / "none-b"}, None)
+    hint = block["diff"]["hint"]
+    assert (hint["function"], hint["own"], hint["chain"]) == (
+        "tls13_record", True, ["SSL_write", "ngx_worker", "nginx"])
+    assert measurement.notes[-1] == (
+        "A/B b 9.0 % slower than a on rps [-11.0, -7.1]; profile: " + hint["text"])
+    assert "in tls13_record (on CPU itself) 10.0 % -> 25.0 % (+15.0 points [" in hint["text"]
+    same = _ab_measurement()  # an A/A pair: nothing beyond noise, and it says so
+    _differential(block, same, profiler, tmp_path, {"a": a, "b": _scaled(FOLDED_A, 5000)},
+                  {"a": tmp_path / "none-a", "b": tmp_path / "none-b"}, None)
+    assert same.notes[-1].endswith("; profile: no function changed beyond noise (5,000 and "
+                                   "5,000 samples, 7 frames)")
+    assert block["diff"]["hint"]["kind"] == "noise" and "svg" not in block["diff"]
+    page = profile_section({"name": "t", "evidence": {"profile": block | {"note": ""}}})
+    assert '<p class="hint"><b>a -> b:</b> no function changed beyond noise' in page
+
+
+def _trials(busy: dict[str, list[float]]) -> dict[str, list[dict]]:
+    """Telemetry readings per A/B variant: the DUT's cores busy as given (one core)."""
+    return {f"{side} proxy": [{"dut": {"cores": {"all": {}, "0": {
+        "usr": 100 * cores, "sys": 0.0, "irq": 0.0, "soft": 0.0}}}} for cores in values]
+            for side, values in busy.items()}
+
+
+def test_cpu_per_request_comes_from_the_rounds_telemetry_and_the_rate_ratios():
+    ratios = [0.90, 0.91, 0.89, 0.90, 0.92, 0.88, 0.90, 0.91, 0.89, 0.90]
+    measurement = _ab_measurement()
+    measurement.ab["metrics"] = {"rps": {"direction": "higher_is_better", "ratios": ratios}}
+    # fewer requests at the same work each: b's busy cores fell with its rate
+    jitter = [1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.0]
+    same_work = _trials({"a": [0.8] * 10, "b": [0.8 * r * j for r, j in zip(ratios, jitter,
+                                                                          strict=True)]})
+    cost = cpu_per_work(measurement, same_work, "proxy", "dut")
+    assert cost is not None and cost.what == "busy cores per request"
+    assert cost.unchanged and cost.change_pct == pytest.approx(0.0, abs=0.6)
+    # the same busy cores for 10 % fewer requests: each request costs about 11 % more CPU
+    dearer = cpu_per_work(measurement, _trials({"a": [0.8] * 10, "b": [0.8] * 10}), "proxy",
+                          "dut")
+    assert dearer is not None and not dearer.unchanged
+    assert dearer.change_pct == pytest.approx(11.1, abs=0.3) and dearer.low_pct > 0
+    unread = same_work | {"b proxy": [{"dut": {"unavailable": "not sampled"}}] * 10}
+    assert cpu_per_work(measurement, unread, "proxy", "dut") is None
+    assert cpu_per_work(measurement, _trials({"a": [0.8] * 9, "b": [0.8] * 9}), "proxy",
+                        "dut") is None  # a round without its reading
+    a, b = _scaled(FOLDED_A, 5000), _scaled(FOLDED_B, 5000)
+    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=Path("/nonexistent"))
+    block: dict = {}
+    _differential(block, measurement, profiler, Path("/nonexistent"), {"a": a, "b": b},
+                  {"a": Path("/none-a"), "b": Path("/none-b")}, cost)
+    assert block["diff"]["hint"]["kind"] == "not_cpu"
+    assert measurement.notes[-1].endswith(
+        f"; profile: the DUT's busy cores per request did not change ({cost.text()}): "
+        "the CPU profile does not explain this change (the same CPU per unit of work: look "
+        "at waiting, latency, the network or the load generator)")
+
+
 def _have_profiler() -> str | None:
     if shutil.which("perf") is None:
         return "perf is not installed (setup.sh installs linux-perf)"
@@ -209,13 +292,13 @@ def test_a_real_profile_of_each_side_and_their_differential(tmp_path: Path) -> N
     grown_in_b = [c["function"] for c in changes if c["points"] > 2]
     assert "do_syscall_64_[k]" in grown_in_b, changes
     assert json.loads(json.dumps(changes)) == changes
-    top = max(diff["inclusive"], key=lambda c: c["points"])
-    assert diff["grown"] == top
+    hint = diff["hint"]
+    assert hint["kind"] == "frame" and hint["low"] > 0, hint  # far beyond noise in 2 s
     message = measurement.notes[-1]
     assert message.startswith(
         "A/B bs: regression -9.0 %; profile: side b spends a larger share of the DUT's CPU in "
-        f"{top['function']} "), message
-    assert message.endswith(" points)"), message
+        f"{hint['function']} "), message
+    assert " called from " in message, message
     assert not list(tmp_path.glob("perf-*.data*"))
     assert not node.processes
 

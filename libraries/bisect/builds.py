@@ -10,7 +10,11 @@ Either a list, oldest (believed good) first, each build one side of an A/B compa
 
 or a template over revisions, ``{rev}`` replaced in every string of the template, with an
 optional build command run for a revision whose binaries are missing (its exit status says
-whether the build exists; a failed build is skipped, as ``git bisect skip`` does)::
+whether the build exists; a failed build is skipped, as ``git bisect skip`` does). The
+revision goes into the build command shell-quoted (:func:`build_command`), and with a build
+command every revision must be made of a revision's characters (:data:`REVISION`: letters,
+digits and ``._/+@~^-``, starting with a letter or digit): a name with shell syntax
+(``;``, ``$(...)``, spaces, quotes) is refused before anything runs::
 
     template: {tools: {dut: {nginx: "/opt/nginx-{rev}/sbin/nginx"}}}
     revisions: [a1b2c3d, e4f5a6b, 0c1d2e3]
@@ -29,6 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
 import signal
 import subprocess
 import time
@@ -47,6 +53,8 @@ from libraries.testbed.topology_file import format_errors
 from libraries.tools.versions import PROBES, parse_version, version_command
 
 VERSION_TIMEOUT_S = 15.0
+REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+@~^-]*")
+"""What a revision handed to a build command may be made of (a commit, tag or branch)."""
 
 
 class BuildList(BaseModel):
@@ -70,6 +78,12 @@ class BuildList(BaseModel):
             raise ValueError("template: needs revisions: [...] (oldest first)")
         if self.builds and (self.revisions or self.build):
             raise ValueError("revisions: and build: go with template:, not with builds:")
+        if self.build is not None:
+            bad = [rev for rev in self.revisions if not REVISION.fullmatch(rev)]
+            if bad:
+                raise ValueError(f"revisions {bad!r}: a revision handed to the build command "
+                                 "must be letters, digits and ._/+@~^- (starting with a letter "
+                                 "or digit), not shell syntax")
         return self
 
 
@@ -199,13 +213,20 @@ def _wait_group_gone(pgid: int, seconds: float) -> list[int]:
     return left
 
 
+def build_command(template: str, rev: str) -> str:
+    """The build command for revision ``rev``: ``{rev}`` replaced by the revision,
+    shell-quoted (``shlex.quote``: a plain commit id stays as it is; anything else is one
+    word the shell does not interpret)."""
+    return template.replace("{rev}", shlex.quote(rev))
+
+
 def make_build(builds: Builds, index: int, log: Path) -> str | None:
-    """Run the build command for build ``index`` (``{rev}`` = its name), its output to
+    """Run the build command for build ``index`` (``{rev}`` = its name, quoted), its output to
     ``log``; None when it succeeded and the build then answers, else why not."""
     if builds.build is None:
         return "no build command"
     side = builds.sides[index]
-    command = builds.build.replace("{rev}", side.name)
+    command = build_command(builds.build, side.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as out:
         # its own process group: a build that times out is stopped with its make and compilers

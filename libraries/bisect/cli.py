@@ -11,18 +11,22 @@ topology every binary a build names (it exists and answers its version command, 
 command can make it). Then the ends are compared; a regression between them is bisected
 (:mod:`libraries.bisect.search`), each comparison one Robot A/B run
 (:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``. The result goes
-to ``bisect.json`` and ``bisect.html`` there, and to the exit code:
+to ``bisect.json`` and ``bisect.html`` there, and to the exit code
+(:data:`libraries.bisect.search.EXIT_CODES`, listed by ``--help``):
 
     0 no regression between the ends beyond --margin (or only progressions)
-    3 a culprit found (the last good and first bad build, printed)
-    2 bad input (nothing measured)
-    4 could not decide (an end or a half stayed inconclusive about a regression beyond
-      the margin, or a comparison failed)
+    2 bad input: refused before anything was measured (a file, the test, settings whose
+      second attempt could not decide)
+    3 a culprit found (the last good and first bad build, printed), and every other stretch
+      of the range proven clear of a regression beyond the margin
+    4 could not decide: no culprit, and an end or a range stayed undecided
+    5 a culprit found, but some ranges stayed undecided (listed: another step may be there)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import secrets
 import sys
 from collections.abc import Sequence
@@ -31,8 +35,10 @@ from pathlib import Path
 
 from libraries.bisect.builds import check_builds, load_builds, make_build
 from libraries.bisect.report import write_report
-from libraries.bisect.runner import RobotComparisons, find_test
-from libraries.bisect.search import BAD_INPUT, bisect
+from libraries.bisect.runner import RobotComparisons, _safe, find_test
+from libraries.bisect.search import BAD_INPUT, EXIT_CODES, bisect
+from libraries.results.plan import TrialPlan
+from libraries.results.settings import ab_settings_from_variables, check_ab_plan, parse_plan
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 
@@ -40,7 +46,10 @@ from libraries.testbed.topology_file import load_topology
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m libraries.bisect",
-        description="Find the build that changed a test's figure by A/B comparisons.")
+        description="Find the build that changed a test's figure by A/B comparisons.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes:\n" + "\n".join(f"  {code}  {meaning}"
+                                            for code, meaning in sorted(EXIT_CODES.items())))
     parser.add_argument("--topology", required=True, help="topology name or file (the "
                         "testbed; the builds override its binaries, VPP installs, ...)")
     parser.add_argument("--test", required=True, help="test name, <case>/<name> or test id")
@@ -62,6 +71,72 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _robot_variables(robot_args: Sequence[str]) -> dict[str, str]:
+    """The ``-v NAME:VALUE`` (``--variable``) settings among the extra Robot arguments."""
+    found: dict[str, str] = {}
+    for flag, value in itertools.pairwise(robot_args):
+        if flag in ("-v", "--variable") and ":" in value:
+            name, _, given = value.partition(":")
+            found[name] = given
+    for arg in robot_args:
+        if arg.startswith("--variable=") and ":" in arg:
+            name, _, given = arg.removeprefix("--variable=").partition(":")
+            found[name] = given
+    return found
+
+
+def _attempt_problem(rounds: int, budget: float, margin: float,
+                     variables: dict[str, str]) -> str | None:
+    """Why the A/B run of an attempt with ``rounds`` and ``budget`` could not decide (its
+    suite set-up would refuse it), or None."""
+    values: dict[str, object] = {**variables, "AB_MAX_ROUNDS": rounds, "AB_BUDGET": budget,
+                                 "AB_MARGIN": margin}
+    try:
+        settings = ab_settings_from_variables(values.get)
+        check_ab_plan(settings, parse_plan(values.get("TRIALS", TrialPlan.trials),
+                                           values.get("DURATION", TrialPlan.duration),
+                                           values.get("WARMUP", TrialPlan.warmup)))
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def attempts_problems(max_rounds: int, budget: float, margin: float,
+                      robot_args: Sequence[str]) -> list[str]:
+    """Why the first or the second attempt of a comparison (``--max-rounds`` and
+    ``--budget``, doubled for the second) could not decide, naming the option and the
+    limit; empty when both can. Checked before anything is measured: a second attempt whose
+    first look could never decide fails every comparison at its suite set-up."""
+    variables = _robot_variables(robot_args)
+    problems = []
+    for attempt in (1, 2):
+        why = _attempt_problem(max_rounds * attempt, budget * attempt, margin, variables)
+        if why is None:
+            continue
+        fits = [m for m in range(max_rounds, 0, -1)
+                if _attempt_problem(m, budget, margin, variables) is None
+                and _attempt_problem(2 * m, 2 * budget, margin, variables) is None]
+        limit = (f"give --max-rounds at most {fits[0]}" if fits else
+                 "give a larger --budget (AB_BUDGET of a first attempt)" if "AB_BUDGET" in why
+                 else "no --max-rounds fits these -v settings")
+        problems.append(f"--max-rounds {max_rounds} --budget {budget:g}: the "
+                        f"{'first' if attempt == 1 else 'second'} attempt of a comparison "
+                        f"({max_rounds * attempt} rounds, {budget * attempt:g} s) could not "
+                        f"decide: {why}; {limit}")
+        break
+    return problems
+
+
+def _refusals(args: argparse.Namespace) -> list[str]:
+    """Why the options are refused before anything runs (empty: they are fine)."""
+    if args.max_rounds < 1 or args.budget <= 0 or not 0 < args.margin < 100:
+        return ["--max-rounds and --budget must be positive, --margin a percentage in "
+                "(0, 100)"]
+    if any("AB_MARGIN:" in arg for arg in args.robot_args):
+        return ["give the A/B margin with --margin, not -v AB_MARGIN"]
+    return attempts_problems(args.max_rounds, args.budget, args.margin, args.robot_args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a bisection; the exit code of the module docstring."""
     args = _parser().parse_args(argv)
@@ -76,12 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         print("error: " + "\n".join(problems), file=sys.stderr)
         return BAD_INPUT
-    if args.max_rounds < 1 or args.budget <= 0 or not 0 < args.margin < 100:
-        print("error: --max-rounds and --budget must be positive, --margin a percentage in "
-              "(0, 100)", file=sys.stderr)
-        return BAD_INPUT
-    if any("AB_MARGIN:" in arg for arg in args.robot_args):
-        print("error: give the A/B margin with --margin, not -v AB_MARGIN", file=sys.stderr)
+    refused = _refusals(args)
+    if refused:
+        print("error: " + "\n".join(refused), file=sys.stderr)
         return BAD_INPUT
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = (args.results / f"{stamp}-{secrets.token_hex(2)}").resolve()
@@ -93,13 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                margin_pct=args.margin, budget_s=args.budget,
                                extra=tuple(args.robot_args))
 
-    def available(index: int) -> bool:
+    def available(index: int) -> bool | str:
         if index not in missing:
             return True
-        why = make_build(builds, index, out / "builds" / f"{builds.names[index]}.log")
+        why = make_build(builds, index, out / "builds" / f"{_safe(builds.names[index])}.log")
         if why is not None:
             print(f"build {builds.names[index]}: skipped: {why}", file=sys.stderr)
-        return why is None
+        return True if why is None else why
 
     print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
           f"on {args.topology}; comparisons in {out}")
@@ -123,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{names[culprit.bad]}")
     for a, b, why in result.undecided:
         print(f"undecided between {names[a]} and {names[b]}: {why}")
+    for index, why in result.skipped.items():
+        print(f"skipped build {names[index]}: {why}")
     if not result.culprits and not result.undecided and result.ends is not None:
         ends = result.ends
         beyond = (f" {ends.change_pct:+.1f} % [{ends.low_pct:+.1f}, {ends.high_pct:+.1f}]: none "
@@ -131,4 +205,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no regression between {names[0]} and {names[-1]}: {ends.verdict}{beyond}")
     print(f"{len(result.comparisons)} comparisons, {result.minutes:.1f} min: {json_path}, "
           f"{html_path}")
+    print(f"exit {result.exit_code}: {EXIT_CODES[result.exit_code]}")
     return result.exit_code

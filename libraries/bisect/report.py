@@ -1,7 +1,8 @@
 """A bisection's result as JSON (``bisect.json``) and as a page (``bisect.html``).
 
 The page, like the run report, is self-contained: the verdict (culprits, each with its direct
-A/B change and interval; ranges left undecided), a chart of the followed metric's ratio at each
+A/B change and interval; ranges left undecided; builds skipped, each with why; the stretches
+proven clear), the exit code and what it means, a chart of the followed metric's ratio at each
 build against the first (chained through the comparisons made, with the chained interval where
 every link has one), and the table of every comparison (sides, rounds, verdict, minutes).
 """
@@ -17,7 +18,11 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from libraries.bisect.search import Bisection, Outcome
+from libraries.bisect.search import EXIT_CODES, Bisection, Outcome
+
+STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
+          5: "culprit found, ranges undecided"}
+"""The status line of each exit code of a search (2 is refused before one runs)."""
 
 
 def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, float, float]]:
@@ -47,11 +52,12 @@ def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, floa
 
 
 def as_json(result: Bisection, names: list[str], meta: dict[str, Any]) -> dict[str, Any]:
-    """The JSON document: the inputs (``meta``), the builds, the status and exit code, the
-    culprits, the undecided ranges, every comparison, the chained ratios."""
-    status = {0: "no culprit", 3: "culprit found", 4: "could not decide"}[result.exit_code]
+    """The JSON document: the inputs (``meta``), the builds, the status, exit code and its
+    meaning, the culprits, the undecided ranges, the skipped builds with why, the stretches
+    proven clear, every comparison, the chained ratios."""
     return {
-        **meta, "builds": names, "status": status, "exit_code": result.exit_code,
+        **meta, "builds": names, "status": STATUS[result.exit_code],
+        "exit_code": result.exit_code, "exit_meaning": EXIT_CODES[result.exit_code],
         "minutes": round(result.minutes, 2),
         "ends": result.ends.as_record(names) if result.ends else None,
         "culprits": [{"last_good": names[c.good], "first_bad": names[c.bad],
@@ -63,6 +69,10 @@ def as_json(result: Bisection, names: list[str], meta: dict[str, Any]) -> dict[s
         "undecided": [{"from": names[a], "to": names[b], "why": why}
                       for a, b, why in result.undecided],
         "unbuildable": [names[i] for i in result.unbuildable],
+        "skipped": [{"build": names[i], "why": why} for i, why in result.skipped.items()],
+        "clear": [{"from": names[o.a], "to": names[o.b], "verdict": o.verdict,
+                   "change_pct": o.change_pct, "low_pct": o.low_pct, "high_pct": o.high_pct}
+                  for o in result.clear],
         "comparisons": [o.as_record(names) for o in result.comparisons],
         "ratio_to_first": {names[i]: {"ratio": r, "low": lo, "high": hi}
                            for i, (r, lo, hi) in sorted(chained_ratios(
@@ -77,8 +87,8 @@ def _pct(value: float | None) -> str:
 def _summary(doc: dict[str, Any]) -> str:
     lines = []
     for c in doc["culprits"]:
-        skipped = (f" (somewhere in between: {', '.join(c['skipped_between'])} could not be "
-                   f"built)" if c["skipped_between"] else "")
+        skipped = (f" (somewhere in between: {', '.join(c['skipped_between'])} skipped)"
+                   if c["skipped_between"] else "")
         lines.append(f"<li><b>{html.escape(c['direction'])}</b> between last good "
                      f"<code>{html.escape(c['last_good'])}</code> and first bad "
                      f"<code>{html.escape(c['first_bad'])}</code>: {_pct(c['change_pct'])} "
@@ -87,7 +97,15 @@ def _summary(doc: dict[str, Any]) -> str:
     for u in doc["undecided"]:
         lines.append(f"<li>undecided between <code>{html.escape(u['from'])}</code> and "
                      f"<code>{html.escape(u['to'])}</code>: {html.escape(u['why'])}</li>")
-    if not lines:
+    for s in doc.get("skipped", []):
+        lines.append(f"<li>skipped build <code>{html.escape(s['build'])}</code>: "
+                     f"{html.escape(s['why'])}</li>")
+    for c in doc.get("clear", []) if doc["culprits"] else []:
+        lines.append(f"<li>clear between <code>{html.escape(c['from'])}</code> and "
+                     f"<code>{html.escape(c['to'])}</code>: {html.escape(c['verdict'])} "
+                     f"{_pct(c['change_pct'])} [{_pct(c['low_pct'])}, {_pct(c['high_pct'])}]"
+                     "</li>")
+    if not doc["culprits"] and not doc["undecided"]:
         ends = doc["ends"] or {}
         beyond = (f" [{_pct(ends.get('low_pct'))}, {_pct(ends.get('high_pct'))}]: none beyond "
                   f"the {doc.get('margin_pct', '?')} % margin"
@@ -131,7 +149,8 @@ td,th{{border:1px solid #ccc;padding:3px 6px;font-size:90%}}</style></head><body
 <p>Test <code>{html.escape(doc['test'])}</code> on topology
 <code>{html.escape(doc['topology'])}</code>, metric <code>{html.escape(str(doc['metric']))}
 </code>; {len(doc['builds'])} builds, {len(doc['comparisons'])} comparisons,
-{doc['minutes']:.1f} minutes; exit code {doc['exit_code']}.</p>
+{doc['minutes']:.1f} minutes; exit code {doc['exit_code']}:
+{html.escape(doc.get('exit_meaning', ''))}.</p>
 {_summary(doc)}
 {_chart(doc)}
 <h2>Comparisons, in the order made</h2>

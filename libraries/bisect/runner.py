@@ -178,9 +178,14 @@ def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, at
 
 
 def _profile_hint(record: dict[str, Any]) -> str:
-    """Where the comparison's profiles say b spends more (the function whose share of the
-    DUT's CPU grew most, as the profiling trial recorded it), or nothing when none grew."""
+    """What the comparison's profiles say (the hint the profiling trial recorded: the frame
+    that grew beyond noise with its callers, "no function changed beyond noise", or that the
+    profile does not explain the change); a record from before hints: the function whose
+    share grew most; nothing without a differential."""
     diff = ((record.get("evidence") or {}).get("profile") or {}).get("diff") or {}
+    hint = diff.get("hint")
+    if hint and hint.get("text"):
+        return f"; profile: {hint['text']}"
     top = diff.get("grown")
     if not top:
         return ""

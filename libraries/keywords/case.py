@@ -104,7 +104,7 @@ def run_case(case: Case, telemetry: TrialTelemetry,
             _side_telemetry(measurement, case, telemetry)
             if profiling is not None and measurement.ab:
                 profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
-                             *profiling)
+                             *profiling, trials=telemetry.trials)
             return measurement
     measurement = _plain(case, telemetry, after)
     if unused:

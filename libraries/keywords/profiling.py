@@ -10,9 +10,13 @@ server, VPP's threads, the traced nginx) for ``PROFILE_SECONDS``. The stacks are
 drawn (inferno) into ``<run dir>/profiles/<test>/``; the record's ``evidence.profile``
 points at the files and holds each profile's CPU per process, the objects whose frames had
 no symbols (a stripped binary), and for two profiles (sides a and b, or a plain run's two
-variants) a differential flame graph and the functions whose share of CPU changed most (with
-what they called, and on CPU themselves). An A/B regression's message names the function that
-grew most with what it called.
+variants) a differential flame graph, the functions whose share of CPU changed most (with what they
+called, and on CPU themselves), and the hint (:mod:`libraries.results.profile_hint`): the
+deepest frame that explains its callers' growth beyond sampling noise, with its caller
+chain; "no function changed beyond noise"; or, where the DUT's CPU per unit of work (busy
+cores per request, per round from the telemetry: :func:`cpu_per_work`) did not change within
+its interval, that the profile does not explain the change. An A/B regression's message
+ends with the hint.
 
 A profile that cannot be made (perf missing or not permitted, a perf that does not stop, a
 trial failing under the profiler) is a warning with the reason and no profile: never a failed
@@ -32,17 +36,19 @@ from typing import TYPE_CHECKING, Any
 from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.ab.rounds import ratio_interval
 from libraries.keywords import RESULTS_LIBRARY
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.profile import (
     Folded,
     ProfileError,
     function_changes,
-    grown,
     parse_folded,
     unresolved_objects,
 )
+from libraries.results.profile_hint import CostChange, profile_hint
 from libraries.results.settings import ProfileSettings
+from libraries.results.telemetry import busy_cores
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
 from libraries.tools.perf import (
@@ -62,6 +68,11 @@ if TYPE_CHECKING:
 
 DELAY = 1.0
 """Seconds of load before perf starts sampling (the connections are up)."""
+PERIOD_NS = 1e9 / FREQUENCY
+"""Nanoseconds of CPU one sample stands for (``perf record -e cpu-clock -F``)."""
+COST_ALPHA = 0.05
+"""The level of the CPU-per-work interval (1 - alpha)."""
+UNITS = {"rps": "request", "throughput": "Gbit", "gbps": "Gbit"}
 PMU_NOTE = ("perf samples the software clock (cpu-clock): time on CPU, no cycles or "
             "instructions (a VM without a hardware PMU has none)")
 
@@ -167,8 +178,38 @@ class Profiler:
         return folded, entry, path
 
 
+def cpu_per_work(measurement: Measurement, trials: Mapping[str, list[dict[str, Any]]],
+                 variant: str, dut: str) -> CostChange | None:
+    """The DUT's busy cores per unit of the A/B's rate metric (requests, Gbit), b against a:
+    per round the ratio of each side's busy cores over the rate's ratio, and their
+    Hodges-Lehmann change with its signed-rank interval; None where the telemetry or the
+    rounds do not give it (a node unread, a round missing)."""
+    metrics = (measurement.ab or {}).get("metrics") or {}
+    chosen = next((m for m, e in metrics.items() if e.get("direction") == "higher_is_better"
+                   and e.get("ratios")), None)
+    if chosen is None:
+        return None
+    ratios = metrics[chosen]["ratios"]
+    sides = [trials.get(f"{side} {variant}", []) for side in ("a", "b")]
+    if any(len(readings) != len(ratios) for readings in sides):
+        return None
+    per_round = []
+    for ratio, a, b in zip(ratios, *sides, strict=True):
+        if "cores" not in a.get(dut, {}) or "cores" not in b.get(dut, {}) or ratio <= 0:
+            return None
+        busy_a, busy_b = busy_cores(a[dut]["cores"]), busy_cores(b[dut]["cores"])
+        if busy_a <= 0 or busy_b <= 0:
+            return None
+        per_round.append(busy_b / busy_a / ratio)
+    interval = ratio_interval(per_round, COST_ALPHA)
+    pct = (lambda r: None if r is None else (r - 1) * 100)  # noqa: E731
+    return CostChange(f"busy cores per {UNITS.get(chosen, 'unit of ' + chosen)}",
+                      (interval.change - 1) * 100, pct(interval.low), pct(interval.high))
+
+
 def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Target],
-                    settings: ProfileSettings, folder: Path, test: str) -> None:
+                    settings: ProfileSettings, folder: Path, test: str,
+                    cost: CostChange | None = None) -> None:
     """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
     ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
     A profile that cannot be made is a warning. ``seconds_spent``: what the profiling took
@@ -178,14 +219,14 @@ def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Ta
     measurement.evidence["profile"] = block
     started = time.monotonic()
     try:
-        _profile_into(block, measurement, testbed, targets, settings, folder, test)
+        _profile_into(block, measurement, testbed, targets, settings, folder, test, cost)
     finally:
         block["seconds_spent"] = round(time.monotonic() - started, 2)
 
 
 def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Testbed,
                   targets: list[Target], settings: ProfileSettings, folder: Path,
-                  test: str) -> None:
+                  test: str, cost: CostChange | None) -> None:
     try:
         profiler = Profiler(testbed, folder, settings.seconds, test)
     except HostStackError as error:
@@ -205,6 +246,12 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
     logger.info(f"profiles of {', '.join(folded)} in {profiler.folder}")
     if len(folded) != 2:
         return
+    _differential(block, measurement, profiler, folder, folded, files, cost)
+
+
+def _differential(block: dict[str, Any], measurement: Measurement, profiler: Profiler,
+                  folder: Path, folded: dict[str, Folded], files: dict[str, Path],
+                  cost: CostChange | None) -> None:
     (first, a), (second, b) = folded.items()
     changes = function_changes(a, b)
     inclusive = function_changes(a, b, inclusive=True)
@@ -220,22 +267,21 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
         ).relative_to(folder))
     except HostStackError as error:
         logger.warn(f"no differential flame graph: {error}")
-    top = grown(inclusive) or grown(changes)
-    if top is not None:
-        entry["grown"] = top.as_record()
+    hint = profile_hint(a, b, PERIOD_NS, cost)
+    entry["hint"] = hint.as_record()
     block["diff"] = entry
-    if top is not None and (measurement.ab or {}).get("verdict") == "regression" \
-            and measurement.notes:
-        measurement.notes[-1] += (f"; profile: side b spends a larger share of the DUT's CPU "
-                                  f"in {top.text()}")
+    if (measurement.ab or {}).get("verdict") == "regression" and measurement.notes:
+        measurement.notes[-1] += f"; profile: {hint.text()}"
 
 
 def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Callable[[Trial],
                  Any]], testbed: Testbed, session: AbSession | None,
-                 settings: ProfileSettings, folder: Path) -> None:
+                 settings: ProfileSettings, folder: Path,
+                 trials: Mapping[str, list[dict[str, Any]]] | None = None) -> None:
     """The profiling trials of test case ``name``: in a plain run each of ``variants`` (the
     ones it compares); in an A/B test the last of them on side a, then on side b (side a is
-    active again afterwards)."""
+    active again afterwards), judged against the DUT's CPU per unit of work of the measured
+    rounds (``trials``: the telemetry's readings per variant and trial)."""
     test = str(BuiltIn().get_variable_value("${TEST NAME}", name))
     if session is None:
         profile_targets(measurement, testbed,
@@ -243,10 +289,12 @@ def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Cal
                          for v, trial in variants.items()], settings, folder, test)
         return
     variant, trial = list(variants.items())[-1]
+    cost = cpu_per_work(measurement, trials or {}, variant,
+                        testbed.topology.node_with_role("dut"))
     targets = [Target(side, variant, trial, prepare=lambda side=side: session.switch(side),
                       title=f"{name} {variant}, side {side} ({session.sides[side].name})")
                for side in ("a", "b")]
     try:
-        profile_targets(measurement, testbed, targets, settings, folder, test)
+        profile_targets(measurement, testbed, targets, settings, folder, test, cost)
     finally:
         session.switch("a")

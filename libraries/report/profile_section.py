@@ -1,6 +1,8 @@
 """A test's CPU profiles in the run report: each profile's flame graph, the differential one of
 two (A/B sides a -> b, or a plain run's two variants) and the functions whose share of the
-DUT's CPU changed most. The graphs are SVG files in the run folder (``profiles/<test>/``,
+DUT's CPU changed most, led by the hint (the frame that grew beyond sampling noise with its
+caller chain, "no function changed beyond noise", or that the CPU profile does not explain the
+change). The graphs are SVG files in the run folder (``profiles/<test>/``,
 interactive: click to zoom, search), shown in place with ``<object>``."""
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ def profile_section(record: dict[str, Any]) -> str:
                          "resolve)</p>")
     diff = block.get("diff")
     if diff:
+        hint = (diff.get("hint") or {}).get("text")
+        if hint:
+            parts.append(f'<p class="hint"><b>{html.escape(diff["from"])} -> '
+                         f'{html.escape(diff["to"])}:</b> {html.escape(hint)}</p>')
         if diff.get("svg"):
             parts.append(_graph(diff["svg"], f"differential {diff['from']} -> {diff['to']}: "
                                 f"widths of {diff['to']}, red where it spends a larger "

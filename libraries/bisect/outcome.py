@@ -1,0 +1,115 @@
+"""One comparison of a bisection and what it proves: its :class:`Outcome`, whether it proves a
+range clear of a regression beyond the margin (:func:`proven_clear`), whether an undecided
+half cannot hold the step looked for (:func:`rules_out`), and the texts that say why. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One A/B comparison of builds ``a`` (baseline) and ``b`` (indices in the range).
+
+    ``verdict``: the A/B engine's for the metric followed (``regression``, ``progression``,
+    ``no change``, ``inconclusive``), or ``failed`` when the run gave no verdict (``detail``
+    says why). Changes are b against a, in percent, with the interval's ends."""
+
+    a: int
+    b: int
+    verdict: str
+    change_pct: float | None = None
+    low_pct: float | None = None
+    high_pct: float | None = None
+    rounds: int = 0
+    minutes: float = 0.0
+    attempt: int = 1
+    detail: str = ""
+
+    def as_record(self, names: list[str]) -> dict[str, Any]:
+        """The JSON form, with the builds' names."""
+        return {"a": names[self.a], "b": names[self.b], "a_index": self.a, "b_index": self.b,
+                "verdict": self.verdict, "change_pct": self.change_pct,
+                "low_pct": self.low_pct, "high_pct": self.high_pct, "rounds": self.rounds,
+                "minutes": round(self.minutes, 2), "attempt": self.attempt,
+                "detail": self.detail}
+
+
+def slower(outcome: Outcome) -> bool:
+    """The interval lies wholly below no change: b measured slower, if not beyond the
+    margin."""
+    return outcome.high_pct is not None and outcome.high_pct < 0.0
+
+
+def chain(outcomes: list[Outcome]) -> tuple[float, float, float] | None:
+    """The changes of consecutive steps combined (ratios multiplied, the interval ends
+    too: a rough, wide chain), in percent; None when one lacks an interval."""
+    ratio = low = high = 1.0
+    for o in outcomes:
+        if o.change_pct is None or o.low_pct is None or o.high_pct is None:
+            return None
+        ratio *= 1 + o.change_pct / 100
+        low *= 1 + o.low_pct / 100
+        high *= 1 + o.high_pct / 100
+    return (ratio - 1) * 100, (low - 1) * 100, (high - 1) * 100
+
+
+def agree(found: tuple[float, float, float], ends: Outcome) -> bool:
+    """True unless each estimate lies outside the other's interval."""
+    if ends.change_pct is None or ends.low_pct is None or ends.high_pct is None:
+        return True
+    return (ends.low_pct <= found[0] <= ends.high_pct) or (found[1] <= ends.change_pct
+                                                           <= found[2])
+
+
+def show(change: Outcome | tuple[float, float, float]) -> str:
+    if isinstance(change, Outcome):
+        change = (change.change_pct or 0.0, change.low_pct or 0.0, change.high_pct or 0.0)
+    return f"{change[0]:+.1f} % [{change[1]:+.1f}, {change[2]:+.1f}]"
+
+
+def proven_clear(outcome: Outcome, margin_pct: float | None) -> bool:
+    """True when ``outcome`` proves its range holds no regression beyond the margin: with the
+    margin given, :func:`clear_of_regression`; without it, a ``no change`` verdict."""
+    if margin_pct is None:
+        return outcome.verdict == "no change"
+    return clear_of_regression(outcome, margin_pct)
+
+
+def rules_out(part: Outcome, step: Outcome) -> bool:
+    """True when the undecided ``part`` cannot hold ``step``: its interval holds no change
+    (0 %) but not the step's point estimate. The step is then in the other half (``part``
+    itself is not proven clear: it is reported undecided unless a second attempt clears
+    it)."""
+    if part.verdict != "inconclusive":
+        return False
+    low, high, size = part.low_pct, part.high_pct, step.change_pct
+    if low is None or high is None or size is None:
+        return False
+    return low <= 0.0 <= high and not low <= size <= high
+
+
+def clear_of_regression(part: Outcome, margin_pct: float | None) -> bool:
+    """True when ``part`` (``no change`` or inconclusive) has its interval above
+    ``-margin_pct``: whatever it holds, no regression beyond the margin (a progression may
+    be, which a bisection for a regression does not look for). False without a margin."""
+    if margin_pct is None or part.verdict not in ("no change", "inconclusive") \
+            or part.low_pct is None:
+        return False
+    return part.low_pct > -margin_pct
+
+
+def why_text(outcome: Outcome) -> str:
+    interval = (f" {outcome.change_pct:+.1f} % [{outcome.low_pct:+.1f}, {outcome.high_pct:+.1f}]"
+                if None not in (outcome.change_pct, outcome.low_pct, outcome.high_pct) else "")
+    said = f"{outcome.verdict}{interval}"
+    return f"{said}: {outcome.detail}" if outcome.detail else said
+
+
+def spread_text(pair: Outcome, known: Outcome, why: str, clear: bool) -> str:
+    if not clear:
+        return f"{known.a} -> {known.b} changed, {pair.a} -> {pair.b} undecided: {why}"
+    return (f"{known.a} -> {known.b} changed ({show(known)}), but no part of it shows the "
+            f"change ({pair.a} -> {pair.b}: {why}): the step is spread over several builds, "
+            "within each comparison's margin, or missed by one of them")

@@ -1,0 +1,140 @@
+"""The hint of a differential profile: a frame is named only beyond sampling noise (A/A pairs
+of multinomial samples name none), the deepest frame that explains its callers' growth with
+its caller chain (a slowed leaf is named, not its callers), and nothing where the DUT's CPU
+per request did not change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from libraries.results.profile import Folded, function_changes, grown
+from libraries.results.profile_hint import CostChange, Hint, profile_hint, share_intervals
+
+PERIOD = 1e9 / 499  # ns per sample at perf's -F 499
+LOOP = "nginx;ngx_worker_process_cycle;ngx_process_events_and_timers;ngx_epoll_process_events"
+WRITE = f"{LOOP};ngx_http_request_handler;ngx_http_write_filter;ngx_ssl_send_chain;SSL_write"
+READ = f"{LOOP};ngx_http_wait_request_handler;ngx_ssl_recv;SSL_read"
+BASE = {  # an nginx TLS proxy's profile: stack -> share of samples
+    f"{WRITE};EVP_EncryptUpdate;aesni_gcm_encrypt": 12.0,
+    f"{WRITE};EVP_EncryptUpdate;CRYPTO_gcm128_encrypt_ctr32": 2.0,
+    f"{WRITE};tls13_record;memcpy": 4.0,
+    f"{WRITE};ssl3_write_bytes;__x64_sys_sendto_[k];tcp_sendmsg_[k]": 10.0,
+    f"{WRITE};ssl3_write_bytes;__x64_sys_sendto_[k];tcp_push_[k]": 3.0,
+    f"{READ};EVP_DecryptUpdate;aesni_gcm_decrypt": 8.0,
+    f"{READ};ssl3_read_bytes;__x64_sys_recvfrom_[k];tcp_recvmsg_[k]": 8.0,
+    f"{READ};ssl3_read_bytes;__x64_sys_recvfrom_[k];skb_copy_datagram_iter_[k]": 3.0,
+    f"{LOOP};epoll_wait;entry_SYSCALL_64_[k];do_epoll_wait_[k]": 6.0,
+    f"{LOOP};epoll_wait;entry_SYSCALL_64_[k];schedule_[k]": 4.0,
+    f"{LOOP};ngx_http_wait_request_handler;ngx_http_parse_request_line": 3.0,
+    f"{LOOP};ngx_http_wait_request_handler;ngx_http_process_request_headers": 3.0,
+    f"{LOOP};ngx_http_upstream_handler;ngx_http_upstream_process_header": 4.0,
+    f"{LOOP};ngx_http_upstream_handler;ngx_ssl_send_chain;SSL_write;EVP_EncryptUpdate;"
+    "aesni_gcm_encrypt": 5.0,
+    f"{LOOP};ngx_event_expire_timers": 1.0,
+    f"{LOOP};malloc": 3.0,
+    f"{LOOP};free": 2.0,
+    f"{LOOP};[nginx]": 4.0,
+    "nginx;ngx_master_process_cycle;sigsuspend": 0.5,
+    "nginx;[unknown]": 1.5,
+}
+
+
+def sampled(shares: dict[str, float], samples: int, rng: np.random.Generator) -> Folded:
+    """A profile of ``samples`` samples drawn from ``shares`` (weights in ns, as perf's)."""
+    stacks = list(shares)
+    p = np.array([shares[s] for s in stacks])
+    counts = rng.multinomial(samples, p / p.sum())
+    return Folded({s: int(c * PERIOD) for s, c in zip(stacks, counts, strict=True) if c})
+
+
+def slowed(shares: dict[str, float], function: str, factor: float) -> dict[str, float]:
+    """``shares`` with every stack that ends on CPU in ``function`` ``factor`` times as
+    heavy (the function takes that much longer per call, the rest unchanged)."""
+    return {s: w * (factor if s.rsplit(";", 1)[-1] == function else 1.0)
+            for s, w in shares.items()}
+
+
+@pytest.mark.parametrize("samples", [2500, 5000])
+def test_an_aa_pair_names_no_function_in_at_least_95_percent(samples):
+    rng = np.random.default_rng(52)
+    pairs = 400
+    hints = [profile_hint(sampled(BASE, samples, rng), sampled(BASE, samples, rng), PERIOD)
+             for _ in range(pairs)]
+    quiet = sum(h.kind == "noise" for h in hints)
+    assert quiet >= 0.95 * pairs, [h.text() for h in hints if h.kind != "noise"][:5]
+    assert hints[0].text().startswith("no function changed beyond noise (")
+    assert f"{samples:,} and {samples:,} samples" in hints[0].text()
+    # what the test guards against: the shares alone always "grow" somewhere
+    rng = np.random.default_rng(52)
+    old = [grown(function_changes(sampled(BASE, samples, rng), sampled(BASE, samples, rng)))
+           for _ in range(50)]
+    assert all(change is not None for change in old)
+
+
+@pytest.mark.parametrize("samples", [2500, 5000])
+def test_a_slowed_leaf_is_named_with_its_callers_not_an_ancestor(samples):
+    rng = np.random.default_rng(7)
+    slower = slowed(BASE, "aesni_gcm_encrypt", 1.5)
+    hints = [profile_hint(sampled(BASE, samples, rng), sampled(slower, samples, rng), PERIOD)
+             for _ in range(200)]
+    named = [h.function for h in hints]
+    assert named.count("aesni_gcm_encrypt") >= 0.95 * len(hints), set(named)
+    assert set(named) <= {"aesni_gcm_encrypt", None}  # never a caller; else nothing named
+    hint = next(h for h in hints if h.function == "aesni_gcm_encrypt")
+    assert hint.own and hint.chain().startswith("EVP_EncryptUpdate <- SSL_write <- ")
+    assert hint.low > 0 and hint.a_pct < hint.b_pct
+    text = hint.text()
+    assert text.startswith("side b spends a larger share of the DUT's CPU in aesni_gcm_encrypt "
+                           "(on CPU itself) ")
+    assert "called from EVP_EncryptUpdate <- SSL_write <- " in text
+    record = hint.as_record()
+    assert record["function"] == "aesni_gcm_encrypt" and record["chain"][:2] == [
+        "EVP_EncryptUpdate", "SSL_write"] and record["kind"] == "frame"
+
+
+def test_ties_between_a_frame_and_its_only_caller_go_to_the_deeper_frame():
+    # EVP_EncryptUpdate and aesni_gcm_encrypt grow exactly alike (aesni is all of it)
+    a = Folded({"nginx;SSL_write;EVP_EncryptUpdate;aesni_gcm_encrypt": 1000 * int(PERIOD),
+                "nginx;other": 9000 * int(PERIOD)})
+    b = Folded({"nginx;SSL_write;EVP_EncryptUpdate;aesni_gcm_encrypt": 2000 * int(PERIOD),
+                "nginx;other": 8000 * int(PERIOD)})
+    hint = profile_hint(a, b, PERIOD)
+    assert hint.function == "aesni_gcm_encrypt" and hint.chain() == \
+        "EVP_EncryptUpdate <- SSL_write <- nginx"
+    assert hint.points == pytest.approx(10.0)
+
+
+def test_growth_spread_over_many_callees_names_their_caller_with_what_it_called():
+    leaves = [f"leaf{i}" for i in range(8)]
+    a = {f"nginx;parse;{leaf}": 2.0 for leaf in leaves} | {"nginx;other": 84.0}
+    b = {f"nginx;parse;{leaf}": 3.0 for leaf in leaves} | {"nginx;other": 84.0}
+    hint = profile_hint(sampled(a, 20000, np.random.default_rng(3)),
+                        sampled(b, 20000, np.random.default_rng(4)), PERIOD)
+    assert (hint.kind, hint.function, hint.own) == ("frame", "parse", False)
+    assert "in parse (with what it called)" in hint.text()
+
+
+def test_an_unchanged_cpu_per_request_means_the_profile_does_not_explain_the_change():
+    rng = np.random.default_rng(11)
+    a, b = sampled(BASE, 5000, rng), sampled(slowed(BASE, "do_epoll_wait_[k]", 2.0), 5000, rng)
+    assert profile_hint(a, b, PERIOD).function == "do_epoll_wait_[k]"  # the shares moved
+    same = CostChange("busy cores per request", 0.4, -1.8, 2.6)
+    hint = profile_hint(a, b, PERIOD, same)
+    assert hint.kind == "not_cpu" and hint.function is None
+    assert hint.text() == (
+        "the DUT's busy cores per request did not change (+0.4 % [-1.8, +2.6]): the CPU "
+        "profile does not explain this change (the same CPU per unit of work: look at "
+        "waiting, latency, the network or the load generator)")
+    assert hint.as_record()["cost"]["low_pct"] == -1.8
+    dearer = CostChange("busy cores per request", 6.0, 2.5, 9.8)
+    named = profile_hint(a, b, PERIOD, dearer)
+    assert named.function == "do_epoll_wait_[k]"
+    assert named.text().endswith("; the DUT's busy cores per request +6.0 % [+2.5, +9.8]")
+
+
+def test_the_share_interval_is_newcombes_hybrid_score_interval():
+    # Newcombe (1998), table II, example (a): 56/70 against 48/80 -> 0.2 [0.0524, 0.3339]
+    d, low, high = share_intervals(np.array([48.0]), 80, np.array([56.0]), 70, 0.05)
+    assert (d[0], low[0], high[0]) == pytest.approx((0.2, 0.0524, 0.3339), abs=1e-4)
+    assert Hint("noise", (1.0, 1.0), 1).function is None
