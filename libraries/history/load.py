@@ -231,8 +231,8 @@ def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
     """Why a record's figures must not be judged nor serve as a baseline, else ``""``: its run
     was partial (``run.json`` ``partial``: a suite run that could not finish), the result is
     ``invalid`` (its reasons), or a correctness check failed (a criterion bounding a metric
-    at ``<= 0``, such as ``errors max: 0``: a night that served errors measured something
-    else). A test failing its performance verdict or a floor is a valid night: that is the
+    at ``<= 0``, such as ``errors max: 0``, or any criterion judged in every trial,
+    ``per_trial``: a night that served errors measured something else). A test failing its performance verdict or a floor is a valid night: that is the
     change the gate looks for."""
     partial = run.get("partial")
     if partial:
@@ -241,7 +241,8 @@ def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
     if invalid:
         return "invalid: " + "; ".join(str(reason) for reason in invalid)
     failed = [c for c in record.get("criteria") or []
-              if c.get("outcome") == "fail" and c.get("op") == "<=" and c.get("required") == 0]
+              if c.get("outcome") == "fail" and (c.get("per_trial") or (
+                  c.get("op") == "<=" and c.get("required") == 0))]
     if failed:
         return "failed: " + "; ".join(f"{c.get('metric')} {c.get('measured')} > 0"
                                       for c in failed)
