@@ -232,8 +232,8 @@ def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
     was partial (``run.json`` ``partial``: a suite run that could not finish), the result is
     ``invalid`` (its reasons), or a correctness check failed (a criterion bounding a metric
     at ``<= 0``, such as ``errors max: 0``, or any criterion judged in every trial,
-    ``per_trial``: a night that served errors measured something else). A test failing its performance verdict or a floor is a valid night: that is the
-    change the gate looks for."""
+    ``per_trial``: a night that served errors measured something else). A test failing its
+    performance verdict or a floor is a valid night: that is the change the gate looks for."""
     partial = run.get("partial")
     if partial:
         return f"partial night: {partial}"
