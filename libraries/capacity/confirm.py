@@ -226,8 +226,16 @@ class WindowPlan:
         return fit_miss_curve(_windows(self.trials or [], self.goal), self.share, self.level)
 
     def next_rate(self) -> float | None:
-        """The next window's rate, or None when the plan is done."""
-        if len(self.trials or []) < self.windows:
+        """The next window's rate, or None when the plan is done (also when every window
+        missed and the last ran at the lowest rate, or every one held and the last ran at the
+        highest: nothing further to try)."""
+        trials = self.trials or []
+        misses = sum(missed(t, self.goal) for t in trials)
+        if len(trials) >= len(START) and (
+                (misses == len(trials) and trials[-1].rate <= self.low) or
+                (misses == 0 and trials[-1].rate >= self.top)):
+            return None
+        if len(trials) < self.windows:
             return self._place()
         if self.extra < EXTRA and not self.fit().fitted:
             self.extra += 1
