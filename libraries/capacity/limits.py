@@ -171,12 +171,14 @@ def _windows(measurement: Measurement, measure: Measure, found: dict[str, PathCa
                    "\n".join(f"{kind:<24} {_trial_line(t, goal.limit_ms)}" for t, kind in
                              zip(confirmation.trials, confirmation.kinds, strict=True)))
         curve, check = confirmation.curve, checks[variant]
-        if curve.rate is None:
-            continue
-        if not check["holds"]:
-            why = f"{variant} path: capacity {confirmation.semantics} {check['why']}"
+        if curve.rate is None and not check.get("challenged"):
+            continue  # no figure from the windows planned: judged below (floor)
+        if not check["holds"]:  # evidence still disagrees after its windows
+            why = (f"{variant} path: capacity {confirmation.semantics} {check['why']}"
+                   if curve.rate is not None else f"{variant} path: {check['why']}")
             measurement.unavailable[NAMES[variant]] = why
-            measurement.invalid.append(why)
+            if curve.rate is not None or variant == "proxy":  # else only the ratio's reference
+                measurement.invalid.append(why)
             LOG.warning(why)
             continue
         assert curve.low is not None and curve.high is not None
@@ -185,7 +187,8 @@ def _windows(measurement: Measurement, measure: Measure, found: dict[str, PathCa
         figures[variant] = (curve.rate, Interval(curve.low, curve.high, curve.level,
                                                  "profile likelihood of the miss curve",
                                                  decisive=True))
-    judged = judge_unconfirmed(done, measure)
+    judged = judge_unconfirmed({v: c for v, c in done.items()
+                                if not checks[v].get("challenged")}, measure)
     for variant, why in judged.unavailable.items():
         measurement.unavailable[NAMES[variant]] = why
     measurement.invalid.extend(judged.invalid)

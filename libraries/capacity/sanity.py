@@ -180,7 +180,7 @@ def challenge(confirmation: Confirmation, evidence: Evidence,
         missed = sum(t.loss_ratio(goal.limit_ms) > goal.loss_ratio
                      for t in confirmation.trials[len(before.trials):])
         challenged.append({"check": done.check, "rate": done.rate, "why": done.why,
-                           "windows": CHALLENGE, "missed": missed,
+                           "figure": figure, "windows": CHALLENGE, "missed": missed,
                            "before": before.semantics, "after": confirmation.semantics})
         if done.refutable and missed > confirmation.curve.share * CHALLENGE:
             refuted.add(done.check)
@@ -188,13 +188,15 @@ def challenge(confirmation: Confirmation, evidence: Evidence,
                          f"{missed} of {CHALLENGE} {confirmation.seconds:g} s windows at "
                          f"{done.rate:.0f} requests/s missed it: the figure stands "
                          f"({confirmation.semantics})")
-    if confirmation.rate is None:
-        record = {"capacity": None, "holds": False, "why": confirmation.semantics}
+    history = "".join(f"; after {c['windows']} more {confirmation.seconds:g} s windows at "
+                      f"{c['rate']:.0f} requests/s ({c['missed']} missed; before them: "
+                      f"{c['before']})" for c in challenged)
+    if confirmation.rate is None:  # the windows the evidence earned left no curve to fit
+        record = {"capacity": None, "holds": False, "why": confirmation.semantics + "".join(
+            f"; the figure before, {c['figure']:.0f} requests/s, {c['why']}"
+            for c in challenged) + history}
     elif not record["holds"] and challenged:
-        record["why"] += "".join(
-            f"; after {c['windows']} more {confirmation.seconds:g} s windows at "
-            f"{c['rate']:.0f} requests/s ({c['missed']} missed; before them: {c['before']})"
-            for c in challenged)
+        record["why"] += history
     record["knee"] = confirmation.knee
     record["challenged"] = challenged
     return confirmation, record, notes
