@@ -8,9 +8,11 @@ gives no figure, saying why."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -35,6 +37,7 @@ from libraries.capacity.sanity import (
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
+from libraries.results.records import build_record, validate_record
 from libraries.results.settings import LatencyGoal, parse_capacity_settings
 
 GOAL = LatencyGoal(0.99, 10.0)
@@ -507,3 +510,27 @@ def test_a_low_rate_trial_runs_long_enough_that_connection_set_ups_do_not_decide
     assert (at_bottom.duration, at_bottom.ran_s, at_bottom.extra["stretched_s"]) == (0.5, 4.0, 4.0)
     assert "stretched_s" not in fast.extra and fast.duration == 0.5
     assert slowest.ran_s == 10.0 and slowest.duration == 1.0
+
+
+def test_the_record_with_the_curves_figure_validates_and_an_older_one_still_does(monkeypatch):
+    """Backward compatible: the new fields are optional (evidence, parameters, the metric's
+    interval already had its place); a record of the step-down confirmation still loads."""
+    _searched(monkeypatch, dict(FOUND), _steps(proxy=7_000.0, direct=15_000.0))
+    measurement = _measured()
+    _run(measurement, parse_capacity_settings(holdout="6"))
+    record = build_record(measurement, [], test_id="3node/ssl_proxy/x", suite="s", name="x",
+                          tags=[], topology="3node", versions={}, host="h",
+                          started=datetime(2026, 11, 28, tzinfo=UTC), seconds=1.0)
+    record = json.loads(json.dumps({**record, "run_id": "r1", "project_revision": "abc"}))
+    validate_record(record)
+    assert record["metrics"]["capacity"]["interval"]["method"] == \
+        "profile likelihood of the miss curve"
+    old = json.loads(json.dumps(record))
+    old["evidence"]["capacity_confirmation"]["proxy"] = {
+        "goal": "p99<=10ms", "duration_s": 30.0, "knee": 9000.0, "rate": 8100.0, "held": True,
+        "semantics": "p99<=10ms over a 30 s confirmation at 8100 requests/s (at most 0.5% "
+                     "lost)", "rule": {}, "trials": [], "retried": []}
+    del old["evidence"]["capacity_holdout"]
+    old["metrics"]["capacity"]["interval"] = {"low": 8100.0, "high": 8100.0, "level": None,
+                                              "method": "single value"}
+    validate_record(old)
