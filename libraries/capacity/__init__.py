@@ -1,5 +1,6 @@
-"""Capacity under latency goals: the highest constant rate a path serves within goals such as
-``p99 <= 10 ms``, searched by FD.io CSIT's MLRsearch.
+"""Capacity under latency goals: the constant rate at which a path misses a goal such as
+``p99 <= 10 ms`` in at most a stated share of its 30 s windows, with its interval, from the
+knee FD.io CSIT's MLRsearch finds.
 
 Owns what a search is made of and what it found (``trials``: one constant-rate trial's counts
 and its loss as MLRsearch sees it, each goal's result, each path's searches); one adapter per

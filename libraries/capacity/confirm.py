@@ -195,7 +195,7 @@ def goal_trial(measure: Measure, path: str, seconds: float, rate: float, goal: L
         if not why:
             break
         LOG.warning("%s: %s: the generator's shortfall, not the system's: running the %g s "
-                    "confirmation at %.0f requests/s again", path, why, seconds, rate)
+                    "window at %.0f requests/s again", path, why, seconds, rate)
         retried.append(trial)
         trial = delivered_trial(measure, path, seconds, rate)
     return trial
