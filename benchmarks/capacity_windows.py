@@ -1,4 +1,4 @@
-"""What the capacity tests' whole-window trials say about the confirmation rule (issue 35).
+"""What the capacity tests' whole-window trials say about the suite's rule (issues 35 and 52).
 
 Every confirmation trial and every verification run of a capacity test is one window (30 s by
 default) at a known share of the path's knee (MLRsearch's figure), judged over all its
@@ -12,7 +12,8 @@ first sees a window hold is drawn from that band, and a figure whose verificatio
 locate.
 
 :func:`resample` runs the suite's own rule (:func:`libraries.capacity.confirm.
-confirm_capacity`, unchanged) on windows drawn from the pools, five confirmations to a set as
+confirm_capacity`: since issue 52 the miss curve's rate, windows placed around its crossing)
+on windows drawn from the pools, five tests to a set as
 ``capacity_bench`` runs five tests, and reports how often a set's figures lie within +-5 % of
 their median and how often all five verifications hold, the knee held fixed (its own scatter
 comes on top). The windows of a share bin are treated as exchangeable: a rule run on a day
@@ -132,14 +133,14 @@ class Resampled:
 
     def line(self) -> str:
         """One line for the benchmark's report."""
-        return (f"the suite's confirmation rule resampled, {self.sets} sets of 5: figures "
+        return (f"the suite's rule (the miss curve) resampled, {self.sets} sets of 5: figures "
                 f"within +-5 % of their median in {self.within:.1%} of the sets, all 5 "
                 f"verifications held in {self.verified:.1%}, figures {self.p10:.2f}-"
                 f"{self.p90:.2f} of the knee (10th-90th percentile; the knee's own scatter "
                 "comes on top)")
 
 
-def resample(pool: list[Window], sets: int = 1000, seed: int = 35) -> Resampled:
+def resample(pool: list[Window], sets: int = 100, seed: int = 35) -> Resampled:
     """Run :func:`~libraries.capacity.confirm.confirm_capacity` on windows drawn from
     ``pool`` (a rate draws from its share bin, else from the nearest bin that has windows),
     five confirmations to a set, and one verification window at each figure judged against

@@ -53,15 +53,16 @@ def _pool(miss_from: float, flaky: tuple[float, float] = (0.0, 0.0)) -> list[Win
 
 
 def test_a_steep_miss_curve_gives_the_same_figure_every_time():
-    found = resample(_pool(miss_from=0.9), sets=50)
+    found = resample(_pool(miss_from=0.9), sets=10)
     assert found.within == 1.0 and found.verified == 1.0
     assert 0.8 <= found.p10 == found.p90 < 0.9
 
 
 def test_a_wide_band_of_flaky_windows_scatters_the_figure_and_fails_verifications():
-    found = resample(_pool(miss_from=0.9, flaky=(0.5, 0.9)), sets=200)
+    found = resample(_pool(miss_from=0.9, flaky=(0.5, 0.9)), sets=20)
     assert found.within < 0.5 and found.verified < 0.5
-    assert found.p10 < 0.6 and found.p90 > 0.75
+    # the miss curve puts 10 % of misses under the flaky band's start (half miss in it)
+    assert found.p10 < 0.5 and found.p90 > 0.6
 
 
 def test_no_windows_or_mixed_goals_are_refused():

@@ -1,15 +1,19 @@
-"""Capacity under latency goals: the highest constant rate a path serves within goals such as
-``p99 <= 10 ms``, searched by FD.io CSIT's MLRsearch.
+"""Capacity under latency goals: the constant rate at which a path misses a goal such as
+``p99 <= 10 ms`` in at most a stated share of its 30 s windows, with its interval, from the
+knee FD.io CSIT's MLRsearch finds.
 
 Owns what a search is made of and what it found (``trials``: one constant-rate trial's counts
 and its loss as MLRsearch sees it, each goal's result, each path's searches); one adapter per
 constant-rate generator (vegeta, oha, wrk2), each turning its tool's run into the same trial
 behind one small interface: find the node's generator, run one trial at a rate, the latency
 pass, search a set of paths (``generators``); the MLRsearch controller, one search per path
-and latency limit, their trials interleaved and shared (``search``); and the limits of what a
-search found (``limits``): a generator-bound figure (the generator, not the path, set the
-pace: a lower bound), the sanity checks against the closed-loop maximum and the latency pass,
-and the proxied/direct ratio.
+and latency limit, their trials interleaved and shared (``search``), whose knee the windows
+start from; the windows of the reported length and the miss curve fitted over them
+(``confirm``, ``misscurve``): the figure is the rate at which a window misses the goal with
+probability at most a stated share, with its interval; the checks of that recorded figure
+(``sanity``: the closed-loop maximum, the latency pass, far below the maximum, the generator's
+limit), with more windows where evidence disagrees; the figures that stand and the ratio
+(``limits``); and a path whose windows gave no figure (``floor``).
 
 The goals and the search's settings are parsed in ``libraries.results.settings``. Imports only
 ``libraries.testbed``, ``libraries.tools`` and ``libraries.results``; no Robot Framework (the

@@ -1,7 +1,8 @@
-"""A path no confirmation held: the system's miss, or a goal under the testbed's latency floor.
+"""A path whose windows gave no figure: the system's miss, a goal under the testbed's latency
+floor, or too little evidence.
 
-The confirmation (:mod:`libraries.capacity.confirm`) steps down from MLRsearch's knee to about
-16 % of it. A path none of whose rates kept the goal over a whole trial is one of two things:
+The windows (:mod:`libraries.capacity.confirm`) go down from MLRsearch's knee while none holds.
+A path every window of which missed the goal is one of two things:
 
 - a goal the system misses at every load: the proxy's defect, and the test fails;
 - a goal under what the testbed itself resolves: a VM whose vCPUs stall for 10-30 ms puts
@@ -13,11 +14,13 @@ The confirmation (:mod:`libraries.capacity.confirm`) steps down from MLRsearch's
   measured there, and none is reported: the test is skipped saying so.
 
 The direct path (the server without the proxy) tells them apart. Its own figure is only the
-ratio's reference: when none of its rates held, it and the ratio are unavailable and the
-proxied figure stands. When the proxied path held none, the direct path runs one more trial
-of the same length at the lowest rate the proxied path tried: where it keeps the goal the miss
-is the proxy's (invalid); where it misses too the goal is under the testbed's floor
-(untestable). A proxied path with no direct path to compare (the mTLS variant) is invalid.
+ratio's reference: when it has none, it and the ratio are unavailable and the proxied figure
+stands. When every window of the proxied path missed, the direct path runs one more window of
+the same length at the lowest rate the proxied path tried: where it keeps the goal the miss is
+the proxy's (invalid); where it misses too the goal is under the testbed's floor
+(untestable). A proxied path with no direct path to compare (the mTLS variant), or whose
+curve could not be fitted for another reason (every window held, too few around the crossing),
+is invalid with the fit's reason.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from libraries.capacity.confirm import HOLD, Confirmation, goal_record, goal_trial, holds
+from libraries.capacity.confirm import Confirmation, goal_record, goal_trial, holds
 from libraries.capacity.search import Measure
 from libraries.capacity.trials import CapacityTrial
 
@@ -48,7 +51,7 @@ def _lowest(confirmation: Confirmation) -> CapacityTrial:
 
 
 def judge_unconfirmed(done: dict[str, Confirmation], measure: Measure) -> Unconfirmed:
-    """Judge every path of ``done`` (path -> its confirmation) whose confirmation held no rate,
+    """Judge every path of ``done`` (path -> its windows) whose curve gave no figure,
     as the module says, running the direct path's floor trial through ``measure(path,
     seconds, rate)`` where the proxied path held none."""
     out = Unconfirmed()
@@ -64,16 +67,16 @@ def judge_unconfirmed(done: dict[str, Confirmation], measure: Measure) -> Unconf
                else f", the proxied path's {proxy.rate:.0f} requests/s stands"))
     if proxy is None or proxy.rate is not None:
         return out
-    if "direct" not in done:
+    if "direct" not in done or not proxy.all_missed:
         out.invalid.append(out.unavailable["proxy"])
         return out
     lowest = _lowest(proxy)
     retried: list[CapacityTrial] = []
     trial = goal_trial(measure, "direct", proxy.seconds, lowest.rate, proxy.goal, retried)
-    kept = holds(trial, proxy.goal, HOLD)
-    record = {"rate": lowest.rate, "direct": goal_record(trial, proxy.goal, HOLD),
-              "proxy": goal_record(lowest, proxy.goal, HOLD),
-              "retried": [goal_record(t, proxy.goal, HOLD) for t in retried],
+    kept = holds(trial, proxy.goal)
+    record = {"rate": lowest.rate, "direct": goal_record(trial, proxy.goal),
+              "proxy": goal_record(lowest, proxy.goal),
+              "retried": [goal_record(t, proxy.goal) for t in retried],
               "verdict": "the proxy's miss" if kept else "under the testbed's latency floor"}
     out.evidence = record
     both = (f"at {lowest.rate:.0f} requests/s over {proxy.seconds:g} s the direct path (no "
@@ -84,7 +87,7 @@ def judge_unconfirmed(done: dict[str, Confirmation], measure: Measure) -> Unconf
         out.invalid.append(f"{out.unavailable['proxy']}, where the direct path kept it: {both}")
         return out
     why = (f"{proxy.goal.name} is under this testbed's latency floor: {both}; the goal allows "
-           f"{HOLD * proxy.goal.loss_ratio:.1%}: no capacity under it can be measured here "
+           f"{proxy.goal.loss_ratio:.1%}: no capacity under it can be measured here "
            "(a larger -v LATENCY_SLO can)")
     out.unavailable["proxy"] = why
     out.untestable.append(why)

@@ -19,11 +19,10 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from libraries.capacity.confirm import Confirmation, confirm_capacity
 from libraries.capacity.search import DELIVERED, Measure, search_capacity
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
-from libraries.results.settings import LatencyGoal, SearchSettings
+from libraries.results.settings import SearchSettings
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.node import Node
 from libraries.tools.oha import OhaOptions, oha_version, run_oha
@@ -259,14 +258,3 @@ def search_paths(generator: Generator, urls: dict[str, str], max_loads: dict[str
     search_capacity`: one search per path and latency limit, trials interleaved), each trial a
     :func:`constant_rate_trial` of ``generator``."""
     return search_capacity(path_trials(generator, urls, settings.limits), max_loads, settings)
-
-
-def confirm_paths(generator: Generator, urls: dict[str, str], knees: dict[str, float],
-                  goal: LatencyGoal, settings: SearchSettings) -> dict[str, Confirmation]:
-    """Each path's knee (path -> requests/s) confirmed over ``settings.confirm_seconds`` for
-    ``goal`` (:func:`libraries.capacity.confirm.confirm_capacity`), one path after the other,
-    each trial a :func:`constant_rate_trial` of ``generator``."""
-    measure = path_trials(generator, urls, settings.limits)
-    return {path: confirm_capacity(measure, path, knee, goal, settings.confirm_seconds,
-                                   settings.low)
-            for path, knee in knees.items()}

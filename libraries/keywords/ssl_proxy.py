@@ -336,7 +336,8 @@ class SslProxyKeywords:
         search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
         trial_duration: str = "0.5..1", duration_sum: str | float = 8,
         width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 30,
-        verify: str | float = 0,
+        verify: str | float = 0, miss_share: str | float = 0.1, windows: str | int = 12,
+        holdout: str | int = 0,
     ) -> Measurement:
         """Search the capacity of the proxied and the direct path of ``measurement`` (the
         result of ``Measure HTTPS Load Through Proxy``) with MLRsearch, the two paths'
@@ -345,14 +346,17 @@ class SslProxyKeywords:
         search's highest load 10 % over the path's closed-loop maximum; MLRsearch's
         ``exceed_ratio``, ``trial_duration`` (``initial..final`` s), ``duration_sum`` (s) and
         relative ``width``; ``budget``: seconds of trials per search; ``confirm``: seconds of
-        the trials that confirm each figure over all their requests, going down from the
-        knee until one holds (0: MLRsearch's knee, unconfirmed); ``verify``: seconds of one
-        more trial at each figure, kept as evidence only (0: none).
+        each window the figure is fitted over (0: MLRsearch's knee, unconfirmed);
+        ``miss_share``: the share of those windows that may miss the goal at the figure;
+        ``windows``: the windows planned per path; ``verify``: seconds of one more window at
+        each figure, counted when as long (0: none); ``holdout``: windows at the figure after
+        it is fixed, never counted (a benchmark's check; 0: none).
 
-        Adds ``capacity``, ``direct_capacity`` (the confirmed rates) and ``capacity_ratio``
-        with MLRsearch's result, the confirmations and every trial as evidence
-        (:func:`libraries.capacity.limits.search_paths_capacity`: generator-bound paths,
-        sanity checks). Skips where the load node has no constant-rate
+        Adds ``capacity``, ``direct_capacity`` (the rates where a window misses the goal with
+        probability ``miss_share``, each with its interval) and ``capacity_ratio`` with
+        MLRsearch's result, the windows, their miss curve and every trial as evidence
+        (:func:`libraries.capacity.limits.search_paths_capacity`: the checks of the recorded
+        figures, generator-bound paths). Skips where the load node has no constant-rate
         generator; an A/B test compares the closed-loop rate of its sides instead.
         """
         if measurement.ab:
@@ -364,7 +368,7 @@ class SslProxyKeywords:
         try:
             settings = parse_capacity_settings(slo, search_range, exceed_ratio, trial_duration,
                                                duration_sum, width, budget, confirm,
-                                               verify)
+                                               verify, miss_share, windows, holdout)
         except ValueError as error:
             raise HostStackError(str(error)) from None
         if self._searcher is None:

@@ -72,9 +72,12 @@ def capacity_chart(record: dict[str, Any]) -> go.Figure | None:
                                                          "dash": "dot" if rate else "solid"},
                              annotation_text=f"{variant} {label} {search['capacity']:.0f}")
         if rate:
-            seconds = confirmed[variant].get("duration_s")
+            seconds, share = confirmed[variant].get("duration_s"), \
+                confirmed[variant].get("share")
+            claim = (f"<= {share:.0%} of {seconds:g} s windows miss" if share  # issue 52
+                     else f"held {seconds:g} s")
             figure.add_vline(x=rate, line={"color": colour, "width": 2},
-                             annotation_text=f"{variant} capacity {rate:.0f} (held {seconds:g} s)",
+                             annotation_text=f"{variant} capacity {rate:.0f} ({claim})",
                              annotation_position="bottom right")
     if values:  # the axis spans the data and the limit, a quarter decade beyond each end
         figure.update_yaxes(range=[math.log10(min(values)) - 0.25,

@@ -89,11 +89,18 @@ def _ssl_proxy(m: Measurement) -> list[str]:
         goals = m.parameters.get("latency_goals") or []
         slo = m.parameters.get("latency_slo_ms")
         goal = goals[0] if goals else (f"p99<={slo:g}ms" if slo else "")
-        text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal else "")
-        if m.parameters.get("capacity_confirm_s"):
-            text += f" over {m.parameters['capacity_confirm_s']:g} s"
-        elif "capacity_confirm_s" in m.parameters:
-            text += " (MLRsearch knee, unconfirmed)"
+        share, seconds = (m.parameters.get("capacity_miss_share"),
+                          m.parameters.get("capacity_confirm_s"))
+        if share and seconds:  # the miss curve's figure (issue 52)
+            text = (f"capacity: {goal} missed in <= {share:.0%} of {seconds:g} s windows at "
+                    f"{figure(m.value('capacity'))} req/s{interval_text(m.metrics['capacity'])}")
+        else:
+            text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal
+                                                                     else "")
+            if seconds:
+                text += f" over {seconds:g} s"
+            elif "capacity_confirm_s" in m.parameters:
+                text += " (MLRsearch knee, unconfirmed)"
         inside = []
         if "capacity_ratio" in m.metrics:
             inside.append(f"proxy/direct {m.value('capacity_ratio'):.2f}")
@@ -102,7 +109,8 @@ def _ssl_proxy(m: Measurement) -> list[str]:
         if "direct_capacity" in m.metrics:
             limited = (m.evidence.get("capacity_limited_by") or {}).get("direct")
             bound = " (generator-bound)" if limited == "load generator" else ""
-            inside.append(f"direct {figure(m.value('direct_capacity'))}{bound}")
+            inside.append(f"direct {figure(m.value('direct_capacity'))}"
+                          f"{interval_text(m.metrics['direct_capacity'])}{bound}")
         text += f" ({'; '.join(inside)})" if inside else ""
         parts.append(text)
     elif "capacity" in m.unavailable:

@@ -9,14 +9,11 @@ would be an alternative; plain interleaving is what the seeds' manual procedure 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from libraries.results.catalogue import case_catalogue
 from libraries.results.inference import DEFAULT_ALPHA, Interval, median_interval
-from libraries.results.plan import TrialPlan
 from libraries.results.stats import TrialSummary, summarize
 
 LOG = logging.getLogger(__name__)
@@ -26,12 +23,14 @@ Direction = Literal["higher_is_better", "lower_is_better"]
 @dataclass(frozen=True)
 class Metric:
     """One summarised metric of a measurement: ``value`` is the median of the trials,
-    ``interval`` its confidence interval at ``1 - alpha`` (order statistics)."""
+    ``interval`` its confidence interval at ``1 - alpha`` (order statistics), or the one the
+    figure came with (``given``: a capacity's from its miss curve)."""
 
     name: str
     summary: TrialSummary
     direction: Direction = "higher_is_better"
     alpha: float = DEFAULT_ALPHA
+    given: Interval | None = None
 
     @property
     def value(self) -> float:
@@ -39,7 +38,9 @@ class Metric:
 
     @property
     def interval(self) -> Interval:
-        """The median's confidence interval (:func:`.inference.median_interval`)."""
+        """The ``given`` interval, else the median's (:func:`.inference.median_interval`)."""
+        if self.given is not None:
+            return self.given
         return median_interval(self.summary.values, self.alpha)
 
     def as_record(self) -> dict[str, Any]:
@@ -90,13 +91,15 @@ class Measurement:
     trial_runs: list[str] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
-            direction: Direction = "higher_is_better") -> Metric:
+            direction: Direction = "higher_is_better",
+            interval: Interval | None = None) -> Metric:
         """Summarise ``values`` as metric ``name`` (one of the case's metrics in
-        :mod:`libraries.results.catalogue`: ``ValueError`` otherwise)."""
+        :mod:`libraries.results.catalogue`: ``ValueError`` otherwise); ``interval``: the one
+        the figure came with, instead of the median's."""
         if not case_catalogue(self.case).has_metric(name):
             raise ValueError(f"case {self.case}: metric {name!r} is not in its catalogue "
                              "(libraries/results/catalogue.py): add it there")
-        metric = Metric(name, summarize(values, unit), direction, self.alpha)
+        metric = Metric(name, summarize(values, unit), direction, self.alpha, interval)
         self.metrics[name] = metric
         return metric
 

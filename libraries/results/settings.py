@@ -297,8 +297,9 @@ class SearchSettings:
     search's own budget (the time of its trials, overheads included); ``confirm_seconds``:
     the length of the trial that confirms the figure over all its requests
     (:mod:`libraries.capacity.confirm`; 0: MLRsearch's knee is reported unconfirmed);
-    ``verify_seconds``: one more trial of that length at each reported figure, kept as
-    evidence only (0: none)."""
+    ``verify_seconds``: one more window of that length at each figure, counted in its miss
+    curve when as long as the others (0: none); ``miss_share`` (of windows missing at the
+    figure), ``windows`` (per path), ``holdout``: :mod:`libraries.capacity.confirm`."""
 
     goals: tuple[LatencyGoal, ...]
     low: float = 100.0
@@ -311,6 +312,9 @@ class SearchSettings:
     max_seconds: float = 60.0
     confirm_seconds: float = 30.0
     verify_seconds: float = 0.0
+    miss_share: float = 0.1
+    windows: int = 12
+    holdout: int = 0
 
     def __post_init__(self) -> None:
         if not self.goals:
@@ -331,6 +335,8 @@ class SearchSettings:
                     not math.isfinite(value) or value < 0:
                 raise ValueError(f"capacity search {name}: expected 0 (none) or a positive "
                                  f"number of seconds, got {value!r}")
+        if not 0.0 < self.miss_share < 0.5:
+            raise ValueError(f"capacity search miss_share: expected (0, 0.5): {self.miss_share!r}")
         if not 0.0 <= self.exceed_ratio < 1.0:
             raise ValueError(f"capacity search exceed_ratio: expected a fraction in [0, 1), "
                              f"e.g. 0.5; got {self.exceed_ratio!r}")
@@ -357,6 +363,7 @@ class SearchSettings:
                 "final_duration_s": self.final_duration, "duration_sum_s": self.duration_sum,
                 "relative_width": self.width, "max_seconds": self.max_seconds,
                 "confirm_seconds": self.confirm_seconds, "verify_seconds": self.verify_seconds,
+                "miss_share": self.miss_share, "windows": self.windows, "holdout": self.holdout,
                 "controller": "MLRsearch 1.2.1 (FD.io CSIT, PyPI)"}
 
 
@@ -364,14 +371,16 @@ VARIABLES = {"goals": "LATENCY_SLO", "range": "CAPACITY_RANGE",
              "exceed_ratio": "CAPACITY_EXCEED_RATIO", "durations": "CAPACITY_TRIAL_DURATION",
              "duration_sum": "CAPACITY_DURATION_SUM", "width": "CAPACITY_WIDTH",
              "max_seconds": "CAPACITY_BUDGET", "confirm_seconds": "CAPACITY_CONFIRM",
-             "verify_seconds": "CAPACITY_VERIFY"}
+             "verify_seconds": "CAPACITY_VERIFY", "miss_share": "CAPACITY_MISS_SHARE",
+             "windows": "CAPACITY_WINDOWS", "holdout": "CAPACITY_HOLDOUT"}
 """The Robot variable (``-v NAME:value``) behind each setting."""
 
 
 DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
                                "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
                                "width": 0.02, "max_seconds": 60, "confirm_seconds": 30,
-                               "verify_seconds": 0}
+                               "verify_seconds": 0, "miss_share": 0.1, "windows": 12,
+                               "holdout": 0}
 
 
 def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
@@ -382,9 +391,10 @@ def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
 
 def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
                    exceed_ratio: object = 0.5, durations: object = "0.5..1",
-                   duration_sum: object = 8, width: object = 0.02,
-                   max_seconds: object = 60, confirm_seconds: object = 30,
-                   verify_seconds: object = 0) -> SearchSettings:
+                   duration_sum: object = 8, width: object = 0.02, max_seconds: object = 60,
+                   confirm_seconds: object = 30, verify_seconds: object = 0,
+                   miss_share: object = 0.1, windows: object = 12,
+                   holdout: object = 0) -> SearchSettings:
     """The settings from Robot variables (see :data:`VARIABLES`); ``durations`` is
     ``initial..final`` seconds or one duration for both. ``ValueError`` names the variable."""
     low, high = parse_range(search_range, f"-v {VARIABLES['range']}")
@@ -392,21 +402,20 @@ def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = 
     if len(parts) > 2:
         raise ValueError(f"-v {VARIABLES['durations']}:{durations}: expected initial..final "
                          "seconds (0.5..1) or one duration (1)")
-    initial = _number(VARIABLES["durations"], parts[0])
-    final = _number(VARIABLES["durations"], parts[-1])
-    values = {"goals": parse_goals(goals, f"-v {VARIABLES['goals']}"), "low": low,
-              "high": high, "initial_duration": initial, "final_duration": final}
-    for key in ("exceed_ratio", "duration_sum", "width", "max_seconds", "confirm_seconds",
-                "verify_seconds"):
-        values[key] = _number(VARIABLES[key], locals()[key])
+    values: dict[str, Any] = {
+        "goals": parse_goals(goals, f"-v {VARIABLES['goals']}"), "low": low, "high": high,
+        "initial_duration": _number(VARIABLES["durations"], parts[0]),
+        "final_duration": _number(VARIABLES["durations"], parts[-1])}
+    given = {"exceed_ratio": exceed_ratio, "duration_sum": duration_sum, "width": width,
+             "max_seconds": max_seconds, "confirm_seconds": confirm_seconds,
+             "verify_seconds": verify_seconds, "miss_share": miss_share}
+    values.update((key, _number(VARIABLES[key], value)) for key, value in given.items())
+    values.update(windows=whole(VARIABLES["windows"], windows, 6, "windows per path"),
+                  holdout=whole(VARIABLES["holdout"], holdout, 0, "held-out windows"))
     try:
         return SearchSettings(**values)
     except ValueError as error:
-        text = str(error)
-        key = next((k for k in ("exceed_ratio", "duration_sum", "width", "max_seconds",
-                                "confirm_seconds", "verify_seconds") if f" {k}" in text),
-                   "durations" if "duration" in text else "range")
-        given = {"exceed_ratio": exceed_ratio, "duration_sum": duration_sum, "width": width,
-                 "max_seconds": max_seconds, "durations": durations, "range": search_range,
-                 "confirm_seconds": confirm_seconds, "verify_seconds": verify_seconds}
-        raise ValueError(f"-v {VARIABLES[key]}:{given[key]}: {text}") from None
+        key = next((k for k in given if f" {k}" in str(error)),
+                   "durations" if "duration" in str(error) else "range")
+        given.update(durations=durations, range=search_range)
+        raise ValueError(f"-v {VARIABLES[key]}:{given[key]}: {error}") from None

@@ -1,0 +1,199 @@
+"""The miss curve (:mod:`libraries.capacity.misscurve`) and the windows placed to fit it
+(:mod:`libraries.capacity.confirm`): windows drawn from a known logistic miss curve (fixed
+seeds), the interval's coverage of the true rate, and a clear reason wherever no figure can be
+fitted honestly."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from libraries.capacity.confirm import EXTRA, START, confirm_capacity, with_windows
+from libraries.capacity.misscurve import MissWindow, firth_fit, fit_miss_curve
+from libraries.capacity.trials import CapacityTrial
+from libraries.results.settings import LatencyGoal
+
+GOAL = LatencyGoal(0.99, 25.0)
+MIDDLE = 7000.0
+"""Where the true curve misses half the windows (this VM at p99<=25ms: none at 52 % of the
+closed-loop maximum 10.7k, all at 75 %)."""
+
+
+def true_rate(slope: float, share: float = 0.1) -> float:
+    """The rate where the true curve misses ``share`` of the windows."""
+    return MIDDLE * math.exp(math.log(share / (1 - share)) / slope)
+
+
+def window(rate: float, missed: bool, seconds: float = 30.0) -> CapacityTrial:
+    """A 30 s window at ``rate`` that lost 5 % (missed) or 0.1 % (held)."""
+    sent = round(rate * seconds)
+    return CapacityTrial(rate=rate, duration=seconds, ran_s=seconds, intended=sent, sent=sent,
+                         failed=0, over={25.0: round(sent * (0.05 if missed else 0.001))},
+                         achieved=rate, latency={"p99": 20.0}, generator_cpu=0.3, tool="wrk2",
+                         processes=1, seconds=seconds + 1)
+
+
+def drawn(slope: float, seed: int):
+    """``measure(path, seconds, rate)``: windows that miss with the true logistic chance."""
+    rng = np.random.default_rng(seed)
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        chance = 1.0 / (1.0 + math.exp(-slope * math.log(rate / MIDDLE)))
+        return window(rate, bool(rng.random() < chance), seconds)
+    return measure
+
+
+def test_the_interval_covers_the_true_rate_in_most_draws_of_a_known_curve():
+    """100 tests of 12 windows each (the default), placed by the suite's own plan from a knee
+    of 8,000 on a curve that rises from 10 % to 90 % over 15 % of rate: the 90 % interval
+    covers the true 10 % rate in at least 85 of them (86 at this seed; 91 at another, the
+    misses mostly an interval under the truth: the conservative side), and a figure is refused
+    in at most 5 (0 here). Median width: 53 % of the figure (12 windows are few)."""
+    slope = 30.0
+    truth, covered, refused, widths = true_rate(slope), 0, 0, []
+    measure = drawn(slope, seed=52)
+    for _test in range(100):
+        confirmation = confirm_capacity(measure, "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                        top=11000.0, windows=12)
+        curve = confirmation.curve
+        if curve.rate is None:
+            refused += 1
+            continue
+        assert curve.low <= curve.rate <= curve.high
+        covered += curve.low <= truth <= curve.high
+        widths.append((curve.high - curve.low) / curve.rate)
+    assert covered >= 85 and refused <= 5, (covered, refused)
+    assert 0.2 < float(np.median(widths)) < 0.8  # an honest width for 12 windows
+
+
+def test_a_fixed_design_of_a_gentle_curve_is_covered_too():
+    """16 windows spread over 0.45-0.8 of 10.7k, a curve rising from 10 % to 90 % over 30 %
+    of rate (issue 35's VM): the interval covers the true rate in at least 85 % of the draws
+    fitted, and most are fitted (85 of 86 fitted of 100 at this seed)."""
+    slope, rng = 15.0, np.random.default_rng(35)
+    truth, rates = true_rate(slope), np.linspace(0.45 * 10_700, 0.8 * 10_700, 16)
+    covered = fitted = 0
+    for _draw in range(100):
+        chance = 1 / (1 + np.exp(-slope * np.log(rates / MIDDLE)))
+        curve = fit_miss_curve([MissWindow(r, 30.0, 0.0, bool(m))
+                                for r, m in zip(rates, rng.random(16) < chance, strict=True)])
+        if curve.rate is not None:
+            fitted += 1
+            covered += curve.low <= truth <= curve.high
+    assert fitted >= 80 and covered >= 0.85 * fitted, (fitted, covered)
+
+
+def test_the_interval_of_the_miss_share_at_the_figure_contains_the_stated_share():
+    measure = drawn(30.0, seed=7)
+    curve = confirm_capacity(measure, "proxy", 8000.0, GOAL, 30.0, 1000.0, top=11000.0).curve
+    assert curve.rate is not None
+    assert curve.share_low <= 0.1 <= curve.share_high
+    assert curve.miss_probability(curve.rate) == pytest.approx(0.1)
+
+
+def test_perfectly_separated_windows_still_give_a_finite_gentle_fit():
+    """Every window under 6,900 held and every one above missed: the plain fit's slope runs to
+    infinity; Firth's stays finite, and the figure lies under where the windows turn."""
+    x = np.log(np.array([5000, 6000, 6500, 6800, 7200, 7600, 8000.0]) / 6800)
+    y = np.array([0, 0, 0, 0, 1, 1, 1.0])
+    intercept, slope = firth_fit(x, y)
+    assert math.isfinite(intercept) and 0 < slope < 200
+    rates = [5000, 5500, 6000, 6500, 6800, 7200, 7600, 8000]
+    curve = fit_miss_curve([MissWindow(r, 30.0, 0.0, r > 6900) for r in rates])
+    assert curve.rate is not None and curve.rate < 6900 and curve.high < 7300
+
+
+@pytest.mark.parametrize(("rates", "missed", "why"), [
+    ([5000, 6000, 7000], [False, False, True],
+     "only 3 windows of 30 s (at least 6 needed)"),
+    ([5000, 6000, 7000, 8000, 9000, 10000], [False] * 6,
+     "all 6 windows of 30 s held (up to 10000 requests/s): the crossing is above the rates "
+     "measured"),
+    ([5000, 6000, 7000, 8000, 9000, 10000], [True] * 6,
+     "all 6 windows of 30 s missed (down to 5000 requests/s): the crossing is below the rates "
+     "measured"),
+    ([5000, 6000, 7000, 8000, 9000, 10000], [False] * 5 + [True],
+     "1 of 6 windows of 30 s missed: at least 2 that missed and 2 that held are needed around "
+     "the crossing"),
+    ([5000, 6000, 7000, 8000, 9000, 10000], [True, True, True, False, False, False],
+     "the miss share does not rise with rate over the 6 windows (3 missed)"),
+])
+def test_windows_no_honest_curve_fits_give_no_figure_and_say_why(rates, missed, why):
+    curve = fit_miss_curve([MissWindow(r, 30.0, 0.0, m) for r, m in zip(rates, missed,
+                                                                         strict=True)])
+    assert curve.rate is None and curve.low is None and curve.why == why
+    assert curve.as_record()["why"] == why and curve.as_record()["rate"] is None
+
+
+def test_a_crossing_outside_the_rates_measured_is_an_extrapolation():
+    """Two windows missed at the very top, the rest held far below: the 10 % crossing the fit
+    puts lies beyond what any window measured, and no figure is made of it."""
+    rates = [9000, 9100, 9200, 9300, 9990, 10000]
+    curve = fit_miss_curve([MissWindow(r, 30.0, 0.0, r >= 9990) for r in rates], share=0.02)
+    assert curve.rate is None
+    assert "lies outside the rates measured (9000..10000): an extrapolation" in curve.why or \
+        "unbounded" in curve.why
+
+
+def test_windows_of_another_length_are_refused_by_the_model_and_left_out_by_the_plan():
+    with pytest.raises(ValueError, match="windows of one length only"):
+        fit_miss_curve([MissWindow(5000, 30.0, 0.0, False), MissWindow(5000, 10.0, 0.0, True)])
+    confirmation = confirm_capacity(drawn(30.0, 1), "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                    top=11000.0)
+    more = with_windows(confirmation, [window(7000.0, True, 10.0)], "verification")
+    assert more.trials == confirmation.trials and more.curve == confirmation.curve
+
+
+def test_a_path_that_holds_everywhere_stops_at_the_top_and_says_so():
+    """No window missed up to the highest rate a window may run at: nothing above to try, no
+    figure, the reason named (not a made-up rate at the top)."""
+    asked: list[float] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        asked.append(rate)
+        return window(rate, False, seconds)
+
+    confirmation = confirm_capacity(measure, "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                    top=9000.0)
+    assert confirmation.rate is None and max(asked) == 9000.0
+    assert len(asked) <= 12 + EXTRA
+    assert confirmation.semantics.startswith("no figure for p99<=25ms from")
+    assert "held (up to 9000 requests/s): the crossing is above the rates measured" in \
+        confirmation.semantics
+
+
+def test_the_plan_starts_from_the_knee_then_halves_the_gap_where_a_steep_curve_turns():
+    asked: list[float] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        asked.append(rate)
+        return window(rate, rate > 6_600.0, seconds)
+
+    confirmation = confirm_capacity(measure, "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                    top=11000.0)
+    assert asked[:len(START)] == [8000.0 * s for s in START]
+    # 6800 missed and 5600 held: the next halves that gap, and so on around the turn
+    assert asked[len(START)] == pytest.approx((6800 * 5600) ** 0.5)
+    assert sum(6_000 < r < 7_200 for r in asked) >= 5
+    assert confirmation.rate is not None and 5_000 < confirmation.rate <= 6_600
+    record = confirmation.as_record()
+    assert record["interval"]["level"] == 0.9 and record["model"]["windows"] == len(asked)
+    assert [t["kind"] for t in record["trials"]] == ["plan"] * len(asked)
+
+
+def test_the_message_says_what_the_figure_claims():
+    confirmation = confirm_capacity(drawn(30.0, 3), "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                    top=11000.0)
+    curve = confirmation.curve
+    text = confirmation.semantics
+    assert text.startswith("p99<=25ms missed in <= 10% of 30 s windows at ")
+    assert text.endswith(f" req/s [{_k(curve.low)}, {_k(curve.high)}]")
+    again = replace(confirmation, knee=1.0)
+    assert again.semantics == text  # the claim is the curve's, not the knee's
+
+
+def _k(value: float) -> str:
+    return f"{value / 1000:.3g}k"
