@@ -217,3 +217,39 @@ def test_bad_comparisons_stop_the_suite_before_anything_is_measured(tmp_path: Pa
     status, message = _messages(out)["1s-kernel-tcp-term"]
     assert status == "FAIL" and "Parent suite setup failed" in message and expected in message
     assert not (out / "records.jsonl").exists()
+
+
+FLAKY_503 = ("a: {name: good}\nb:\n  name: flaky\n  nginx: {proxy: {server: "
+             "['if ($request_id ~ \"^0[0-2]\") { return 503; }']}}\n")
+"""A candidate proxy that answers 503 to 3 in 256 requests (1.2 %; ``$request_id`` is random)
+and serves the rest as side a does."""
+
+
+def test_a_candidate_answering_503_to_one_percent_fails_a_sequential_ab_naming_the_side(
+        tmp_path: Path):
+    """Issue 55: correctness holds in every trial of both sides, whatever the rates say."""
+    code, out = _robot(tmp_path, FLAKY_503, "1kb-10c-kernel-ssl-proxy",
+                       "tests/ssl_proxy/kernel.robot")
+    status, message = _messages(out)["1kb-10c-kernel-ssl-proxy"]
+    assert code == 1 and status == "FAIL", message
+    assert re.search(r"side b \(flaky\)", message), message
+    assert re.search(r"\d+ of \d+ responses were not 2xx/3xx", message), message
+
+
+def test_a_candidate_answering_503_to_one_percent_fails_a_duet_naming_side_b_s_run(
+        tmp_path: Path):
+    """Issue 55: in a duet side b's run measures the candidate; its errors fail the test
+    that side a's run records, naming side b and its run."""
+    comparison = tmp_path / "ab.yaml"
+    comparison.write_text(FLAKY_503)
+    out = tmp_path / "duet"
+    run = subprocess.run(
+        [sys.executable, "-m", "libraries.ab.duet_run", str(comparison), "-d", str(out),
+         "--timeout", "800", "--", "-v", "RUN_ID:duet", "-v", "TOPOLOGY:3node", *SHORT,
+         "-t", "1kb-10c-kernel-ssl-proxy", "--console", "dotted",
+         "tests/ssl_proxy/kernel.robot"],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    status, message = _messages(out / "a")["1kb-10c-kernel-ssl-proxy"]
+    assert run.returncode != 0 and status == "FAIL", (run.stdout[-2000:], message)
+    assert "side b (flaky)" in message and "side b's run" in message, message
+    assert re.search(r"\d+ of \d+ responses were not 2xx/3xx", message), message

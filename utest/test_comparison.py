@@ -54,6 +54,10 @@ def test_the_examples_hold_an_aa_file_builds_knobs_a_sysctl_and_vpp_sides():
      r"b\.sysctl\.dut\.net\.core\.rmem_max: String should match pattern"),
     ("a: {name: x}\nb: {name: y, nginx: {proxy: {server: ['access_log off']}}}\n",
      r"b\.nginx\.proxy\.server\.0: String should match pattern"),
+    ("a: {name: x}\nb: {name: y, nginx: {proxy: {server: ['} server { listen 1;']}}}\n",
+     r"b\.nginx\.proxy\.server\.0: .*expected braces that close only the blocks the line opens"),
+    ("a: {name: x}\nb: {name: y, nginx: {proxy: {server: ['if ($x) { return 503;']}}}\n",
+     r"b\.nginx\.proxy\.server\.0: .*expected every '\{' closed on the same line"),
     ("a: {name: x}\nb: {name: y, env: {nginx: {'BAD-NAME': x}}}\n",
      r"b\.env\.nginx\.BAD-NAME: invalid name"),
     ("a: {name: x}\nb: {name: y, env: {nginks: {A: x}}}\n",
@@ -95,3 +99,11 @@ def test_a_side_sees_the_topology_with_its_binaries_environment_and_vpp(tmp_path
     assert b.nodes["dut"].vpp.bin == "/opt/vpp-b/bin/vpp"
     assert b.nodes["dut"].vpp.vppctl == THREE.nodes["dut"].vpp.vppctl
     assert side_topology(THREE, loaded.comparison.a) == THREE
+
+
+def test_a_one_line_block_is_a_directive_a_side_may_add(tmp_path: Path):
+    text = ("a: {name: x}\nb:\n  name: y\n  nginx: {proxy: {server: "
+            "['if ($request_id ~ \"^0[0-2]\") { return 503; }']}}\n")
+    loaded = load_comparison(_file(tmp_path, text), THREE)
+    assert loaded.comparison.b.nginx["proxy"].server == (
+        'if ($request_id ~ "^0[0-2]") { return 503; }',)

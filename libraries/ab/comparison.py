@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -41,13 +42,22 @@ from pydantic import (
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology import KNOWN_TOOLS, Topology, VppInstall
 from libraries.testbed.topology_file import format_errors
+from libraries.tools.nginx import directive_problem
 
 NginxRole = Literal["proxy", "server", "stream"]
 """nginx instances a side may configure: the HTTPS reverse proxy (ssl_proxy), the HTTPS
 server (ssl_proxy, sslsniff), the stream proxy (ebpf_stream)."""
 VclApp = Literal["server", "proxy", "client"]
 SysctlKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")]
-Directive = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^{}\n]+;$")]
+def _one_line_block(text: str) -> str:
+    """A directive or a one-line block (:func:`~libraries.tools.nginx.directive_problem`)."""
+    if (problem := directive_problem(text)) is not None:
+        raise ValueError(f"{text!r}: expected {problem}")
+    return text
+
+
+Directive = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\n]+[;}]$"),
+                      AfterValidator(_one_line_block)]
 StartupBody = Annotated[str, StringConstraints(pattern=r"^[^{}]*$")]
 VclLine = Annotated[str, StringConstraints(min_length=1, pattern=r"^[a-z0-9-]+( [^{}\n]+)?$")]
 SysctlValue = Annotated[str, BeforeValidator(lambda v: str(v) if type(v) is int else v),

@@ -11,6 +11,7 @@ Other tool families use only the names below (``from libraries.tools.nginx impor
 """
 
 from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.fields import directive_problem
 from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 
-__all__ = ["NginxInstance", "StreamProxyParams", "StreamServer"]
+__all__ = ["NginxInstance", "StreamProxyParams", "StreamServer", "directive_problem"]

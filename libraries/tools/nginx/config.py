@@ -13,7 +13,6 @@ Run it in the foreground (``daemon off;`` is always rendered) as
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from libraries.tools.nginx.fields import (
@@ -24,6 +23,7 @@ from libraries.tools.nginx.fields import (
     check_int_at_least,
     check_port,
     check_word,
+    directive_problem,
     field_error,
     listen_directive,
 )
@@ -77,10 +77,9 @@ class NginxInstance:
         check_word(self, "user", optional=True)
         for name in ("extra_http", "extra_server"):
             for directive in as_tuple(self, name):
-                if not isinstance(directive, str) or not re.fullmatch(r"[^{}\n;]+;",
-                                                                      directive.strip()):
-                    raise field_error(self, name, "directives like 'name value;' without "
-                                      "blocks", directive)
+                if (problem := directive_problem(directive)) is not None:
+                    raise field_error(self, name, f"directives like 'name value;' or "
+                                      f"one-line blocks: {problem}", directive)
         if self.error_log_level not in ERROR_LOG_LEVELS:
             raise field_error(self, "error_log_level", f"one of {ERROR_LOG_LEVELS}",
                               self.error_log_level)

@@ -97,3 +97,23 @@ def check_endpoints(owner: Any, field: str) -> None:
 def listen_directive(address: str | None, port: int) -> str:
     """The argument of nginx's ``listen``: 'address:port' or just 'port'."""
     return f"{address}:{port}" if address else str(port)
+
+
+def directive_problem(text: object) -> str | None:
+    """Why ``text`` is not one line an A/B side may add to an ``http`` or ``server`` block,
+    else None: a directive (``ssl_buffer_size 1k;``) or a block whose braces close on the
+    same line (``if ($request_id ~ "^0[0-2]") { return 503; }``), so nothing it holds can
+    close the block it is rendered into."""
+    if not isinstance(text, str) or "\n" in text or not text.strip().endswith((";", "}")):
+        return "one line ending in ';' (a directive) or '}' (a one-line block)"
+    depth = 0
+    for char in text:
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            return "braces that close only the blocks the line opens"
+    if depth:
+        return "every '{' closed on the same line"
+    if "{" in text and not text.strip().endswith("}"):
+        return "a one-line block that ends with its '}'"
+    return None
+
