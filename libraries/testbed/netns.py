@@ -212,7 +212,11 @@ class LocalTestbed:
             "keeper_pid": self._keeper.pid if self._keeper else None,
             "created": time.time(),
         }
-        (self.rundir / "state.json").write_text(json.dumps(state, indent=2))
+        # whole or not at all: another run's sweep (sweep_stale) reads it while this one is
+        # built, and took a half-written file for a dead owner's and removed the testbed
+        partial = self.rundir / f".state.json.{os.getpid()}"
+        partial.write_text(json.dumps(state, indent=2))
+        partial.replace(self.rundir / "state.json")
 
     def _sshd_config(self, node: str, address: str) -> Path:
         config = self.rundir / f"sshd_{node}.conf"

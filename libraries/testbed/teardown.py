@@ -185,9 +185,24 @@ def list_testbeds() -> list[dict]:
         except (OSError, ValueError):
             state = {"prefix": state_file.parent.name, "owner": "unknown", "owner_pid": 0}
         state["alive"] = state.get("owner") == "cli" or pid_alive(int(state.get("owner_pid", 0)))
+        if state.get("owner") == "unknown" and not state["alive"]:
+            # unreadable: a writer of an older version mid-write, or one killed mid-write;
+            # only a file left unchanged for UNREADABLE_GRACE s is taken for a dead run's
+            state["alive"] = _age(state_file) < UNREADABLE_GRACE
         state["namespaces_present"] = namespaces_with_prefix(state["prefix"])
         found.append(state)
     return found
+
+
+UNREADABLE_GRACE = 120.0
+"""Seconds an unreadable ``state.json`` is given before its testbed is taken for dead."""
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def sweep_stale() -> list[str]:
