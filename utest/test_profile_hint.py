@@ -133,6 +133,16 @@ def test_an_unchanged_cpu_per_request_means_the_profile_does_not_explain_the_cha
     assert named.text().endswith("; the DUT's busy cores per request +6.0 % [+2.5, +9.8]")
 
 
+def test_an_aa_pair_with_the_same_cpu_per_request_says_noise_not_a_change():
+    """An A/A pair has no change to explain: its hint is the noise sentence even when the
+    DUT's CPU per request is known unchanged (the real A/A runs of wave 6 said "does not
+    explain this change" before)."""
+    rng = np.random.default_rng(7)
+    same = CostChange("busy cores per request", 3.4, -18.7, 36.6)
+    hint = profile_hint(sampled(BASE, 2500, rng), sampled(BASE, 2500, rng), PERIOD, same)
+    assert hint.kind == "noise" and hint.text().startswith("no function changed beyond noise")
+
+
 def test_the_share_interval_is_newcombes_hybrid_score_interval():
     # Newcombe (1998), table II, example (a): 56/70 against 48/80 -> 0.2 [0.0524, 0.3339]
     d, low, high = share_intervals(np.array([48.0]), 80, np.array([56.0]), 70, 0.05)

@@ -178,15 +178,15 @@ def profile_hint(a: Folded, b: Folded, period_ns: float,
     inc_b, own_b = _tree(b)
     nodes = sorted(inc_a.keys() | inc_b.keys())
     frames = len(nodes)
-    if cost is not None and cost.unchanged:
-        return Hint("not_cpu", (n_a, n_b), frames, cost=cost)
     alpha = (1 - LEVEL) / max(frames, 1)
     x_a = np.array([inc_a.get(node, 0.0) for node in nodes]) / period_ns
     x_b = np.array([inc_b.get(node, 0.0) for node in nodes]) / period_ns
     d, low, high = share_intervals(x_a, n_a, x_b, n_b, alpha)
     grown = {node: i for i, node in enumerate(nodes) if low[i] > 0}
-    if not grown:
+    if not grown:  # an A/A pair, or a change the sampling cannot see
         return Hint("noise", (n_a, n_b), frames, cost=cost)
+    if cost is not None and cost.unchanged:  # shares moved, the CPU per unit of work did not
+        return Hint("not_cpu", (n_a, n_b), frames, cost=cost)
     index = {node: i for i, node in enumerate(nodes)}
     current = max(grown, key=lambda node: (d[grown[node]], len(node)))
     while True:
