@@ -27,6 +27,7 @@ from libraries.nightly.pool import EVENTS_FILE, Lab, preflight, resource_file
 from libraries.nightly.runner import main as nightly
 from libraries.report.run import RUN_REPORT
 from libraries.testbed.teardown import list_testbeds
+from utest.namespaces import unexplained
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "utest" / "fixtures" / "pool"
@@ -72,11 +73,9 @@ def namespaces() -> set[str]:
 def assert_nothing_left(before: set[str]) -> None:
     """No testbed of these labs is left (state or namespaces); namespaces that appeared
     meanwhile belong to other runs on this machine (another topology's state names them)."""
-    states = list_testbeds()
-    mine = [s for s in states if s.get("topology", "").startswith("lab-")]
+    mine = [s for s in list_testbeds() if s.get("topology", "").startswith("lab-")]
     assert mine == []
-    others = {ns for s in states for ns in s.get("namespaces_present", [])}
-    assert namespaces() - before <= others
+    assert unexplained(before) == set()
 
 
 def events(run_dir: Path) -> list[dict]:

@@ -93,6 +93,25 @@ def test_background_process_lifecycle(testbed):
     assert process not in node.processes
 
 
+def test_a_pid_another_process_reused_is_neither_running_nor_stopped(testbed):
+    """PIDs wrap at 32768 here within minutes beside a build: a process that exited and whose
+    pid went to another is not taken for it (the other is left alone), as its birth time
+    (/proc/<pid>/stat field 22, read at start) tells."""
+    node = testbed.node("dut")
+    process = node.start("sleep 271.8", "other")
+    assert process.birth is not None and node.is_running(process)
+    born = process.birth
+    process.birth = str(int(born) + 1)  # as if this pid now were another process's
+    try:
+        assert not node.is_running(process)
+        node.stop(process, grace=1)
+        assert node.run(f"ps -o stat= -p {process.pid}", check=False).exit_code == 0  # spared
+    finally:
+        process.birth, process.stopped = born, False
+        node.stop(process, grace=1)
+    assert not node.is_running(process)
+
+
 def test_process_ignoring_sigterm_is_killed_after_grace(testbed):
     node = testbed.node("dut")
     process = node.start("sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'", "stubborn")

@@ -52,6 +52,17 @@ class Process:
     sudo: bool = False
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
+    birth: str | None = None
+    """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22, clock ticks since
+    boot), read as it started: a pid is reused once its process is gone (PIDs wrap at 32768
+    here within minutes beside a build), and a stop or a liveness check must not take the
+    new process for this one."""
+
+
+def _birth(pid: str) -> str:
+    """A shell command printing the start time of process ``pid`` (``/proc/<pid>/stat`` field
+    22, after the parenthesised command name, which may hold spaces), nothing once gone."""
+    return f"sed 's/^.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20"
 
 
 class Node:
@@ -252,26 +263,31 @@ class Node:
         launcher = (
             f"cd {shlex.quote(self.workdir)} && "
             f"setsid nohup sh -c {shlex.quote(script)} > {shlex.quote(log_path)} 2>&1 "
-            f"< /dev/null & echo $!"
+            f"< /dev/null & p=$!; echo $p $({_birth('$p')})"
         )
         result = self.run(launcher, timeout=15, sudo=sudo)
         try:
-            pid = int(result.stdout.strip())
+            pid, *birth = result.stdout.split()
+            pid = int(pid)
         except ValueError:
             raise NodeError(
                 f"{self.where}: starting {name!r} printed no PID: {result.stdout!r}"
             ) from None
-        process = Process(self.name, name, command, pid, log_path, sudo=sudo)
+        process = Process(self.name, name, command, pid, log_path, sudo=sudo,
+                          birth=birth[0] if birth else None)
         self._processes.append(process)
         LOG.info("%s: started %s (pid %d): %s", self.name, name, pid, command)
         return process
 
     def is_running(self, process: Process) -> bool:
-        """True while the process (group leader) exists and is not a zombie."""
-        result = self.run(f"ps -o stat= -p {process.pid}", timeout=10, sudo=process.sudo,
+        """True while the process (group leader) exists and is not a zombie (a process that
+        reused its pid is not it)."""
+        result = self.run(f"cat /proc/{process.pid}/stat", timeout=10, sudo=process.sudo,
                           check=False, quiet=True)
-        state = result.stdout.strip()
-        return result.exit_code == 0 and bool(state) and not state.startswith("Z")
+        fields = result.stdout.rsplit(")", 1)[-1].split()
+        if result.exit_code != 0 or len(fields) < 20 or fields[0] == "Z":
+            return False
+        return process.birth is None or fields[19] == process.birth
 
     def read_log(self, process: Process) -> str:
         """The process's output so far (stdout and stderr; read as the user who started it)."""
@@ -282,7 +298,12 @@ class Node:
         if not process.stopped:
             pid = process.pid
             alive = f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/' | grep -q ."
+            # a leader born at another time reused the pid: ours is gone with its group (a
+            # pid still naming a group is never reused), and the other is not to be touched
+            reused = (f'b=$({_birth(str(pid))}); [ -n "$b" ] && [ "$b" != "{process.birth}" ]'
+                      if process.birth else "false")
             script = (
+                f"if {reused}; then echo reused; exit 0; fi; "
                 f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null; "
                 f"i=0; while {alive} && [ $i -lt {int(grace * 10)} ]; "
                 f"do sleep 0.1; i=$((i+1)); done; "
@@ -297,7 +318,9 @@ class Node:
                                 f"{', started with sudo' if process.sudo else ''}): "
                                 f"{(result.stderr or result.stdout).strip()[-500:]}")
             process.stopped = True
-            how = "SIGKILL after grace" if "killed" in result.stdout else "SIGTERM"
+            how = ("nothing: it had exited and its pid is another process's"
+                   if "reused" in result.stdout else
+                   "SIGKILL after grace" if "killed" in result.stdout else "SIGTERM")
             LOG.info("%s: stopped %s (pid %d) with %s", self.name, process.name, pid, how)
         if process in self._processes:
             self._processes.remove(process)

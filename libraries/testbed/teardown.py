@@ -153,6 +153,16 @@ def _links_with_prefix(prefix: str) -> list[str]:
     return sorted(name for name in names if re.fullmatch(rf"{re.escape(prefix)}-[a-z0-9]+", name))
 
 
+def _runs_for(pid: int, prefix: str) -> bool:
+    """True when process ``pid`` is the keeper of testbed ``prefix`` (its command line starts
+    the testbed's sshds), not a process that reused the pid of a keeper long gone (a dead
+    run's, swept later: PIDs wrap within minutes beside a build)."""
+    try:
+        return prefix.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def teardown_prefix(prefix: str) -> None:
     """Remove every process, namespace, link and file of testbed ``prefix`` (see the module
     docstring for the order). Returns once its sshd processes are gone from the process
@@ -163,7 +173,7 @@ def teardown_prefix(prefix: str) -> None:
     listeners &= inside
     stubborn = stop_processes(inside - listeners)
     stubborn |= stop_processes(listeners, reaped=True)
-    if keeper is not None and process_state(keeper) is not None:
+    if keeper is not None and process_state(keeper) is not None and _runs_for(keeper, prefix):
         stubborn |= stop_processes({keeper})
     if stubborn:
         LOG.warning("local testbed %s: processes %s survived SIGKILL", prefix, sorted(stubborn))
