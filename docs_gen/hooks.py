@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mkdocs.structure.files import File, Files
+from robot.libdoc import libdoc
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "libraries" / "results" / "schemas" / "record-v4.schema.json"
@@ -82,7 +83,8 @@ def exit_codes_page() -> str:
     parts = [head + "Generated at build time from `libraries/cli.py` (`EXIT_CODES`). Every "
              "command is `hoststack-perf <command>`; `--help` on each says the same.\n"]
     for command, codes in cli.EXIT_CODES.items():
-        rows = "\n".join(f"| {code} | {_cell(meaning)} |" for code, meaning in sorted(codes.items()))
+        rows = "\n".join(f"| {code} | {_cell(meaning)} |"
+                         for code, meaning in sorted(codes.items()))
         parts.append(f"## {command}\n\n| exit | meaning |\n|---|---|\n{rows}\n")
     return "\n".join(parts)
 
@@ -99,9 +101,13 @@ def _type(spec: dict[str, Any]) -> str:
         return f"`{json.dumps(spec['const'])}`"
     if "enum" in spec:
         return "one of " + ", ".join(f"`{json.dumps(v)}`" for v in spec["enum"])
-    for key in ("oneOf", "anyOf"):
-        if key in spec:
-            return " or ".join(_type(s) for s in spec[key])
+    alternatives = spec.get("oneOf") or spec.get("anyOf")
+    if alternatives:
+        return " or ".join(_type(s) for s in alternatives)
+    return _plain_type(spec)
+
+
+def _plain_type(spec: dict[str, Any]) -> str:
     kind = spec.get("type", "any")
     kind = " or ".join(kind) if isinstance(kind, list) else kind
     if kind == "array" and "items" in spec:
@@ -117,7 +123,8 @@ def _rows(spec: dict[str, Any], prefix: str = "", depth: int = 0) -> list[str]:
     for name, sub in spec.get("properties", {}).items():
         field = f"{prefix}{name}"
         note = _cell(sub.get("description", ""))
-        rows.append(f"| `{field}` | {_cell(_type(sub))} | {'yes' if name in required else ''} | {note} |")
+        need = "yes" if name in required else ""
+        rows.append(f"| `{field}` | {_cell(_type(sub))} | {need} | {note} |")
         if depth < 2 and "properties" in sub:
             rows += _rows(sub, f"{field}.", depth + 1)
     return rows
@@ -142,7 +149,6 @@ def schema_page(path: Path = SCHEMA) -> str:
 
 def libdoc_pages(libraries: list[str]) -> dict[str, bytes]:
     """libdoc HTML per library, keyed by the class name."""
-    from robot.libdoc import libdoc
     pages = {}
     with tempfile.TemporaryDirectory() as tmp:
         for library in libraries:
