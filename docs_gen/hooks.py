@@ -63,7 +63,7 @@ def settings_page() -> str:
     if registry is None:
         return head + ("This table is generated at build time from "
                        "`libraries/results/registry.py`, which this checkout does not have yet.\n")
-    areas = sorted({s.area for s in registry.SETTINGS})
+    areas = list(dict.fromkeys(setting.area for setting in registry.SETTINGS))  # as listed
     parts = [head + "Generated at build time from `libraries/results/registry.py` "
              "(a test fails when a setting parsed anywhere is missing from it).\n"]
     for area in areas:
