@@ -167,3 +167,20 @@ def test_the_site_builds_strictly_with_every_generated_page(hooks: types.ModuleT
     libdoc = sorted(p.stem for p in (site / "reference" / "keywords").glob("*Keywords.html"))
     assert "AbKeywords" in libdoc
     assert libdoc == sorted(name.rsplit(".", 1)[-1] for name in hooks.keyword_libraries())
+
+
+@pytest.mark.integration
+def test_readme_python_commands_take_the_options_they_are_given() -> None:
+    """Each `python -m <module> ... --option` of the README: the module's --help names it."""
+    checked = 0
+    for command in readme_commands():
+        match = re.search(r"python -m ([\w.]+)(.*)", command)
+        if not match:
+            continue
+        result = subprocess.run([sys.executable, "-m", match[1], "--help"], capture_output=True,
+                                text=True, timeout=120, cwd=REPO)
+        assert result.returncode == 0, f"{match[1]} --help: {result.stderr}"
+        for option in re.findall(r"(?<!\S)(--[\w-]+)", match[2]):
+            assert option in result.stdout, f"{command}: {match[1]} --help has no {option}"
+        checked += 1
+    assert checked >= 2
