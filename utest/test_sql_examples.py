@@ -1,5 +1,5 @@
-"""The README's "SQL for people": every query runs, from Python and from the duckdb shell, and
-answers its question on a history of two labs with a regression this week."""
+"""The docs' "SQL for people" (docs/how-to/sql.md): every query runs, from Python and from the
+duckdb shell, and answers its question on a history of two labs with a regression this week."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from libraries.results.records import append_record
 from utest.test_trend import make_record
 
 REPO = Path(__file__).resolve().parent.parent
-SECTION = REPO.joinpath("README.md").read_text().split("## SQL for people")[1].split("\n## ")[0]
+SECTION = REPO.joinpath("docs", "how-to", "sql.md").read_text()
 QUERIES = re.findall(r"```sql\n(.*?)```", SECTION, flags=re.S)
 PYTHON = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)
 DUCKDB = Path(sys.executable).parent / "duckdb"

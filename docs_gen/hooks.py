@@ -1,0 +1,200 @@
+"""MkDocs hook: the reference pages generated from the code at build time.
+
+Writes into the site (never into docs/): the settings table (``libraries.results.registry``),
+the record schema (``libraries/results/schemas/record-v4.schema.json``), the exit codes of
+every command (``libraries.cli.EXIT_CODES``), the libdoc HTML page of every keyword library
+in ``libraries/keywords/`` and the methodology page (``benchmarks/README.md``).
+A module that does not exist yet gives a page that says where it will come from.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+from robot.libdoc import libdoc
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "libraries" / "results" / "schemas" / "record-v4.schema.json"
+KEYWORDS = ROOT / "libraries" / "keywords"
+BENCHMARKS = ROOT / "benchmarks" / "README.md"
+
+
+def keyword_libraries(folder: Path = KEYWORDS) -> list[str]:
+    """``module.Class`` of every class decorated with Robot's ``@library`` in ``folder``
+    (read from the source with ast: nothing imported)."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(_is_library(d) for d in node.decorator_list):
+                module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+                found.append(f"{module}.{node.name}")
+    return found
+
+
+def _is_library(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Name) and target.id == "library") or (
+        isinstance(target, ast.Attribute) and target.attr == "library")
+
+
+def _optional(module: str) -> Any | None:
+    """The module from this checkout, or None when it does not exist (yet)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name and module.startswith(error.name):
+            return None
+        raise
+
+
+def settings_page() -> str:
+    head = ("# Settings (`-v NAME:value`)\n\n"
+            "Every setting a run reads with `-v NAME:value`, with its default, the values it "
+            "accepts, what it does and where it is checked. ")
+    registry = _optional("libraries.results.registry")
+    if registry is None:
+        return head + ("This table is generated at build time from "
+                       "`libraries/results/registry.py`, which this checkout does not have yet.\n")
+    areas = list(dict.fromkeys(setting.area for setting in registry.SETTINGS))  # as listed
+    parts = [head + "Generated at build time from `libraries/results/registry.py` "
+             "(a test fails when a setting parsed anywhere is missing from it).\n"]
+    for area in areas:
+        parts.append(f"## {area}\n\n{registry.markdown_table(area=area)}\n")
+    return "\n".join(parts)
+
+
+def exit_codes_page() -> str:
+    head = "# Exit codes\n\n"
+    cli = _optional("libraries.cli")
+    if cli is None:
+        return head + ("The exit codes of every command are generated at build time from "
+                       "`libraries/cli.py` (`EXIT_CODES`), which this checkout does not have "
+                       "yet. Until then each command's `--help` lists them; the nightly's and "
+                       "bisect's are also in [Nightly runs](../concepts/nightly.md) and "
+                       "[Bisect](../concepts/bisect.md).\n")
+    parts = [head + "Generated at build time from `libraries/cli.py` (`EXIT_CODES`). Every "
+             "command is `hoststack-perf <command>`; `--help` on each says the same.\n"]
+    for command, codes in cli.EXIT_CODES.items():
+        rows = "\n".join(f"| {code} | {_cell(meaning)} |"
+                         for code, meaning in sorted(codes.items()))
+        parts.append(f"## {command}\n\n| exit | meaning |\n|---|---|\n{rows}\n")
+    return "\n".join(parts)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _type(spec: dict[str, Any]) -> str:
+    if "$ref" in spec:
+        name = spec["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#def-{name})"
+    if "const" in spec:
+        return f"`{json.dumps(spec['const'])}`"
+    if "enum" in spec:
+        return "one of " + ", ".join(f"`{json.dumps(v)}`" for v in spec["enum"])
+    alternatives = spec.get("oneOf") or spec.get("anyOf")
+    if alternatives:
+        return " or ".join(_type(s) for s in alternatives)
+    return _plain_type(spec)
+
+
+def _plain_type(spec: dict[str, Any]) -> str:
+    kind = spec.get("type", "any")
+    kind = " or ".join(kind) if isinstance(kind, list) else kind
+    if kind == "array" and "items" in spec:
+        return f"array of {_type(spec['items'])}"
+    if kind == "object" and isinstance(spec.get("additionalProperties"), dict):
+        return f"object of {_type(spec['additionalProperties'])}"
+    return kind
+
+
+def _rows(spec: dict[str, Any], prefix: str = "", depth: int = 0) -> list[str]:
+    required = set(spec.get("required", []))
+    rows = []
+    for name, sub in spec.get("properties", {}).items():
+        field = f"{prefix}{name}"
+        note = _cell(sub.get("description", ""))
+        need = "yes" if name in required else ""
+        rows.append(f"| `{field}` | {_cell(_type(sub))} | {need} | {note} |")
+        if depth < 2 and "properties" in sub:
+            rows += _rows(sub, f"{field}.", depth + 1)
+    return rows
+
+
+def schema_page(path: Path = SCHEMA) -> str:
+    schema = json.loads(path.read_text())
+    header = "| field | type | required | meaning |\n|---|---|---|---|"
+    parts = [f"# Record schema (version {schema['properties']['schema_version'].get('const')})\n",
+             f"Generated at build time from `{path.relative_to(ROOT)}`: one JSON line per "
+             "measuring test in `results/<run-id>/records.jsonl`, validated on write. "
+             "What the fields are for: [Records](../concepts/records.md).\n",
+             f"{_cell(schema.get('description', ''))}\n",
+             "## The record\n", header, *_rows(schema), ""]
+    for name, spec in schema.get("$defs", {}).items():
+        parts += [f"## {name} {{#def-{name}}}\n", _cell(spec.get("description", "")) + "\n"]
+        rows = _rows(spec)
+        parts += [header, *rows, ""] if rows else [f"Type: {_cell(_type(spec))}\n"]
+    parts += ["## The schema file\n", "```json", json.dumps(schema, indent=2), "```\n"]
+    return "\n".join(parts)
+
+
+def libdoc_pages(libraries: list[str]) -> dict[str, bytes]:
+    """libdoc HTML per library, keyed by the class name."""
+    pages = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for library in libraries:
+            out = Path(tmp, library.rsplit(".", 1)[-1] + ".html")
+            status = libdoc(library, str(out), format="HTML", quiet=True)
+            if status != 0 or not out.exists():
+                raise RuntimeError(f"libdoc {library} failed (exit {status}): expected {out}")
+            pages[out.stem] = out.read_bytes()
+    return pages
+
+
+def keywords_page(names: list[str]) -> str:
+    rows = "\n".join(f"| [{name.rsplit('.', 1)[-1]}]({name.rsplit('.', 1)[-1]}.html) | `{name}` |"
+                     for name in names)
+    return ("# Keyword libraries\n\nThe libdoc page of every keyword library in "
+            "`libraries/keywords/`, generated at build time (`libdoc <library> <page>.html`). "
+            "Suites import them by module name, e.g. "
+            "`Library    libraries.keywords.ssl_proxy.SslProxyKeywords`.\n\n"
+            f"| library | import |\n|---|---|\n{rows}\n")
+
+
+def methodology_page(path: Path = BENCHMARKS) -> str:
+    text = path.read_text()
+    lines = text.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return ("# Methodology: the instrument's own figures\n\n"
+            "How far the instrument can be trusted, measured: false alarms, detection, "
+            "minimum detectable effects, costs. Included at build time from "
+            "`benchmarks/README.md` (run the benchmarks with `python -m benchmarks.<name>`).\n"
+            + "\n".join(lines) + "\n")
+
+
+def on_files(files: Files, config: Any) -> Files:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    generated = {
+        "reference/settings.md": settings_page(),
+        "reference/record-schema.md": schema_page(),
+        "reference/exit-codes.md": exit_codes_page(),
+        "methodology.md": methodology_page(),
+    }
+    libraries = keyword_libraries()
+    generated["reference/keywords/index.md"] = keywords_page(libraries)
+    for uri, text in generated.items():
+        files.append(File.generated(config, uri, content=text))
+    for name, html in libdoc_pages(libraries).items():
+        files.append(File.generated(config, f"reference/keywords/{name}.html", content=html))
+    return files

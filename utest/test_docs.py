@@ -1,0 +1,186 @@
+"""The README stays short and its commands and links point at what exists; the documentation
+site (mkdocs.yml, docs/, docs_gen/hooks.py) has every page in its navigation, and the pages
+generated from the code say what they are generated from; `mkdocs build --strict` passes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+HOOKS_FILE = REPO / "docs_gen" / "hooks.py"
+GENERATED = {"reference/settings.md", "reference/exit-codes.md", "reference/record-schema.md",
+             "reference/keywords/index.md", "methodology.md"}
+
+
+@pytest.fixture(scope="module")
+def hooks() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_gen_hooks", HOOKS_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def nav_pages(nav: list) -> list[str]:
+    pages = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        pages += nav_pages(value) if isinstance(value, list) else [value]
+    return pages
+
+
+def mkdocs_config() -> dict:
+    return yaml.safe_load((REPO / "mkdocs.yml").read_text())
+
+
+def test_readme_is_at_most_200_lines() -> None:
+    assert len(README.read_text().splitlines()) <= 200
+
+
+def test_every_docs_page_is_in_the_navigation_and_every_entry_exists() -> None:
+    nav = nav_pages(mkdocs_config()["nav"])
+    on_disk = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert sorted(on_disk - set(nav)) == []
+    assert sorted(set(nav) - on_disk - GENERATED) == []
+    assert len(nav) == len(set(nav)), "a page is twice in the navigation"
+
+
+def test_the_generated_pages_are_in_the_navigation_and_not_in_docs() -> None:
+    nav = set(nav_pages(mkdocs_config()["nav"]))
+    assert nav >= GENERATED
+    assert not [uri for uri in GENERATED if (DOCS / uri).exists()]
+
+
+def test_the_site_is_strict_and_fails_on_pages_missing_from_the_navigation() -> None:
+    config = mkdocs_config()
+    assert config["strict"] is True
+    assert config["validation"]["nav"]["omitted_files"] == "warn"
+    assert config["validation"]["links"]["not_found"] == "warn"
+    assert config["hooks"] == ["docs_gen/hooks.py"]
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    assert links
+    missing = [link for link in links if not link.startswith("http")
+               and not (REPO / link).exists()]
+    assert missing == []
+
+
+def readme_commands() -> list[str]:
+    return [line.strip() for line in README.read_text().splitlines()
+            if line.startswith("    ") and ".venv/bin/" in line]
+
+
+def test_readme_commands_name_modules_and_files_that_exist() -> None:
+    commands = readme_commands()
+    assert any("./setup.sh && .venv/bin/robot -v TOPOLOGY:3node -d results tests" in c
+               for c in commands)
+    assert any(c.startswith(".venv/bin/tox p") for c in commands)
+    for command in commands:
+        for module in re.findall(r"python -m ([\w.]+)", command):
+            assert importlib.util.find_spec(module) is not None, f"{command}: no module {module}"
+        for path in re.findall(r"(?:^|[\s:])((?:tests|topologies)/[\w./-]+)", command):
+            user_file = path == "topologies/lab.yaml"  # the reader's own copy of the example
+            assert user_file or (REPO / path).exists(), f"{command}: {path} does not exist"
+
+
+def test_the_keyword_libraries_are_found_from_the_source(hooks: types.ModuleType) -> None:
+    found = hooks.keyword_libraries()
+    assert "libraries.keywords.ab.AbKeywords" in found
+    assert "libraries.keywords.ssl_proxy.SslProxyKeywords" in found
+    assert "libraries.keywords.case.Case" not in found  # a dataclass, not a library
+    sources = {p.stem for p in (REPO / "libraries" / "keywords").glob("*.py")
+               if "@library(" in p.read_text()}
+    assert {name.split(".")[2] for name in found} == sources
+
+
+def test_without_the_registry_the_settings_page_says_where_it_comes_from(
+        hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hooks, "_optional", lambda name: None)
+    assert "generated at build time from `libraries/results/registry.py`" in hooks.settings_page()
+    assert "`libraries/cli.py`" in hooks.exit_codes_page()
+
+
+@dataclass(frozen=True)
+class FakeSetting:
+    name: str
+    area: str
+
+
+def test_the_settings_page_has_one_table_per_area_from_the_registry(
+        hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = types.SimpleNamespace(
+        SETTINGS=[FakeSetting("AB_MARGIN", "A/B"), FakeSetting("TRIALS", "trials")],
+        markdown_table=lambda area=None: f"| name |\n|---|\n| table of {area} |")
+    monkeypatch.setattr(hooks, "_optional", lambda name: registry)
+    page = hooks.settings_page()
+    assert "## A/B\n\n| name |\n|---|\n| table of A/B |" in page
+    assert "## trials\n\n| name |\n|---|\n| table of trials |" in page
+
+
+def test_the_exit_codes_page_has_every_command_and_code(
+        hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli = types.SimpleNamespace(EXIT_CODES={"nightly": {3: "a regression | gate", 0: "all good"},
+                                            "bisect": {2: "bad input"}})
+    monkeypatch.setattr(hooks, "_optional", lambda name: cli)
+    page = hooks.exit_codes_page()
+    assert ("## nightly\n\n| exit | meaning |\n|---|---|\n| 0 | all good |\n"
+            "| 3 | a regression \\| gate |") in page
+    assert "## bisect" in page and "| 2 | bad input |" in page
+
+
+def test_the_schema_page_names_every_field_and_definition(hooks: types.ModuleType) -> None:
+    schema = json.loads(hooks.SCHEMA.read_text())
+    page = hooks.schema_page()
+    assert page.startswith("# Record schema (version 4)")
+    for field in schema["properties"]:
+        assert f"| `{field}` |" in page
+    for name in schema["$defs"]:
+        assert f"## {name} {{#def-{name}}}" in page
+    assert "| `unit` | string | yes |" in page  # a definition's required field
+
+
+@pytest.mark.integration
+def test_the_site_builds_strictly_with_every_generated_page(hooks: types.ModuleType,
+                                                            tmp_path: Path) -> None:
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    result = subprocess.run([str(mkdocs), "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                             "-d", str(tmp_path / "site")], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    site = tmp_path / "site"
+    for page in ("reference/settings", "reference/exit-codes", "reference/record-schema",
+                 "methodology", "glossary", "how-to/sql"):
+        assert (site / page / "index.html").exists(), page
+    libdoc = sorted(p.stem for p in (site / "reference" / "keywords").glob("*Keywords.html"))
+    assert "AbKeywords" in libdoc
+    assert libdoc == sorted(name.rsplit(".", 1)[-1] for name in hooks.keyword_libraries())
+
+
+@pytest.mark.integration
+def test_readme_python_commands_take_the_options_they_are_given() -> None:
+    """Each `python -m <module> ... --option` of the README: the module's --help names it."""
+    checked = 0
+    for command in readme_commands():
+        match = re.search(r"python -m ([\w.]+)(.*)", command)
+        if not match:
+            continue
+        result = subprocess.run([sys.executable, "-m", match[1], "--help"], capture_output=True,
+                                text=True, timeout=120, cwd=REPO)
+        assert result.returncode == 0, f"{match[1]} --help: {result.stderr}"
+        for option in re.findall(r"(?<!\S)(--[\w-]+)", match[2]):
+            assert option in result.stdout, f"{command}: {match[1]} --help has no {option}"
+        checked += 1
+    assert checked >= 2
