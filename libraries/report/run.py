@@ -337,15 +337,20 @@ def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
     return target
 
 
-def write_summary(run_dir: Path) -> Path:
-    """Write ``<run_dir>/summary.md`` (:mod:`libraries.report.summary`); its path."""
+def summary_text(run_dir: Path, heading: str = "#") -> str:
+    """The Markdown summary of the run in ``run_dir`` (:mod:`libraries.report.summary`),
+    its title at ``heading``'s level."""
     records, tests, run = _load_run(run_dir, [])
     run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
     log = next((t["log"] for t in tests if t.get("log")), None)
+    return render_summary(records, tests, run, run_id, log,
+                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading)
+
+
+def write_summary(run_dir: Path) -> Path:
+    """Write ``<run_dir>/summary.md``; its path."""
     target = run_dir / SUMMARY
-    target.write_text(render_summary(records, tests, run, run_id, log,
-                                     RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None),
-                      encoding="utf-8")
+    target.write_text(summary_text(run_dir), encoding="utf-8")
     return target
 
 

@@ -65,15 +65,14 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
     (``##`` when embedded in another summary)."""
     latest = {t["test_id"]: t for t in tests}
     statuses = Counter(t["status"] for t in latest.values())
-    if not latest:  # a run without tests.jsonl: its records' verdicts
-        statuses = Counter(str(r.get("verdict", "?")).upper() for r in records)
     counts = ", ".join(f"{statuses[s]} {word}" for s, word in
                        (("FAIL", "failed"), ("PASS", "passed"), ("SKIP", "skipped"))
-                       if statuses[s]) or "no tests"
+                       if statuses[s]) or (f"{len(records)} record(s), no test lines"
+                                           if records else "no tests")
     sub = heading + "#"
     links = [f"[run report]({report})" if report else "", f"[log]({log})" if log else ""]
-    about = [f"{key} {run[key]}" for key in ("topology", "project_revision", "host")
-             if run.get(key)]
+    about = [f"{key} {str(run[key])[:12] if key == 'project_revision' else run[key]}"
+             for key in ("topology", "project_revision", "host") if run.get(key)]
     lines = [f"{heading} Run {run_id}: {counts}", "",
              " · ".join(x for x in [*links, *about] if x), ""]
     failed = [t for t in latest.values() if t["status"] == "FAIL"]
