@@ -131,6 +131,9 @@ def test_markdown_table_has_a_row_per_setting_of_its_area():
     ab = markdown_table("A/B").splitlines()[2:]
     assert [line.split("`")[1] for line in ab] == [s.name for s in SETTINGS if s.area == "A/B"]
     assert "| `AB_MARGIN` | 1 | a percentage in [0, 100) (1 or 1%) |" in markdown_table("A/B")
+    # <name> stays text in a rendered page; p99<=10ms too
+    assert "topologies/&lt;name&gt;.yaml" in whole and "p99&lt;=10ms" in whole
+    assert "<" not in whole.replace("&lt;", "")
     # a | in a cell is escaped: every row keeps its five columns
     assert all(line.replace("\\|", "").count("|") == 6 for line in lines)
     assert "capacity" in areas()

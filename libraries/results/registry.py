@@ -187,7 +187,10 @@ def areas() -> tuple[str, ...]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Safe in a Markdown table cell: ``|`` escaped, ``<name>`` kept as text (not an HTML
+    tag that a Markdown renderer would swallow)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
 def markdown_table(area: str | None = None) -> str:
