@@ -47,7 +47,7 @@ def test_the_gate_says_its_exit_code_and_lists_regressed_and_pending_series(nigh
     lines = text.splitlines()
     assert lines[0] == "# Nightly 20261122-223030-9080: exit 3"
     assert lines[2] == "[trend dashboard](../trend.html) · [trend summary](../trend.md)"
-    assert f"Gate: **exit 3**: {GATE[3]}. run(s): 3node exit 0; trend exit 3." in text
+    assert f"Gate: **exit 3**: {GATE[3]}.\n\nExit codes: run on 3node 0, trend tool 3.\n" in text
     assert "## Series: 1 regression(s), 1 pending" in text
     table = [line for line in lines if line.startswith("| 3node/")]
     assert table == [
@@ -68,7 +68,7 @@ def test_a_night_without_a_trend_summary_says_its_series_were_not_judged(night):
     codes = {"run_codes": {"3node": 253}, "merge_code": None, "trend_code": 2, "status": 4}
     text = write_night_summary(run_dir, "r", codes, trend_md.with_name("nope.html"),
                                trend_md).read_text()
-    assert f"Gate: **exit 4**: {GATE[4]}. run(s): 3node exit 253; trend exit 2." in text
+    assert f"Gate: **exit 4**: {GATE[4]}.\n\nExit codes: run on 3node 253, trend tool 2." in text
     assert "Series: not judged (the trend summary was not written)." in text
     assert "[trend dashboard]" not in text
 
@@ -86,7 +86,7 @@ def test_a_run_folder_that_cannot_be_read_is_said(tmp_path: Path):
     text = write_night_summary(run_dir, "r", {"status": 0, "run_codes": {}}, tmp_path / "x",
                                tmp_path / "y").read_text()
     assert "## Run r\n\nnot summarised: " in text
-    assert "run(s): none started" in text
+    assert "Exit codes: no run started." in text
 
 
 def test_the_gate_meanings_are_the_commands_exit_codes():

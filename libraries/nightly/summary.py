@@ -58,13 +58,13 @@ def render_night_summary(run_id: str, codes: dict[str, Any], trend_markdown: str
     ``trend_code``: the runner's outcome), the trend tool's ``trend_markdown`` (None: not
     written), the run's own ``run_summary`` (title at ``##``), ``links`` (Markdown)."""
     status = int(codes.get("status", 0))
-    runs = ", ".join(f"{name} exit {code}" for name, code in codes.get("run_codes", {}).items())
-    parts = [f"run(s): {runs or 'none started'}"]
-    parts += [f"{what} exit {codes[key]}" for key, what in
-              (("merge_code", "merge"), ("trend_code", "trend")) if codes.get(key) is not None]
+    parts = [f"run on {name} {code}" for name, code in codes.get("run_codes", {}).items()] \
+        or ["no run started"]
+    parts += [f"{what} {codes[key]}" for key, what in
+              (("merge_code", "merge"), ("trend_code", "trend tool")) if codes.get(key) is not None]
     lines = [f"# Nightly {run_id}: exit {status}", "", " · ".join(x for x in links if x), "",
-             f"Gate: **exit {status}**: {GATE.get(status, 'unknown exit code')}. "
-             f"{'; '.join(parts)}.", ""]
+             f"Gate: **exit {status}**: {GATE.get(status, 'unknown exit code')}.", "",
+             f"Exit codes: {', '.join(parts)}.", ""]
     try:
         series = flagged_series(trend_markdown) if trend_markdown is not None else None
     except ValueError as error:
