@@ -81,10 +81,10 @@ SETTINGS: tuple[Setting, ...] = (
             "(every trial) and per-trial proofs fail a test; performance bounds and sanity "
             "findings are recorded, not failed on (CI's e2e job).",
             f"{_MEASURE}.parse_judge", "judging"),
+    # -- run ----------------------------------------------------------------------------------
     Setting("EXTENDED", "no", _SWITCH, "Run the rows tagged EXTENDED too (kernel twins of "
             "VPP rows, more streams, a counting tracer); the nightly and CI's e2e job do.",
-            f"{_MEASURE}.parse_switch; each row: Skip Extended Row Unless Asked", "judging"),
-    # -- run ----------------------------------------------------------------------------------
+            f"{_MEASURE}.parse_switch; each row: Skip Extended Row Unless Asked", "run"),
     Setting("RUN_ID", "(none: the run names itself YYYYmmdd-HHMMSS-xxxx)", "a run id",
             "Records go straight into the output dir under this id, and the run is not "
             "stored in the history at its end (its caller does that: the nightly, bisect).",
@@ -103,9 +103,9 @@ SETTINGS: tuple[Setting, ...] = (
             "This run is one side of a duet: both sides run at once on testbeds of their own, "
             "joined by the launcher's socket pair.", "suite set-up (Set Up A/B Comparison): "
             "libraries.ab.duet_link", "A/B"),
-    Setting("AB_MARGIN", "1", "a percentage in [0, 100) (1 or 1%)", "A change within "
-            "+-AB_MARGIN % is no finding: the verdict is no change once the interval is "
-            "inside it.", _AB, "A/B"),
+    Setting("AB_MARGIN", "1", "a percentage in [0, 100) (1 or 1%)", "The smallest change "
+            "that is a finding: a regression or progression needs the whole interval beyond "
+            "+-AB_MARGIN %, no change needs it wholly within.", _AB, "A/B"),
     Setting("AB_LOOK", "10", "whole rounds >= 1, enough for the first look to decide at "
             "ALPHA", "Rounds between looks: the verdict is judged after every AB_LOOK rounds "
             "(Bonferroni-corrected levels).", _AB, "A/B"),
