@@ -87,11 +87,12 @@ SETTINGS: tuple[Setting, ...] = (
             f"{_MEASURE}.parse_switch; each row: Skip Extended Row Unless Asked", "run"),
     Setting("RUN_ID", "(none: the run names itself YYYYmmdd-HHMMSS-xxxx)", "a run id",
             "Records go straight into the output dir under this id, and the run is not "
-            "stored in the history at its end (its caller does that: the nightly, bisect).",
+            "stored in the history at its end (its caller does that: the nightly).",
             "first suite (the Results library's listener): libraries.keywords.results",
             "run"),
     Setting("TREND_STORE", "<output dir>/history", "a folder, or NONE (not stored)",
-            "The history a run that named itself is stored in when it ends.",
+            "The history a run that named itself is stored in when it ends (a bisection's "
+            "comparisons give NONE).",
             "run end (the Results library's listener): libraries.report.run_end.finish_run",
             "run"),
     # -- A/B ----------------------------------------------------------------------------------
