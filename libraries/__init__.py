@@ -18,4 +18,7 @@ Packages, lowest layer first (a package imports only from the layers below it; t
 - ``nightly``  the nightly runner, the lab pool and the pinned reference;
 - ``bisect``   from two builds that differ to the build that did it, by A/B runs of one test;
 - ``keywords`` the Robot Framework surface composing all of the above.
+
+Above every layer, ``cli`` is the console script ``hoststack-perf``: each of its commands runs
+a ``python -m libraries...`` entry point, imported by name when the command runs.
 """

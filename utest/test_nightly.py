@@ -121,6 +121,11 @@ def test_regression_in_new_run_gates_with_3(fakes, tmp_path, monkeypatch) -> Non
     assert main(["--results", str(fakes["results"])]) == 3
     assert len(list(fakes["results"].glob("*/records.jsonl"))) == RUNS + 1
     assert "regression" in (fakes["results"] / "trend.md").read_text()
+    newest = max(fakes["results"].glob("*/run.json"), key=lambda p: p.stat().st_mtime).parent
+    summary = (newest / "summary.md").read_text()  # the night's: gate, the series, its tests
+    assert summary.startswith(f"# Nightly {newest.name}: exit 3\n")
+    assert "## Series: 1 regression(s), 0 pending" in summary
+    assert f"## Run {newest.name}: 1 record(s), no test lines" in summary  # a fake robot
 
 
 @pytest.mark.parametrize(("factor", "robot_rc", "expected"), [

@@ -152,7 +152,9 @@ def test_a_run_is_stored_reported_and_its_failures_printed_last(run_dir: Path):
     lines = console.getvalue().splitlines()
     history = run_dir.parent / "history"
     assert lines == [f"History: {history}", f"Run report: {run_dir / 'run-report.html'}",
+                     f"Summary: {run_dir / 'summary.md'}",
                      "Failed tests (1):", "  T.bad: criteria not met"]
+    assert (run_dir / "summary.md").read_text().startswith("# Run 20261122-223030-9080: ")
     assert any(history.rglob("*.parquet"))
     console = io.StringIO()
     finish_run(run_dir.parent / "missing", "NONE", [], console)

@@ -8,5 +8,6 @@ undecided (:mod:`libraries.bisect.search`, plain Python; what one comparison pro
 :mod:`libraries.bisect.outcome`), each comparison one Robot A/B run of the test
 (:mod:`libraries.bisect.runner`). The culprits, the undecided ranges, the skipped builds, the
 chain of comparisons and the ratio at each build go to ``bisect.json``, ``bisect.html``
-(:mod:`libraries.bisect.report`) and the exit code.
+(:mod:`libraries.bisect.report`), ``summary.md`` (:mod:`libraries.bisect.summary`) and the exit
+code.
 """

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from libraries.bisect.search import EXIT_CODES, Bisection, Outcome
+from libraries.bisect.summary import SUMMARY, bisect_summary
 
 STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
           5: "culprit found, ranges undecided"}
@@ -162,10 +163,12 @@ td,th{{border:1px solid #ccc;padding:3px 6px;font-size:90%}}</style></head><body
 
 def write_report(out: Path, result: Bisection, names: list[str],
                  meta: dict[str, Any]) -> tuple[Path, Path]:
-    """Write ``bisect.json`` and ``bisect.html`` into ``out``; their paths."""
+    """Write ``bisect.json``, ``bisect.html`` and ``summary.md`` (:mod:`.summary`) into
+    ``out``; the first two's paths."""
     doc = as_json(result, names, meta)
     out.mkdir(parents=True, exist_ok=True)
     json_path, html_path = out / "bisect.json", out / "bisect.html"
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     html_path.write_text(as_html(doc), encoding="utf-8")
+    (out / SUMMARY).write_text(bisect_summary(doc), encoding="utf-8")
     return json_path, html_path

@@ -28,7 +28,7 @@ takes, in ``<run-dir>/a/`` or ``<run-dir>/<topology>/a/``, side b's beside it in
 
 Exit status, first match wins: 4 a suite run could not run or was interrupted (Robot exit code
 >= 251, missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample
-of some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise.
+of some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise (summary.md).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ from libraries.nightly.reference import (
     robot_variables,
     write_comparison,
 )
+from libraries.nightly.summary import write_night_summary
 from libraries.report import cli as trend
 from libraries.report.run import write_run_report
 from libraries.results.family import NightFamily
@@ -350,6 +351,7 @@ def execute(plan: Plan, options: Options, reference: Reference | None = None) ->
     outcome.status = gate_status(outcome)
     _write_metadata(plan, options, {"end_time": datetime.now(UTC).isoformat(),
                                     "exit_codes": asdict(outcome)})
+    write_night_summary(plan.run_dir, plan.run_id, asdict(outcome), plan.html, plan.markdown)
     return outcome
 
 

@@ -3,10 +3,10 @@
 Owns the offline plotly trend dashboard over the history (``dashboard``, its CSS and script in
 ``dashboard_assets``), one run's ``run-report.html`` (``run``: every test's metrics with their
 intervals, criteria outcomes, telemetry, A/B and capacity sections; its latency-against-rate
-charts in ``latency_curves``), and the trend command (``cli``: ``python -m libraries.report
-RESULTS_DIR --html OUT`` stores new runs, judges every series, prints the summary, writes the
-dashboard and exits 3 on a regression; ``--compare RUN_A RUN_B`` judges one run against
-another). It draws what ``libraries.trend`` judged and what ``libraries.history`` stored, and
-reads records through ``libraries.results``; it runs no suite and starts no process (that is
-``libraries.nightly``).
+charts in ``latency_curves``) and its ``summary.md`` for CI (``summary``), and the trend
+command (``cli``: ``python -m libraries.report RESULTS_DIR --html OUT`` stores new runs, judges
+every series, prints the summary, writes the dashboard and exits 3 on a regression; ``--compare
+RUN_A RUN_B`` judges one run against another). It draws what ``libraries.trend`` judged and
+what ``libraries.history`` stored, and reads records through ``libraries.results``; it runs no
+suite and starts no process (that is ``libraries.nightly``).
 """

@@ -36,6 +36,7 @@ from libraries.history.load import TESTS_FILE
 from libraries.report.ab_section import ab_section
 from libraries.report.latency_curves import capacity_chart
 from libraries.report.profile_section import profile_section
+from libraries.report.summary import SUMMARY, render_summary
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
 from libraries.results.telemetry import format_cpu_table, shared_kernels
@@ -336,10 +337,29 @@ def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
     return target
 
 
+def summary_text(run_dir: Path, heading: str = "#") -> str:
+    """The Markdown summary of the run in ``run_dir`` (:mod:`libraries.report.summary`),
+    its title at ``heading``'s level."""
+    records, tests, run = _load_run(run_dir, [])
+    run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
+    log = next((t["log"] for t in tests if t.get("log")), None)
+    return render_summary(records, tests, run, run_id, log,
+                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading)
+
+
+def write_summary(run_dir: Path) -> Path:
+    """Write ``<run_dir>/summary.md``; its path."""
+    target = run_dir / SUMMARY
+    target.write_text(summary_text(run_dir), encoding="utf-8")
+    return target
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m libraries.report.run RUN_DIR...``: exit 0, or 2 on bad input."""
-    parser = argparse.ArgumentParser(prog="python -m libraries.report.run",
-                                     description="Write run-report.html of one or more run dirs.")
+    """``python -m libraries.report.run RUN_DIR...``: exit 0, or 2 on bad input. Each run
+    directory's ``summary.md`` is rewritten too (not with ``--output``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m libraries.report.run",
+        description="Write run-report.html and summary.md of one or more run dirs.")
     parser.add_argument("run_dirs", nargs="+", type=Path, help="results/<run-id> directories")
     parser.add_argument("--output", type=Path, help="page to write (one run dir only)")
     args = parser.parse_args(argv)
@@ -348,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run_dir in args.run_dirs:
         try:
             print(write_run_report(run_dir, args.output))
+            if not args.output:
+                print(write_summary(run_dir))
         except (OSError, ValueError, RecordError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

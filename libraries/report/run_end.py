@@ -11,7 +11,7 @@ from typing import TextIO
 
 from libraries.history.ingest import ingest
 from libraries.history.store import Store
-from libraries.report.run import write_run_report
+from libraries.report.run import write_run_report, write_summary
 from libraries.results.records import RecordError
 
 LOG = logging.getLogger(__name__)
@@ -29,7 +29,8 @@ def failure_line(name: str, message: str, limit: int = 600) -> str:
 def finish_run(run_dir: Path | None, store_to: str | None, failures: list[str],
                console: TextIO) -> None:
     """Store ``run_dir`` in the history (``store_to``: the store's folder, '' for
-    ``<run dir>/../history``, ``NONE`` or None for not at all), write its run report, then
+    ``<run dir>/../history``, ``NONE`` or None for not at all), write its run report and
+    ``summary.md`` (:mod:`libraries.report.summary`), then
     print ``failures`` (lines of :func:`failure_line`) to ``console``."""
     if run_dir is not None and run_dir.is_dir():
         if store_to is not None and store_to.upper() != "NONE":
@@ -38,6 +39,10 @@ def finish_run(run_dir: Path | None, store_to: str | None, failures: list[str],
             print(f"Run report: {write_run_report(run_dir)}", file=console)
         except (OSError, ValueError, RecordError) as error:
             LOG.warning("run report not written: %s", error)
+        try:
+            print(f"Summary: {write_summary(run_dir)}", file=console)
+        except (OSError, ValueError, RecordError) as error:
+            LOG.warning("summary.md not written: %s", error)
     if failures:
         print("\n".join([f"Failed tests ({len(failures)}):", *failures]), file=console)
 

@@ -1,0 +1,241 @@
+"""``hoststack-perf COMMAND [ARGS...]``: the project's commands under one name.
+
+Each command is the ``python -m libraries...`` entry point it names (which keeps working),
+called in this process with the arguments after the command; ``hoststack-perf COMMAND --help``
+shows that command's own help, and its exit code is this one's (:data:`EXIT_CODES`).
+``ab`` is the one command of its own: it runs Robot Framework with ``-v AB:<comparison file>``
+(a sequential A/B run: both sides on one testbed, in rounds of random order), becoming the
+``robot`` process, so its exit code, console and Ctrl-C are Robot's.
+
+This module imports nothing of the project at import time: a command's module is imported by
+name when the command runs (``utest/test_layers.py``: the entry point sits above every layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: the entry point it runs (``module:function``, called with the arguments),
+    the ``python -m`` spelling it stands for, and one line of help."""
+
+    name: str
+    target: str
+    module: str
+    summary: str
+
+    def entry(self) -> Callable[[list[str]], int | None]:
+        """The entry point's function (its module imported now)."""
+        module, function = self.target.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("ab", "libraries.cli:ab", "robot -v AB:FILE",
+            "run suites as A/B tests of a comparison file's two sides (robot -v AB:FILE)"),
+    Command("duet", "libraries.ab.duet_run:main", "libraries.ab.duet_run",
+            "run an A/B comparison as a duet: both sides at once, each on its own testbed"),
+    Command("nightly", "libraries.nightly.runner:main", "libraries.nightly",
+            "the nightly job: run the suites (against a pinned reference), store, trend, gate"),
+    Command("bisect", "libraries.bisect.cli:main", "libraries.bisect",
+            "find the build that changed a test's figure, by A/B runs between builds"),
+    Command("trend", "libraries.report.cli:main", "libraries.report",
+            "trend dashboard and gate over the history; --compare two runs"),
+    Command("report", "libraries.report.run:main", "libraries.report.run",
+            "write run-report.html (and summary.md) of run directories"),
+    Command("ingest", "libraries.history.ingest:main", "libraries.history.ingest",
+            "store runs' records in the columnar history"),
+    Command("testbed", "libraries.testbed.provision:main", "libraries.testbed",
+            "build, inspect or remove a local namespace testbed (up | down | status)"),
+    Command("leftovers", "libraries.testbed.leftovers:main", "libraries.testbed.leftovers",
+            "check that a finished run left no namespace, process or file"),
+)
+"""Every command, in the order ``--help`` lists them."""
+
+_ROBOT = {
+    0: "every test passed (or was skipped)",
+    1: "1 to 249: that many tests failed",
+    250: "250 or more tests failed",
+    251: "help or version printed",
+    252: "invalid test data or command line options",
+    253: "stopped by the user (Ctrl-C)",
+    255: "unexpected internal error",
+}
+EXIT_CODES: dict[str, dict[int, str]] = {
+    "ab": {**_ROBOT, 1: "1 to 249: that many tests failed (an A/B regression fails its test)",
+           252: "invalid test data or options, or the comparison file is missing or -v AB "
+                "given twice"},
+    "duet": {**{code: f"side a's run: {text}" for code, text in _ROBOT.items()},
+             2: "bad options (argparse), or side a's: 2 tests failed",
+             1: "side a's run: 1 to 249 tests failed; where side a's run exits 0 and side b's "
+                "does not: side b's code (a failure only side b saw)"},
+    "nightly": {
+        0: "the suites passed and no series regressed",
+        1: "tests failed (a Robot exit 1-250, or the merge of the outputs failed)",
+        2: "the records are bad (the trend tool's exit 2); also bad options (argparse)",
+        3: "the newest sample of some series is a regression (with --reference: a confirmed "
+           "step of the ratio to the reference)",
+        4: "a suite run could not run or was interrupted (Robot exit >= 251, a missing command,"
+           " a timeout), no lab of the pool passed its pre-flight, or a bad --reference or "
+           "--duet",
+    },
+    "bisect": {
+        0: "no regression between the ends beyond the margin (or only progressions)",
+        2: "bad input: refused before anything was measured",
+        3: "culprit found, and every other range proven clear of a regression beyond the "
+           "margin",
+        4: "could not decide: no culprit found, and an end or a range stayed undecided",
+        5: "culprit found, but some ranges stayed undecided (another step may hide there: see "
+           "the undecided ranges)",
+    },
+    "trend": {
+        0: "no series regressed (--compare: no significant regression)",
+        2: "bad input: an unreadable or invalid record (file and line), a damaged Parquet "
+           "file, no records; also bad options (argparse)",
+        3: "the newest sample of some series is a regression (--compare: a significant "
+           "regression)",
+    },
+    "report": {0: "the run report(s) written",
+               2: "bad input: not a run directory, an unreadable tests.jsonl or run.json; "
+                  "also bad options"},
+    "ingest": {0: "stored (or nothing new)",
+               2: "a run could not be stored (file and line named); also bad options"},
+    "testbed": {0: "up, down, or the status shown (a real lab: nothing to build)",
+                1: "status: no local testbed (of that topology)",
+                2: "a bad topology or a node error (named); also bad options"},
+    "leftovers": {0: "the run left nothing",
+                  1: "the run left namespaces, processes or files (listed)",
+                  2: "the output.xml is unreadable; also bad options"},
+}
+"""Every command's exit codes and what each means (for the documentation)."""
+
+
+def exit_codes_markdown() -> str:
+    """A Markdown section per command: its exit codes and their meaning."""
+    parts = []
+    for command in COMMANDS:
+        rows = [f"| {code} | {text.replace('|', chr(92) + '|')} |"
+                for code, text in sorted(EXIT_CODES[command.name].items())]
+        parts.append(f"## hoststack-perf {command.name}\n\n{command.summary} (`python -m "
+                     f"{command.module}`)\n\n| exit | meaning |\n|---|---|\n"
+                     + "\n".join(rows) + "\n")
+    return "\n".join(parts)
+
+
+def _parser() -> argparse.ArgumentParser:
+    width = max(len(c.name) for c in COMMANDS)
+    listing = "\n".join(f"  {c.name:{width}}  {c.summary}" for c in COMMANDS)
+    parser = argparse.ArgumentParser(
+        prog="hoststack-perf", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Host-stack and proxy performance: the project's commands.",
+        epilog=f"commands:\n{listing}\n\n'hoststack-perf COMMAND --help' shows a command's "
+               "own help and exit codes; each is also 'python -m <module>' (see the docs).")
+    parser.add_argument("command", choices=[c.name for c in COMMANDS], metavar="COMMAND",
+                        help="one of: " + ", ".join(c.name for c in COMMANDS))
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run ``argv`` (``COMMAND ARGS...``) in this process; the command's exit code (a
+    ``SystemExit`` of its argument parser, e.g. for ``--help``, is returned as its code)."""
+    parser = _parser()
+    try:
+        if not argv or argv[0] in ("-h", "--help"):
+            parser.print_help()
+            return 0
+        args = parser.parse_args(argv[:1])
+        command = next(c for c in COMMANDS if c.name == args.command)
+        code = command.entry()(list(argv[1:]))
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    return code or 0
+
+
+# -- ab ----------------------------------------------------------------------------------------
+
+
+def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[str], bool]:
+    """The Robot command of ``hoststack-perf ab [--print] COMPARISON [--] ROBOT ARGS...`` and
+    whether it is only to be printed (``--print``);
+    ``SystemExit`` (252, Robot's code for bad options) with the reason for a missing
+    comparison file, no suites, or robot arguments that set ``AB`` themselves."""
+    parser = argparse.ArgumentParser(
+        prog="hoststack-perf ab", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run suites as A/B tests: robot -v AB:COMPARISON ROBOT ARGS. Every "
+                    "measuring test compares the file's side a (baseline) and side b "
+                    "(candidate) in rounds of random order on one testbed; see the docs' A/B "
+                    "page and the AB_* settings.",
+        epilog="example:\n  hoststack-perf ab topologies/examples/ab-nginx-knob.yaml -v "
+               "TOPOLOGY:3node -t 1kb-10c-kernel-ssl-proxy tests/ssl_proxy\n\nexit codes "
+               "(Robot's):\n" + "\n".join(f"  {code:3}  {text}"
+                                          for code, text in sorted(EXIT_CODES["ab"].items())))
+    parser.add_argument("--print", action="store_true", dest="print_only",
+                        help="print the robot command instead of running it")
+    parser.add_argument("comparison", help="the comparison file (YAML: sides a and b)")
+    parser.add_argument("robot_args", nargs=argparse.REMAINDER,
+                        help="robot's options and the suites to run (after an optional --)")
+    options = parser.parse_args(argv)
+    rest = list(options.robot_args)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+
+    def refuse(why: str) -> None:
+        parser.print_usage(sys.stderr)
+        raise SystemExit(f"hoststack-perf ab: error: {why}") from None
+
+    if not Path(options.comparison).is_file():
+        refuse(f"{options.comparison}: no such comparison file")
+    if not rest:
+        refuse("give robot's options and the suites to run after the comparison file, e.g. "
+               "tests/ssl_proxy")
+    for flag, value in zip(rest, [*rest[1:], ""], strict=True):
+        given = value if flag in ("-v", "--variable") else \
+            flag.removeprefix("--variable=") if flag.startswith("--variable=") else ""
+        if given.split(":", 1)[0] == "AB":
+            refuse(f"{flag} {value}: the comparison file is the first argument; -v AB is "
+                   "set from it")
+    command = [python, "-m", "robot", "--variable",
+               f"AB:{Path(options.comparison).resolve()}", *rest]
+    return command, options.print_only
+
+
+def ab(argv: list[str]) -> int:
+    """``hoststack-perf ab``: become ``robot -v AB:...`` (or print it with ``--print``)."""
+    try:
+        command, print_only = ab_command(argv)
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+            return 252
+        if stop.code == 2:  # argparse's bad options: Robot's code for them, not "2 failed"
+            return 252
+        raise
+    if print_only:
+        print(shlex.join(command))
+        return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)  # noqa: S606  (Robot's own process, code and signals)
+    return 255  # not reached
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script ``hoststack-perf``."""
+    return run(list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

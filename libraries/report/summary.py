@@ -1,0 +1,98 @@
+"""A run's ``summary.md``: short enough for a CI job summary or a pull-request comment.
+
+The status counts, every failed test with the first line of its message, every A/B test with
+its change, interval and verdict, the skipped tests grouped by reason, and relative links to
+``run-report.html`` and Robot's ``log.html``. Written beside the run report at the end of
+every run (:func:`libraries.report.run.write_summary`); the nightly and the bisection write
+their own (:mod:`libraries.nightly.summary`, :mod:`libraries.bisect.summary`). Pure: it
+renders what it is given.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+SUMMARY = "summary.md"
+"""The summary's file name, beside ``run-report.html``."""
+LISTED = 20
+"""At most this many failed tests and A/B rows are listed; the rest are counted."""
+
+
+def first_line(message: str | None, limit: int = 200) -> str:
+    """The first line of a test's message (before a ``| measured:`` headline), at most
+    ``limit`` characters, safe in a Markdown table cell."""
+    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    text = text.split(" | measured: ")[0].strip() or "(no message)"
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return text.replace("|", "\\|")
+
+
+def _more(count: int, what: str) -> list[str]:
+    return [f"- ... and {count} more {what} (see the run report)"] if count > 0 else []
+
+
+def _pct(value: Any) -> str:
+    return f"{(value - 1) * 100:+.1f}" if isinstance(value, int | float) else "?"
+
+
+def ab_rows(records: Sequence[dict[str, Any]], tests: dict[str, dict[str, Any]]
+            ) -> list[str]:
+    """One Markdown table row per A/B test and metric: test, sides, change [interval],
+    verdict, the test's status."""
+    rows = []
+    for record in records:
+        block = record["ab"]
+        sides = f"{block['sides']['a']['name']} -> {block['sides']['b']['name']}"
+        status = (tests.get(record["test_id"]) or {}).get("status", record.get("verdict", "?"))
+        for metric, c in block["metrics"].items():
+            change = f"{c['change_pct']:+.1f} %" if c.get("change_pct") is not None else "-"
+            if c.get("low") is not None and c.get("high") is not None:
+                change += f" [{_pct(c['low'])}, {_pct(c['high'])}]"
+            rows.append(f"| {record['name']} | {metric} | {sides} | {change} | "
+                        f"{c.get('verdict', '?')} | {status} |")
+    return rows
+
+
+def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, Any]],
+                   run: dict[str, Any], run_id: str, log: str | None,
+                   report: str | None = "run-report.html", heading: str = "#") -> str:
+    """The Markdown summary of one run: ``records`` (its records), ``tests`` (the lines of
+    ``tests.jsonl``, the latest per test id counted), ``run`` (``run.json``), links to
+    ``report`` and ``log`` (relative; None: not linked). ``heading`` is the title's level
+    (``##`` when embedded in another summary)."""
+    latest = {t["test_id"]: t for t in tests}
+    statuses = Counter(t["status"] for t in latest.values())
+    counts = ", ".join(f"{statuses[s]} {word}" for s, word in
+                       (("FAIL", "failed"), ("PASS", "passed"), ("SKIP", "skipped"))
+                       if statuses[s]) or (f"{len(records)} record(s), no test lines"
+                                           if records else "no tests")
+    sub = heading + "#"
+    links = [f"[run report]({report})" if report else "", f"[log]({log})" if log else ""]
+    about = [f"{key} {str(run[key])[:12] if key == 'project_revision' else run[key]}"
+             for key in ("topology", "project_revision", "host") if run.get(key)]
+    lines = [f"{heading} Run {run_id}: {counts}", "",
+             " · ".join(x for x in [*links, *about] if x), ""]
+    failed = [t for t in latest.values() if t["status"] == "FAIL"]
+    if failed:
+        lines += [f"{sub} Failed ({len(failed)})", ""]
+        lines += [f"- `{t['name']}` ({t['test_id'].rsplit('/', 1)[0]}): "
+                  f"{first_line(t.get('message'))}" for t in failed[:LISTED]]
+        lines += [*_more(len(failed) - LISTED, "failed tests"), ""]
+    ab = [r for r in records if r.get("ab")]
+    if ab:
+        rows = ab_rows(ab, latest)
+        names = sorted({r["ab"]["comparison"]["name"] for r in ab})
+        lines += [f"{sub} A/B ({len(ab)} tests; comparison {', '.join(names)})", "",
+                  "| test | metric | a -> b | change [interval] | verdict | status |",
+                  "|---|---|---|---|---|---|", *rows[:LISTED],
+                  *_more(len(rows) - LISTED, "A/B rows"), ""]
+    skipped = Counter(first_line(t.get("message"), 160) for t in latest.values()
+                      if t["status"] == "SKIP")
+    if skipped:
+        lines += [f"{sub} Skipped ({sum(skipped.values())})", ""]
+        lines += [f"- {count} x {reason}" for reason, count in skipped.most_common(LISTED)]
+        lines += [*_more(len(skipped) - LISTED, "reasons"), ""]
+    return "\n".join(lines).rstrip() + "\n"

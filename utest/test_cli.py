@@ -1,0 +1,120 @@
+"""``hoststack-perf``: every command dispatches to its entry point, with its help and exit code."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from libraries import cli
+from libraries.bisect.search import EXIT_CODES as BISECT
+from libraries.nightly import runner
+from libraries.trend import analysis
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "topologies" / "examples" / "ab-aa.yaml"
+
+
+def test_the_console_script_is_declared():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["scripts"] == {"hoststack-perf": "libraries.cli:main"}
+
+
+def test_help_lists_every_command_with_one_line(capsys):
+    assert cli.run(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in cli.COMMANDS:
+        assert re.search(rf"^  {command.name} +{re.escape(command.summary)}$", out, re.M)
+    assert cli.run([]) == 0
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_command_shows_its_own_help(command, capsys):
+    assert cli.run([command.name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ")
+    assert command.module.split(":")[0] in out or command.name in out
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_command_runs_the_python_m_entry_point(command):
+    module = importlib.import_module(command.target.split(":")[0])
+    assert command.entry() is getattr(module, command.target.split(":")[1])
+    if command.name != "ab":  # python -m <module> runs the same function
+        main = ROOT.joinpath(*command.module.split("."))
+        source = (main / "__main__.py" if main.is_dir() else main.with_suffix(".py")).read_text()
+        function = command.target.split(":")[1]
+        assert f"import {function}" in source or f"sys.exit({function}())" in source
+
+
+def test_an_exit_code_passes_through(tmp_path, capsys):
+    # the leftovers check of an unreadable output.xml exits 2; report of a non-run dir 2
+    assert cli.run(["leftovers", str(tmp_path / "missing.xml")]) == 2
+    assert cli.run(["report", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    empty = tmp_path / "results"
+    empty.mkdir()
+    assert cli.run(["ingest", str(empty), "--store", str(tmp_path / "history")]) == 0
+
+
+def test_an_unknown_command_is_a_usage_error(capsys):
+    assert cli.run(["frob"]) == 2
+    assert "invalid choice: 'frob'" in capsys.readouterr().err
+
+
+def test_every_command_has_its_exit_codes():
+    assert {c.name for c in cli.COMMANDS} == set(cli.EXIT_CODES)
+    assert all(0 in codes for codes in cli.EXIT_CODES.values())
+    text = cli.exit_codes_markdown()
+    assert text.count("## hoststack-perf ") == len(cli.COMMANDS)
+    assert "| 3 | the newest sample of some series is a regression" in text
+
+
+def test_the_exit_codes_agree_with_the_commands_own():
+    assert cli.EXIT_CODES["bisect"] == BISECT
+    assert {runner.EXIT_OK, runner.EXIT_TESTS_FAILED, runner.EXIT_BAD_RECORDS,
+            runner.EXIT_REGRESSION, runner.EXIT_RUN_ERROR} == set(cli.EXIT_CODES["nightly"])
+    assert {analysis.EXIT_OK, analysis.EXIT_BAD_INPUT, analysis.EXIT_REGRESSION} == \
+        set(cli.EXIT_CODES["trend"])
+    assert "regression" in cli.EXIT_CODES["nightly"][3]
+    assert "interrupted" in cli.EXIT_CODES["nightly"][4]
+
+
+def test_ab_is_robot_with_the_comparison_file():
+    command, printed = cli.ab_command([str(EXAMPLE), "--", "-v", "TOPOLOGY:1node",
+                                       "tests/tcp_term"], python="py")
+    assert command == ["py", "-m", "robot", "--variable", f"AB:{EXAMPLE.resolve()}",
+                       "-v", "TOPOLOGY:1node", "tests/tcp_term"]
+    assert not printed
+    assert cli.ab_command(["--print", str(EXAMPLE), "tests"], python="py") == \
+        (["py", "-m", "robot", "--variable", f"AB:{EXAMPLE.resolve()}", "tests"], True)
+
+
+def test_ab_prints_its_command_and_refuses_what_robot_would_misread(tmp_path, capsys):
+    assert cli.run(["ab", "--print", str(EXAMPLE), "tests/ssl_proxy"]) == 0
+    assert f"-m robot --variable AB:{EXAMPLE.resolve()} tests/ssl_proxy" in \
+        capsys.readouterr().out
+    assert cli.run(["ab", str(tmp_path / "none.yaml"), "tests"]) == 252
+    assert "none.yaml: no such comparison file" in capsys.readouterr().err
+    assert cli.run(["ab", str(EXAMPLE)]) == 252
+    assert "the suites to run" in capsys.readouterr().err
+    assert cli.run(["ab", str(EXAMPLE), "-v", "AB:other.yaml", "tests"]) == 252
+    assert "-v AB is set from it" in capsys.readouterr().err
+    assert cli.run(["ab", str(EXAMPLE), "--variable=AB:x", "tests"]) == 252
+    assert cli.run(["ab"]) == 252  # argparse's usage error, in Robot's code
+
+
+@pytest.mark.integration
+def test_python_m_libraries_cli_help_in_a_process():
+    done = subprocess.run([sys.executable, "-m", "libraries.cli", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0
+    assert "nightly" in done.stdout and "bisect" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "libraries.cli", "trend", "--nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
