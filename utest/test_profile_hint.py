@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from libraries.results.profile import Folded, function_changes, grown
+from libraries.results.profile import Folded, function_changes, grown, rename_binaries
 from libraries.results.profile_hint import CostChange, Hint, profile_hint, share_intervals
 
 PERIOD = 1e9 / 499  # ns per sample at perf's -F 499
@@ -148,3 +148,19 @@ def test_the_share_interval_is_newcombes_hybrid_score_interval():
     d, low, high = share_intervals(np.array([48.0]), 80, np.array([56.0]), 70, 0.05)
     assert (d[0], low[0], high[0]) == pytest.approx((0.2, 0.0524, 0.3339), abs=1e-4)
     assert Hint("noise", (1.0, 1.0), 1).function is None
+
+
+def test_a_build_of_another_file_name_is_compared_under_side_a_s_names():
+    """Side b's nginx at /tmp/nginx-copy heads its stacks with ``nginx-copy`` and names its
+    own code ``[nginx-copy]``: compared as they are, every frame of it "grows" from nothing
+    (a real A/A run of a copy named it, +74.9 points); under side a's names, it is noise."""
+    rng = np.random.default_rng(11)
+    copy = {s.replace("nginx;", "nginx-copy;").replace("[nginx]", "[nginx-copy]"): w
+            for s, w in BASE.items()}
+    a, b = sampled(BASE, 5000, rng), sampled(copy, 5000, rng)
+    assert profile_hint(a, b, PERIOD).kind == "frame"
+    renamed = rename_binaries(b, {"nginx-copy": "nginx"})
+    assert set(renamed.stacks) <= set(BASE)
+    assert renamed.total == b.total
+    assert profile_hint(a, renamed, PERIOD).kind == "noise"
+    assert rename_binaries(b, {}) is b

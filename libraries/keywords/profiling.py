@@ -30,12 +30,13 @@ import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.ab.comparison import side_topology
 from libraries.ab.rounds import ratio_interval
 from libraries.keywords import RESULTS_LIBRARY
 from libraries.results.measurement import Measurement, Trial
@@ -44,6 +45,7 @@ from libraries.results.profile import (
     ProfileError,
     function_changes,
     parse_folded,
+    rename_binaries,
     unresolved_objects,
 )
 from libraries.results.profile_hint import CostChange, profile_hint
@@ -209,24 +211,28 @@ def cpu_per_work(measurement: Measurement, trials: Mapping[str, list[dict[str, A
 
 def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Target],
                     settings: ProfileSettings, folder: Path, test: str,
-                    cost: CostChange | None = None) -> None:
+                    cost: CostChange | None = None,
+                    renames: dict[str, str] | None = None) -> None:
     """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
     ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
     A profile that cannot be made is a warning. ``seconds_spent``: what the profiling took
-    (trials, switches, perf script, folding, drawing)."""
+    (trials, switches, perf script, folding, drawing). ``renames``: the second target's
+    binaries' file names -> the first's, for the differential
+    (:func:`~libraries.results.profile.rename_binaries`)."""
     block: dict[str, Any] = {"event": EVENT, "frequency_hz": FREQUENCY, "note": PMU_NOTE,
                              "profiles": {}}
     measurement.evidence["profile"] = block
     started = time.monotonic()
     try:
-        _profile_into(block, measurement, testbed, targets, settings, folder, test, cost)
+        _profile_into(block, measurement, testbed, targets, settings, folder, test, cost,
+                      renames or {})
     finally:
         block["seconds_spent"] = round(time.monotonic() - started, 2)
 
 
 def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Testbed,
                   targets: list[Target], settings: ProfileSettings, folder: Path,
-                  test: str, cost: CostChange | None) -> None:
+                  test: str, cost: CostChange | None, renames: dict[str, str]) -> None:
     try:
         profiler = Profiler(testbed, folder, settings.seconds, test)
     except HostStackError as error:
@@ -246,6 +252,12 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
     logger.info(f"profiles of {', '.join(folded)} in {profiler.folder}")
     if len(folded) != 2:
         return
+    (first, _), (second, b) = folded.items()
+    if renames:  # b's binaries under a's names, so that their frames meet
+        folded[second] = rename_binaries(b, renames)
+        files[second] = files[second].with_name(f"{slug(second)}-named-as-{slug(first)}.folded")
+        files[second].write_text(folded[second].text())
+        block["renamed"] = renames
     _differential(block, measurement, profiler, folder, folded, files, cost)
 
 
@@ -289,12 +301,18 @@ def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Cal
                          for v, trial in variants.items()], settings, folder, test)
         return
     variant, trial = list(variants.items())[-1]
-    cost = cpu_per_work(measurement, trials or {}, variant,
-                        testbed.topology.node_with_role("dut"))
+    dut = testbed.topology.node_with_role("dut")
+    cost = cpu_per_work(measurement, trials or {}, variant, dut)
+    tools = {side: side_topology(session.base, session.sides[side]).nodes[dut].tools
+             for side in ("a", "b")}
+    renames = {PurePosixPath(path).name: PurePosixPath(tools["a"][tool]).name
+               for tool, path in tools["b"].items()
+               if tool in tools["a"] and PurePosixPath(path).name !=
+               PurePosixPath(tools["a"][tool]).name}
     targets = [Target(side, variant, trial, prepare=lambda side=side: session.switch(side),
                       title=f"{name} {variant}, side {side} ({session.sides[side].name})")
                for side in ("a", "b")]
     try:
-        profile_targets(measurement, testbed, targets, settings, folder, test, cost)
+        profile_targets(measurement, testbed, targets, settings, folder, test, cost, renames)
     finally:
         session.switch("a")

@@ -144,3 +144,24 @@ def grown(changes: list[FunctionChange]) -> FunctionChange | None:
     """The function that grew most (for a regression's message), or None when none grew."""
     growing = [change for change in changes if change.points > 0]
     return max(growing, key=lambda change: change.points) if growing else None
+
+
+def rename_binaries(folded: Folded, names: dict[str, str]) -> Folded:
+    """``folded`` with the frames of side b's binaries named as side a's: a build of another
+    name (``/tmp/nginx-copy`` against ``/usr/sbin/nginx``) heads its stacks with its own
+    process name (``nginx-copy``, cut at 15 characters as the kernel's comm is) and names its
+    unresolved code ``[nginx-copy]``, so no frame of it would match side a's and the copy
+    would seem to "grow" from nothing. ``names``: b's file name -> a's."""
+    frames = {}
+    for b_name, a_name in names.items():
+        frames[b_name] = a_name
+        frames[b_name[:15]] = a_name[:15]
+        frames[f"[{b_name}]"] = f"[{a_name}]"
+    if not frames:
+        return folded
+    renamed: dict[str, int] = {}
+    for stack, weight in folded.stacks.items():
+        key = ";".join(frames.get(frame, frame) for frame in stack.split(";"))
+        renamed[key] = renamed.get(key, 0) + weight
+    return Folded(renamed)
+
