@@ -164,3 +164,14 @@ def test_a_build_of_another_file_name_is_compared_under_side_a_s_names():
     assert renamed.total == b.total
     assert profile_hint(a, renamed, PERIOD).kind == "noise"
     assert rename_binaries(b, {}) is b
+
+
+def test_a_kernel_frame_is_shown_with_the_call_of_the_program_that_led_into_it():
+    """The real TLS-records A/B of wave 6 named ``tcp_rcv_established_[k]``; its 20 nearest
+    callers are kernel frames, so the chain shows the nearest few and then ``SSL_write``."""
+    kernel = [f"k{i}_[k]" for i in range(20)]
+    path = ("nginx", "ngx_ssl_send_chain", "SSL_write", "BIO_write", "[libcrypto.so.3]",
+            "__GI___libc_write", *kernel, "tcp_rcv_established_[k]")
+    chain = Hint("frame", (1.0, 1.0), 1, path=path).chain()
+    assert chain == ("k19_[k] <- k18_[k] <- k17_[k] <- ... <- __GI___libc_write <- BIO_write "
+                     "<- SSL_write <- ...")

@@ -98,10 +98,20 @@ class Hint:
         return self.b_pct - self.a_pct
 
     def chain(self) -> str:
-        """The callers, nearest first: ``EVP_EncryptUpdate <- SSL_write <- ...``."""
+        """The callers, nearest first: ``EVP_EncryptUpdate <- SSL_write <- ...``. Past
+        :data:`CHAIN` of them, the nearest few and then the nearest named functions of the
+        program (not the kernel's ``_[k]`` frames nor an unresolved ``[object]``), so that a
+        kernel frame is shown with the call that led into it
+        (``tcp_v4_do_rcv_[k] <- ... <- __GI___libc_write <- BIO_write <- SSL_write <- ...``)."""
         callers = list(reversed(self.path[:-1]))
-        shown = " <- ".join(callers[:CHAIN])
-        return shown + (" <- ..." if len(callers) > CHAIN else "")
+        if len(callers) <= CHAIN:
+            return " <- ".join(callers)
+        near = callers[:CHAIN // 2]
+        named = [c for c in callers[CHAIN // 2:]
+                 if not c.endswith("_[k]") and not (c.startswith("[") and c.endswith("]"))]
+        if not named or callers.index(named[0]) < CHAIN:
+            return " <- ".join(callers[:CHAIN]) + " <- ..."
+        return " <- ".join([*near, "...", *named[:CHAIN // 2]]) + " <- ..."
 
     def text(self) -> str:
         """The sentence for a test's message."""
