@@ -175,3 +175,19 @@ def test_a_kernel_frame_is_shown_with_the_call_of_the_program_that_led_into_it()
     chain = Hint("frame", (1.0, 1.0), 1, path=path).chain()
     assert chain == ("k19_[k] <- k18_[k] <- k17_[k] <- ... <- __GI___libc_write <- BIO_write "
                      "<- SSL_write <- ...")
+
+
+def test_the_interval_shown_always_cleared_the_noise_and_names_whose_it_is():
+    """A named callee's own interval need not clear zero (the growth is established at an
+    ancestor): the hint then shows the ancestor's interval and names it (a real run of the
+    unit suite showed a callee's [-0.5, ...] as if it were beyond noise)."""
+    rng = np.random.default_rng(3)
+    slow = slowed(BASE, "aesni_gcm_encrypt", 1.5)
+    hints = [profile_hint(sampled(BASE, 1500, rng), sampled(slow, 1500, rng), PERIOD)
+             for _ in range(200)]
+    named = [h for h in hints if h.kind == "frame"]
+    assert named and all(h.low > 0 for h in named)
+    carried = [h for h in named if h.grew]
+    assert carried, "expected some callee named for its ancestor's growth at 1,500 samples"
+    assert "most of the growth of " in carried[0].text()
+    assert carried[0].as_record()["grew"] == carried[0].grew

@@ -86,6 +86,11 @@ class Hint:
     high: float = 0.0
     own: bool = False
     cost: CostChange | None = None
+    grew: str | None = None
+    """When the named frame is a callee that carries most of an ancestor's growth: that
+    ancestor, whose growth cleared the noise; ``low`` and ``high`` are then its interval and
+    ``grew_points`` its change (the callee's own interval need not clear zero)."""
+    grew_points: float = 0.0
 
     @property
     def function(self) -> str | None:
@@ -125,10 +130,13 @@ class Hint:
         how = "on CPU itself" if self.own else "with what it called"
         cost = (f"; the DUT's {self.cost.what} {self.cost.text()}" if self.cost is not None
                 else "")
+        interval = f"[{self.low:+.1f}, {self.high:+.1f}] at {LEVEL:.0%} over {self.frames} frames"
+        change = (f"{self.points:+.1f} points, most of the growth of {self.grew} and what it "
+                  f"called: {self.grew_points:+.1f} points {interval}" if self.grew
+                  else f"{self.points:+.1f} points {interval}")
         return (f"side b spends a larger share of the DUT's CPU in {self.function} ({how}) "
-                f"{self.a_pct:.1f} % -> {self.b_pct:.1f} % ({self.points:+.1f} points "
-                f"[{self.low:+.1f}, {self.high:+.1f}] at {LEVEL:.0%} over {self.frames} "
-                f"frames), called from {self.chain() or 'nothing'}{cost}")
+                f"{self.a_pct:.1f} % -> {self.b_pct:.1f} % ({change}), called from "
+                f"{self.chain() or 'nothing'}{cost}")
 
     def as_record(self) -> dict[str, Any]:
         """The record's ``evidence.profile.diff.hint``."""
@@ -140,6 +148,8 @@ class Hint:
                       "own": self.own, "a_pct": round(self.a_pct, 2),
                       "b_pct": round(self.b_pct, 2), "points": round(self.points, 2),
                       "low": round(self.low, 2), "high": round(self.high, 2)}
+            if self.grew:
+                found |= {"grew": self.grew, "grew_points": round(self.grew_points, 2)}
         if self.cost is not None:
             found["cost"] = {"what": self.cost.what, "change_pct": self.cost.change_pct,
                              "low_pct": self.cost.low_pct, "high_pct": self.cost.high_pct}
@@ -198,7 +208,7 @@ def profile_hint(a: Folded, b: Folded, period_ns: float,
     if cost is not None and cost.unchanged:  # shares moved, the CPU per unit of work did not
         return Hint("not_cpu", (n_a, n_b), frames, cost=cost)
     index = {node: i for i, node in enumerate(nodes)}
-    current = max(grown, key=lambda node: (d[grown[node]], len(node)))
+    current = top = max(grown, key=lambda node: (d[grown[node]], len(node)))
     while True:
         # the callee carrying most of the growth (its own interval need not clear zero:
         # the growth is established above, the callee says where it went)
@@ -208,9 +218,13 @@ def profile_hint(a: Folded, b: Folded, period_ns: float,
         if best is None or d[index[best]] < EXPLAINS * d[index[current]]:
             break
         current = best
-    i = index[current]
+    i, t = index[current], index[top]
     own_d = (own_b.get(current, 0.0) / b.total - own_a.get(current, 0.0) / a.total)
+    # the interval shown is one that cleared the noise: the frame's own, or, where the frame
+    # only carries most of an ancestor's growth, that ancestor's (named beside it)
+    ours = low[i] > 0
     return Hint("frame", (n_a, n_b), frames, current, 100 * x_a[i] / n_a, 100 * x_b[i] / n_b,
-                100 * float(low[i]), 100 * float(high[i]),
+                100 * float(low[i if ours else t]), 100 * float(high[i if ours else t]),
                 own=own_d >= EXPLAINS * float(d[i]) and not math.isclose(own_d, 0.0),
-                cost=cost)
+                cost=cost, grew=None if ours else top[-1],
+                grew_points=0.0 if ours else 100 * float(d[t]))
