@@ -242,9 +242,9 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     (the backlog drains slower), p99 0.47-0.51 s; on a slower VM beside a nice-19 build and
     another test worker, p50 0.11 s (the drain reached half of the requests).
 
-    The upper bounds leave twice that for a slow drain on a busy machine and still catch
-    latency timed from the wrong origin (from the run's start: p90 over 3 s): no request waits
-    much longer than the stall and the backlog's drain."""
+    The upper bounds leave room for a slow drain on a busy machine (beside CI's e2e job, which
+    tox p runs at the same time, and a build: p50 0.40 s) and still catch latency timed from
+    the wrong origin (from the run's start: p50 about 2 s, p90 over 3 s)."""
     node, port, workdir = nginx
     url = f"https://127.0.0.1:{port}/1kb"
     stall = _stall(workdir, 1.5, 0.5)
@@ -252,9 +252,9 @@ def test_a_stall_shows_as_the_latency_of_the_requests_scheduled_during_it(nginx)
     stall.join()
     assert result.failed == 0 and result.requests == pytest.approx(8000, rel=0.01)
     p = result.percentiles
-    assert p[0.5] < 0.25  # half the requests waited less than half the stall
-    assert 0.08 < p[0.9] < 0.75  # ~10 % waited 0.1 s or more
-    assert 0.4 < p[0.99] < 1.0  # ~1 % waited most of the 0.5 s
+    assert p[0.5] < 1.0  # half the requests waited less than the stall and its drain
+    assert 0.08 < p[0.9] < 1.5  # ~10 % waited 0.1 s or more
+    assert 0.4 < p[0.99] < 2.0  # ~1 % waited most of the 0.5 s
 
 
 @pytest.mark.integration
