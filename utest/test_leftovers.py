@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -45,11 +46,15 @@ def test_a_process_naming_the_run_is_named_and_the_command_exits_1(tmp_path, cap
     prefix = _prefix()
     output = tmp_path / "output.xml"
     output.write_text(OUTPUT.replace("hr62053", prefix))
-    sleeper = subprocess.Popen(["sh", "-c", f"sleep 60 # /tmp/hoststack-{prefix}/x", "x"])
+    # One process that never forks: `sh -c` forks its command, and a child caught between
+    # fork and exec still shows sh's command line after sh is killed (seen under load).
+    naming = f"/tmp/hoststack-{prefix}/x"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", naming])
     try:
         assert main([str(output), "--settle", "0"]) == 1
         printed = capsys.readouterr().out
-        assert f"process {sleeper.pid}: sh -c sleep 60 # /tmp/hoststack-{prefix}/x" in printed
+        assert f"process {sleeper.pid}: {sys.executable} -c import time; time.sleep(60) {naming}" \
+            in printed
     finally:
         sleeper.kill()
         sleeper.wait(timeout=10)
