@@ -118,6 +118,16 @@ EXIT_CODES: dict[str, dict[int, str]] = {
 }
 """Every command's exit codes and what each means (for the documentation)."""
 
+HELP_LISTS_EXIT_CODES = frozenset({"ab", "bisect"})
+"""Commands whose own ``--help`` lists their exit codes; after the others' help
+``hoststack-perf COMMAND --help`` prints them from :data:`EXIT_CODES`."""
+
+
+def exit_codes_text(name: str) -> str:
+    """The exit codes of command ``name``, as a help epilog lists them."""
+    return f"exit codes (hoststack-perf {name}):\n" + "\n".join(
+        f"  {code:3}  {text}" for code, text in sorted(EXIT_CODES[name].items()))
+
 
 def exit_codes_markdown() -> str:
     """A Markdown section per command: its exit codes and their meaning."""
@@ -158,10 +168,20 @@ def run(argv: Sequence[str]) -> int:
         code = command.entry()(list(argv[1:]))
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
+            if not stop.code and _asks_help(argv[1:]) and \
+                    argv[0] not in HELP_LISTS_EXIT_CODES:
+                print(f"\n{exit_codes_text(argv[0])}")
             return stop.code or 0
         print(stop.code, file=sys.stderr)
         return 1
     return code or 0
+
+
+def _asks_help(args: Sequence[str]) -> bool:
+    """Whether ``args`` ask the command for its help (before a ``--``: after it they are
+    robot's)."""
+    before = args[:list(args).index("--")] if "--" in args else args
+    return any(arg in ("-h", "--help") for arg in before)
 
 
 # -- ab ----------------------------------------------------------------------------------------
