@@ -206,6 +206,9 @@ def test_every_test_job_and_line_the_table_names_exists() -> None:
 
 
 def test_ci_runs_the_jobs_the_readme_names() -> None:
+    # ./setup.sh (.ci/run) installs the project in .venv: .venv/bin/hoststack-perf exists
+    assert re.search(r"^\.venv/bin/pip install [^\n]*-e \.$", (REPO / "setup.sh").read_text(),
+                     re.MULTILINE)
     tox = _tox()
     envlist = [env.strip() for env in tox.get("tox", "envlist").split(",")]
     assert {"unit", "e2e", "docs"} <= set(envlist)  # what `tox p` (.ci/run) runs
