@@ -107,7 +107,7 @@ builds:
 """
 STAND_INS = {"reference.yaml": REFERENCE, "builds.yaml": BUILDS,
              "topologies/lab.yaml": (REPO / "topologies/examples/lab-3node.yaml").read_text()}
-"""The reader's own files the README names (their examples, as the docs give them)."""
+"""The reader's own files the README names, written as the docs describe them."""
 RUN_ID = "kernel-3node"  # utest/fixtures/runs/kernel-3node: a real run's files
 
 
