@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -67,8 +68,15 @@ def settings_page() -> str:
     parts = [head + "Generated at build time from `libraries/results/registry.py` "
              "(a test fails when a setting parsed anywhere is missing from it).\n"]
     for area in areas:
-        parts.append(f"## {area}\n\n{registry.markdown_table(area=area)}\n")
+        parts.append(f"## {area}\n\n{setting_anchors(registry.markdown_table(area=area))}\n")
     return "\n".join(parts)
+
+
+def setting_anchors(table: str) -> str:
+    """``table`` with an anchor named after the setting on each row (``#AB_MARGIN``), so a
+    link opens the page at that setting."""
+    return re.sub(r"^\| `([A-Z][A-Z0-9_]*)` \|", r'| <span id="\1"></span>`\1` |', table,
+                  flags=re.MULTILINE)
 
 
 def exit_codes_page() -> str:
@@ -81,9 +89,10 @@ def exit_codes_page() -> str:
                        "bisect's are also in [Nightly runs](../concepts/nightly.md) and "
                        "[Bisect](../concepts/bisect.md).\n")
     parts = [head + "Generated at build time from `libraries/cli.py` (`EXIT_CODES`). Every "
-             "command is `hoststack-perf <command>`; `--help` on each says the same.\n"]
-    for command, codes in cli.EXIT_CODES.items():
-        rows = "\n".join(f"| {code} | {_cell(meaning)} |"
+             "command is `hoststack-perf <command>`; `--help` on each says the same. Each "
+             "row has its anchor, e.g. `#nightly-3`.\n"]
+    for command, codes in cli.EXIT_CODES.items():  # a row's anchor: #nightly-3
+        rows = "\n".join(f'| <span id="{command}-{code}"></span>{code} | {_cell(meaning)} |'
                          for code, meaning in sorted(codes.items()))
         parts.append(f"## {command}\n\n| exit | meaning |\n|---|---|\n{rows}\n")
     return "\n".join(parts)

@@ -14,7 +14,9 @@ name when the command runs (``utest/test_layers.py``: the entry point sits above
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import shlex
 import sys
@@ -118,6 +120,16 @@ EXIT_CODES: dict[str, dict[int, str]] = {
 }
 """Every command's exit codes and what each means (for the documentation)."""
 
+HELP_LISTS_EXIT_CODES = frozenset({"ab", "bisect"})
+"""Commands whose own ``--help`` lists their exit codes; after the others' help
+``hoststack-perf COMMAND --help`` prints them from :data:`EXIT_CODES`."""
+
+
+def exit_codes_text(name: str) -> str:
+    """The exit codes of command ``name``, as a help epilog lists them."""
+    return f"exit codes (hoststack-perf {name}):\n" + "\n".join(
+        f"  {code:3}  {text}" for code, text in sorted(EXIT_CODES[name].items()))
+
 
 def exit_codes_markdown() -> str:
     """A Markdown section per command: its exit codes and their meaning."""
@@ -155,13 +167,60 @@ def run(argv: Sequence[str]) -> int:
             return 0
         args = parser.parse_args(argv[:1])
         command = next(c for c in COMMANDS if c.name == args.command)
+        if command.name != "ab" and _asks_help(argv[1:]):  # ab: robot's after the file
+            return _help(command, list(argv[1:]))
         code = command.entry()(list(argv[1:]))
     except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            return stop.code or 0
-        print(stop.code, file=sys.stderr)
-        return 1
+        return _code(stop)
     return code or 0
+
+
+def _code(stop: SystemExit) -> int:
+    """The exit code of an argument parser's ``SystemExit`` (a message: printed, 1)."""
+    if stop.code is None or isinstance(stop.code, int):
+        return stop.code or 0
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
+def _help(command: Command, args: list[str]) -> int:
+    """``hoststack-perf COMMAND --help``: the command's own help under the name it was called
+    by (``usage: hoststack-perf nightly ...``, not ``python -m libraries.nightly``), then its
+    exit codes unless that help lists them (:data:`HELP_LISTS_EXIT_CODES`)."""
+    shown = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(shown):
+            code = command.entry()(args) or 0
+    except SystemExit as stop:
+        code = _code(stop)
+    text = renamed_usage(shown.getvalue(), f"python -m {command.module}",
+                         f"hoststack-perf {command.name}")
+    if code == 0 and command.name not in HELP_LISTS_EXIT_CODES:
+        text += f"\n{exit_codes_text(command.name)}\n"
+    print(text, end="")
+    return code
+
+
+def renamed_usage(text: str, old: str, new: str) -> str:
+    """``text`` (an argparse help) with its usage's program ``old`` named ``new``, the usage's
+    wrapped lines re-indented under the new name."""
+    head = f"usage: {old} "
+    if not text.startswith(head):
+        return text
+    usage, _, rest = text.partition("\n\n")
+    first, *wrapped = usage.split("\n")
+    indent = " " * len(f"usage: {new} ")
+    lines = [f"usage: {new} {first[len(head):]}"]
+    lines += [indent + line[len(head):] if line[:len(head)].isspace() else line
+              for line in wrapped]
+    return "\n".join(lines) + ("\n\n" + rest if rest or text.endswith("\n\n") else "")
+
+
+def _asks_help(args: Sequence[str]) -> bool:
+    """Whether ``args`` ask the command for its help (before a ``--``: after it they are
+    robot's)."""
+    before = args[:list(args).index("--")] if "--" in args else args
+    return any(arg in ("-h", "--help") for arg in before)
 
 
 # -- ab ----------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ LOOPBACK_MODULES = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
     "test_trend_browser", "test_cpu_telemetry", "test_environment",
     "test_iperf3", "test_nightly", "test_profile", "test_progress", "test_run_report",
-    "test_vegeta", "test_wrk", "test_leftovers", "test_docs", "test_cli",
+    "test_vegeta", "test_wrk", "test_leftovers", "test_docs", "test_cli", "test_readme_commands",
 })
 UPROBE_MODULES = frozenset({
     "test_reallab_e2e", "test_short_trials_e2e", "test_sslsniff_real", "test_bpftime_real",

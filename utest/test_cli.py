@@ -52,6 +52,46 @@ def test_each_command_runs_the_python_m_entry_point(command):
         assert f"import {function}" in source or f"sys.exit({function}())" in source
 
 
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_commands_help_lists_its_exit_codes_once(command, capsys):
+    """``hoststack-perf COMMAND --help`` ends with the command's exit codes (its own help's
+    list for ab and bisect, else the console script's), each meaning once."""
+    assert cli.run([command.name, "--help"]) == 0
+    out = capsys.readouterr().out
+    for code, meaning in cli.EXIT_CODES[command.name].items():
+        assert out.count(meaning) == 1, (code, meaning)
+        assert re.search(rf"^ +{code} +{re.escape(meaning)}$", out, re.M), (code, meaning)
+    printed = f"exit codes (hoststack-perf {command.name}):" in out
+    assert printed is (command.name not in cli.HELP_LISTS_EXIT_CODES)
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_commands_help_names_it_as_it_was_called(command, capsys):
+    assert cli.run([command.name, "--help"]) == 0
+    usage = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert usage[0].startswith(f"usage: hoststack-perf {command.name} [-h]")
+    indent = " " * len(f"usage: hoststack-perf {command.name} ")
+    assert all(line.startswith(indent) and line[len(indent)] != " " for line in usage[1:])
+    assert "python -m" not in "\n".join(usage)
+
+
+def test_a_usage_is_renamed_and_its_wrapped_lines_follow_the_new_name():
+    text = "usage: python -m x.y [-h] [--a A]\n" + " " * 21 + "[--b B]\n\ndoes it\n"
+    assert cli.renamed_usage(text, "python -m x.y", "hp z") == \
+        "usage: hp z [-h] [--a A]\n" + " " * 12 + "[--b B]\n\ndoes it\n"
+    assert cli.renamed_usage("usage: other [-h]\n", "python -m x.y", "hp z") == \
+        "usage: other [-h]\n"
+
+
+def test_only_a_help_request_before_robots_arguments_lists_the_exit_codes(capsys):
+    assert cli._asks_help(["--help"]) and cli._asks_help(["--suites", "tests", "-h"])
+    assert not cli._asks_help(["--topology", "3node", "--", "--help"])
+    assert not cli._asks_help([])
+    # ab: a --help after the comparison file is robot's
+    assert cli.run(["ab", "--print", str(EXAMPLE), "tests", "--help"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f"AB:{EXAMPLE.resolve()} tests --help")
+
+
 def test_an_exit_code_passes_through(tmp_path, capsys):
     # the leftovers check of an unreadable output.xml exits 2; report of a non-run dir 2
     assert cli.run(["leftovers", str(tmp_path / "missing.xml")]) == 2

@@ -136,9 +136,48 @@ def test_the_exit_codes_page_has_every_command_and_code(
                                             "bisect": {2: "bad input"}})
     monkeypatch.setattr(hooks, "_optional", lambda name: cli)
     page = hooks.exit_codes_page()
-    assert ("## nightly\n\n| exit | meaning |\n|---|---|\n| 0 | all good |\n"
-            "| 3 | a regression \\| gate |") in page
-    assert "## bisect" in page and "| 2 | bad input |" in page
+    assert ("## nightly\n\n| exit | meaning |\n|---|---|\n"
+            '| <span id="nightly-0"></span>0 | all good |\n'
+            '| <span id="nightly-3"></span>3 | a regression \\| gate |') in page
+    assert "## bisect" in page and '| <span id="bisect-2"></span>2 | bad input |' in page
+
+
+def test_every_setting_has_its_anchor_on_the_settings_page(hooks: types.ModuleType) -> None:
+    page = hooks.settings_page()
+    registry = importlib.import_module("libraries.results.registry")
+    for setting in registry.SETTINGS:
+        assert f'| <span id="{setting.name}"></span>`{setting.name}` |' in page, setting.name
+    assert hooks.setting_anchors("| `AB_MARGIN` | 1 |\n| `other` | x |") == \
+        '| <span id="AB_MARGIN"></span>`AB_MARGIN` | 1 |\n| `other` | x |'
+
+
+SITE = "http://127.0.0.1:8000/"  # where `mkdocs serve` serves the site (README says so)
+
+
+def readme_site_links() -> list[tuple[str, str]]:
+    """(page path, anchor) of every README link into the served site."""
+    return re.findall(rf"\]\({re.escape(SITE)}([^)#]*)#?([^)]*)\)", README.read_text())
+
+
+def test_the_readme_answers_ab_margin_and_the_nightlys_exit_3_in_one_link_each() -> None:
+    links = readme_site_links()
+    assert ("reference/settings/", "AB_MARGIN") in links
+    assert ("reference/exit-codes/", "nightly-3") in links
+
+
+def test_readme_links_into_the_site_name_pages_and_anchors_it_has(
+        hooks: types.ModuleType) -> None:
+    generated = {"reference/settings/": hooks.settings_page(),
+                 "reference/exit-codes/": hooks.exit_codes_page()}
+    links = readme_site_links()
+    assert links
+    for path, anchor in links:
+        page = generated.get(path)
+        if page is None:
+            source = DOCS / (path.rstrip("/") + ".md") if path else DOCS / "index.md"
+            assert source.exists(), f"{SITE}{path}: no docs page"
+            page = source.read_text()
+        assert not anchor or f'id="{anchor}"' in page, f"{SITE}{path}#{anchor}: no anchor"
 
 
 def test_the_schema_page_names_every_field_and_definition(hooks: types.ModuleType) -> None:
@@ -167,20 +206,42 @@ def test_the_site_builds_strictly_with_every_generated_page(hooks: types.ModuleT
     libdoc = sorted(p.stem for p in (site / "reference" / "keywords").glob("*Keywords.html"))
     assert "AbKeywords" in libdoc
     assert libdoc == sorted(name.rsplit(".", 1)[-1] for name in hooks.keyword_libraries())
+    for path, anchor in readme_site_links():  # the README's links open these pages, anchors
+        html = (site / path / "index.html").read_text()
+        assert not anchor or f'id="{anchor}"' in html, f"{path}#{anchor}"
 
 
-@pytest.mark.integration
-def test_readme_python_commands_take_the_options_they_are_given() -> None:
-    """Each `python -m <module> ... --option` of the README: the module's --help names it."""
-    checked = 0
-    for command in readme_commands():
-        match = re.search(r"python -m ([\w.]+)(.*)", command)
-        if not match:
-            continue
-        result = subprocess.run([sys.executable, "-m", match[1], "--help"], capture_output=True,
-                                text=True, timeout=120, cwd=REPO)
-        assert result.returncode == 0, f"{match[1]} --help: {result.stderr}"
-        for option in re.findall(r"(?<!\S)(--[\w-]+)", match[2]):
-            assert option in result.stdout, f"{command}: {match[1]} --help has no {option}"
-        checked += 1
-    assert checked >= 2
+def documented_commands() -> list[tuple[str, str, str]]:
+    """(file, command, rest of the line) of every ``hoststack-perf COMMAND ...`` in README.md
+    and docs/: in code blocks (a trailing ``\\`` continues the line, a ``# comment`` ends it)
+    and in inline code."""
+    found = []
+    for path in [README, *sorted(DOCS.rglob("*.md"))]:
+        text = re.sub(r"\\\n\s*", " ", path.read_text())
+        for match in re.finditer(r"hoststack-perf ([a-z]+)((?:[^`\n#]|#(?! ))*)", text):
+            found.append((path.relative_to(REPO).as_posix(), match[1], match[2]))
+    return found
+
+
+def test_documented_commands_are_real_and_take_the_options_they_are_given(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Each ``hoststack-perf COMMAND ... --option`` of README.md and docs/ names a command of
+    the console script, and that command's ``--help`` names each option (robot's, after
+    ``--`` or after ``ab``'s comparison file, excepted)."""
+    cli = importlib.import_module("libraries.cli")
+    names = {command.name for command in cli.COMMANDS}
+    found = documented_commands()
+    assert {"ab", "nightly", "bisect", "trend", "report", "duet"} <= {c for _, c, _ in found}
+    helps: dict[str, str] = {}
+    for file, command, rest in found:
+        assert command in names, f"{file}: hoststack-perf {command}: no such command"
+        if command not in helps:
+            assert cli.run([command, "--help"]) == 0
+            helps[command] = capsys.readouterr().out.split("\nexit codes (hoststack-perf")[0]
+        words = rest.split(" -- ")[0].split()
+        if command == "ab":  # robot's options follow the comparison file
+            words = words[:next((i for i, w in enumerate(words) if not w.startswith("-")),
+                                len(words))]
+        for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", " ".join(words)):
+            assert option in helps[command], \
+                f"{file}: hoststack-perf {command}{rest}: {command} --help has no {option}"
