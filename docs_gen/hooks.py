@@ -1,9 +1,15 @@
-"""MkDocs hook: the reference pages generated from the code at build time.
+"""MkDocs hook: the reference pages generated from the code.
 
-Writes into the site (never into docs/): the settings table (``libraries.results.registry``),
-the record schema (``libraries/results/schemas/record-v4.schema.json``), the exit codes of
-every command (``libraries.cli.EXIT_CODES``), the libdoc HTML page of every keyword library
-in ``libraries/keywords/`` and the methodology page (``benchmarks/README.md``).
+At build time it writes into the site (never into docs/): the record schema
+(``libraries/results/schemas/record-v4.schema.json``), the libdoc HTML page of every keyword
+library in ``libraries/keywords/`` and the methodology page (``benchmarks/README.md``).
+
+Two generated pages are committed in docs/ instead (:data:`COMMITTED`), so that a link from
+README.md to one setting (``docs/reference/settings.md#AB_MARGIN``) or one exit code
+(``docs/reference/exit-codes.md#nightly-3``) opens in one click on a forge, in an editor and
+in the site alike: the settings table (``libraries.results.registry``) and the exit codes of
+every command (``libraries.cli.EXIT_CODES``). ``python docs_gen/hooks.py`` writes them again;
+``utest/test_docs.py`` fails while a committed page differs from what the code gives.
 A module that does not exist yet gives a page that says where it will come from.
 """
 
@@ -65,8 +71,9 @@ def settings_page() -> str:
         return head + ("This table is generated at build time from "
                        "`libraries/results/registry.py`, which this checkout does not have yet.\n")
     areas = list(dict.fromkeys(setting.area for setting in registry.SETTINGS))  # as listed
-    parts = [head + "Generated at build time from `libraries/results/registry.py` "
-             "(a test fails when a setting parsed anywhere is missing from it).\n"]
+    parts = [head + "Generated from `libraries/results/registry.py` by `python "
+             "docs_gen/hooks.py` (a test fails when a setting parsed anywhere is missing from "
+             "the registry, or when this page differs from it).\n"]
     for area in areas:
         parts.append(f"## {area}\n\n{setting_anchors(registry.markdown_table(area=area))}\n")
     return "\n".join(parts)
@@ -88,7 +95,8 @@ def exit_codes_page() -> str:
                        "yet. Until then each command's `--help` lists them; the nightly's and "
                        "bisect's are also in [Nightly runs](../concepts/nightly.md) and "
                        "[Bisect](../concepts/bisect.md).\n")
-    parts = [head + "Generated at build time from `libraries/cli.py` (`EXIT_CODES`). Every "
+    parts = [head + "Generated from `libraries/cli.py` (`EXIT_CODES`) by `python "
+             "docs_gen/hooks.py` (a test fails when this page differs from it). Every "
              "command is `hoststack-perf <command>`; `--help` on each says the same. Each "
              "row has its anchor, e.g. `#nightly-3`.\n"]
     for command, codes in cli.EXIT_CODES.items():  # a row's anchor: #nightly-3
@@ -195,9 +203,7 @@ def on_files(files: Files, config: Any) -> Files:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     generated = {
-        "reference/settings.md": settings_page(),
         "reference/record-schema.md": schema_page(),
-        "reference/exit-codes.md": exit_codes_page(),
         "methodology.md": methodology_page(),
     }
     libraries = keyword_libraries()
@@ -207,3 +213,25 @@ def on_files(files: Files, config: Any) -> Files:
     for name, html in libdoc_pages(libraries).items():
         files.append(File.generated(config, f"reference/keywords/{name}.html", content=html))
     return files
+
+
+COMMITTED = {"reference/settings.md": settings_page, "reference/exit-codes.md": exit_codes_page}
+"""The generated pages kept in docs/ (see the module docstring): uri -> its generator."""
+
+
+def write_committed(docs: Path = ROOT / "docs") -> list[str]:
+    """Write every :data:`COMMITTED` page into ``docs``; return the uris that changed."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    changed = []
+    for uri, page in COMMITTED.items():
+        path, text = docs / uri, page()
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(uri)
+    return changed
+
+
+if __name__ == "__main__":
+    for uri in write_committed():
+        print(f"wrote docs/{uri}")

@@ -20,8 +20,10 @@ REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 HOOKS_FILE = REPO / "docs_gen" / "hooks.py"
-GENERATED = {"reference/settings.md", "reference/exit-codes.md", "reference/record-schema.md",
-             "reference/keywords/index.md", "methodology.md"}
+GENERATED = {"reference/record-schema.md", "reference/keywords/index.md", "methodology.md"}
+"""Pages the hook writes into the site at build time (never into docs/)."""
+COMMITTED = {"reference/settings.md", "reference/exit-codes.md"}
+"""Generated pages kept in docs/, so README links open them anywhere (docs_gen/hooks.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -151,33 +153,40 @@ def test_every_setting_has_its_anchor_on_the_settings_page(hooks: types.ModuleTy
         '| <span id="AB_MARGIN"></span>`AB_MARGIN` | 1 |\n| `other` | x |'
 
 
-SITE = "http://127.0.0.1:8000/"  # where `mkdocs serve` serves the site (README says so)
-
-
-def readme_site_links() -> list[tuple[str, str]]:
-    """(page path, anchor) of every README link into the served site."""
-    return re.findall(rf"\]\({re.escape(SITE)}([^)#]*)#?([^)]*)\)", README.read_text())
+def readme_page_links() -> list[tuple[str, str]]:
+    """(docs page, anchor) of every README link into docs/."""
+    return re.findall(r"\]\((docs/[^)#]*\.md)#?([^)]*)\)", README.read_text())
 
 
 def test_the_readme_answers_ab_margin_and_the_nightlys_exit_3_in_one_link_each() -> None:
-    links = readme_site_links()
-    assert ("reference/settings/", "AB_MARGIN") in links
-    assert ("reference/exit-codes/", "nightly-3") in links
+    links = readme_page_links()
+    assert ("docs/reference/settings.md", "AB_MARGIN") in links
+    assert ("docs/reference/exit-codes.md", "nightly-3") in links
 
 
-def test_readme_links_into_the_site_name_pages_and_anchors_it_has(
-        hooks: types.ModuleType) -> None:
-    generated = {"reference/settings/": hooks.settings_page(),
-                 "reference/exit-codes/": hooks.exit_codes_page()}
-    links = readme_site_links()
+def test_readme_links_into_the_docs_name_pages_and_anchors_they_have() -> None:
+    links = readme_page_links()
     assert links
     for path, anchor in links:
-        page = generated.get(path)
-        if page is None:
-            source = DOCS / (path.rstrip("/") + ".md") if path else DOCS / "index.md"
-            assert source.exists(), f"{SITE}{path}: no docs page"
-            page = source.read_text()
-        assert not anchor or f'id="{anchor}"' in page, f"{SITE}{path}#{anchor}: no anchor"
+        assert (REPO / path).exists(), f"README links {path}: no such page"
+        assert not anchor or f'id="{anchor}"' in (REPO / path).read_text(), \
+            f"README links {path}#{anchor}: no such anchor"
+
+
+def test_the_committed_reference_pages_are_what_the_code_gives(hooks: types.ModuleType) -> None:
+    assert set(hooks.COMMITTED) == COMMITTED
+    for uri, page in hooks.COMMITTED.items():
+        assert (DOCS / uri).read_text() == page(), \
+            f"docs/{uri} differs from the code: write it again with python docs_gen/hooks.py"
+
+
+def test_writing_the_committed_pages_writes_only_what_changed(hooks: types.ModuleType,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "reference").mkdir()
+    assert sorted(hooks.write_committed(tmp_path)) == sorted(COMMITTED)
+    assert hooks.write_committed(tmp_path) == []
+    (tmp_path / "reference" / "settings.md").write_text("stale\n")
+    assert hooks.write_committed(tmp_path) == ["reference/settings.md"]
 
 
 def test_the_schema_page_names_every_field_and_definition(hooks: types.ModuleType) -> None:
@@ -206,8 +215,9 @@ def test_the_site_builds_strictly_with_every_generated_page(hooks: types.ModuleT
     libdoc = sorted(p.stem for p in (site / "reference" / "keywords").glob("*Keywords.html"))
     assert "AbKeywords" in libdoc
     assert libdoc == sorted(name.rsplit(".", 1)[-1] for name in hooks.keyword_libraries())
-    for path, anchor in readme_site_links():  # the README's links open these pages, anchors
-        html = (site / path / "index.html").read_text()
+    for path, anchor in readme_page_links():  # the README's links, as pages of the site
+        page = path.removeprefix("docs/").removesuffix(".md").removesuffix("index")
+        html = (site / page / "index.html").read_text()
         assert not anchor or f'id="{anchor}"' in html, f"{path}#{anchor}"
 
 
