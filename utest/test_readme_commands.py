@@ -233,7 +233,7 @@ def _variables(options: dict) -> dict[str, str]:
 
 
 def e2e_command() -> tuple[dict, list[str]]:
-    line = _tox().get("testenv:e2e", "commands").strip()
+    line = _tox().get("testenv:e2e", "commands").strip().removeprefix("nice -n 19 ")
     line = line.replace("{toxinidir}/", "").replace("{env:TOPOLOGY:3node}", "3node") \
         .replace("{posargs:tests}", "tests")
     return robot_options(line)
