@@ -44,14 +44,16 @@ def rows(levels: list[float], se: float = 0.003, excluded: dict[int, str] | None
 
 def test_a_night_spends_its_level_over_its_tests_and_the_gate() -> None:
     family = NightFamily(0.05, 30)
-    assert family.test_alpha == pytest.approx(0.05 / 30)
+    # a fifth of the level on the tests, the rest on the gate
+    assert family.test_alpha == pytest.approx(2 * 0.01 / 30)
+    assert family.gate_alpha == pytest.approx(2 * 0.04 / 30)
     # each test's false regression (alpha / 2) and each series' at the gate, over 30: 0.05
     assert 30 * family.test_alpha / 2 + 30 * family.gate_alpha / 2 == pytest.approx(0.05)
     argv = " ".join(robot_variables(Path("/r"), family=family))
-    assert "AB_ALPHA:0.00166667" in argv and "AB_SCATTER:1" in argv and "AB_LOOK:20" in argv
+    assert "AB_ALPHA:0.000666667" in argv and "AB_SCATTER:1" in argv and "AB_LOOK:20" in argv
     settings = ab_settings_from_variables(
-        {"AB_ALPHA": "0.00166667", "AB_SCATTER": "1", "AB_LOOK": "20"}.get)
-    assert settings.alpha == pytest.approx(0.00166667) and settings.scatter == 0.01
+        {"AB_ALPHA": "0.000666667", "AB_SCATTER": "1", "AB_LOOK": "20"}.get)
+    assert settings.alpha == pytest.approx(0.000666667) and settings.scatter == 0.01
     with pytest.raises(ValueError, match="night series"):
         NightFamily(0.05, 0)
 
@@ -65,7 +67,8 @@ def test_the_trend_summary_and_run_report_state_the_family_wise_level(tmp_path: 
     trends = analyse(load_records([tmp_path]))
     text = family_statement(trends)
     assert text.startswith("3 A/B ratio series judged by the gate; the night's family-wise "
-                           "level 0.025 (Bonferroni)")
+                           "level 0.04 (Bonferroni) for the gate's share; the night's A/B "
+                           "tests hold the other 0.01 of 0.05")
     assert text in markdown_summary(trends, text)
     assert ratio_alpha([(t.metric, t.unit, t.samples) for t in trends])[1] == 3
     record = {"ab": {"rounds": {"alpha": 0.01}, "metrics": {"rps": {}, "p99": {}}}}

@@ -85,7 +85,7 @@ def test_the_nightly_runs_every_suite_against_the_reference(fakes, tmp_path: Pat
     assert f"AB:{comparison}" in argv
     joined = " ".join(argv)
     assert ("--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain --variable "
-            "AB_ALPHA:0.00166667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
+            "AB_ALPHA:0.000666667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
             "AB_UNUSED:skip") in joined  # the user's own settings come last and win
     # each A/B test at its share of the night's family-wise level, 0.05 over 30 series
     assert comparison.read_text() == comparison_text(load_reference(path))

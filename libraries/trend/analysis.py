@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from libraries.history.ab_series import is_ratio_metric, is_side_metric
-from libraries.results.family import NIGHT_LEVEL, statement
+from libraries.results.family import NIGHT_LEVEL, TEST_SHARE, gate_alpha, statement
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
@@ -190,7 +190,7 @@ def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Grou
 def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
                 level: float = NIGHT_LEVEL) -> tuple[float, int]:
     """Each A/B ratio series' two-sided level on tonight's gate and how many series share
-    it: the gate's half of the night's family-wise ``level`` (:mod:`libraries.results.family`)
+    it: the gate's share of the night's family-wise ``level`` (:mod:`libraries.results.family`)
     over the ratio series whose newest sample is from tonight's run (the newest of all).
     ``series``: ``(metric, unit, rows)`` of every series, rows oldest first."""
     if not series:
@@ -198,7 +198,7 @@ def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
     newest = max(series, key=lambda s: s[2]["start_time"].iloc[-1])[2]["run_id"].iloc[-1]
     judged = sum(is_ratio_metric(metric, unit) and rows["run_id"].iloc[-1] == newest
                  for metric, unit, rows in series)
-    return level / max(judged, 1), judged
+    return gate_alpha(level, judged), judged
 
 
 def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) -> str:
@@ -208,8 +208,8 @@ def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) 
     if not judged:
         return ""
     return statement(judged, judged * alpha / 2, "A/B ratio series judged by the gate") + \
-        (" for the gate's share; the night's A/B tests hold the other half of "
-         f"{level:g} (run report)")
+        (" for the gate's share; the night's A/B tests hold the other "
+         f"{TEST_SHARE * level:g} of {level:g} (run report)")
 
 
 def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:
