@@ -123,6 +123,24 @@ def test_a_late_run_a_replaced_run_and_a_deleted_run_resume_earlier(nights) -> N
     assert all(t.size == 31 for t in analyse_store(store).trends if "extra" not in t.test_id)
 
 
+def test_deleting_the_newest_run_shortens_every_series_state(nights) -> None:
+    """The newest run's file deleted: every series lost its last sample and nothing came
+    after it, so no search was resumed; the cached state kept its old length (one group
+    reaching past the series' end) until the states were cut to the samples kept."""
+    _, store, add = nights
+    for day in range(12):
+        add(day)
+    analyse_store(store)
+    run = add(12)
+    analyse_store(store)
+    store.runs()[run].path.unlink()
+    report = analyse_store(store).update
+    assert (report.added, report.removed) == (0, 1)
+    assert_agree(store)
+    assert all(len(s.state) == len(s) == 12
+               for s in SeriesCache.load(store.cache_dir).series.values())
+
+
 def test_a_damaged_cache_is_rebuilt_with_the_same_result(nights, caplog) -> None:
     _, store, add = nights
     for day in range(12):

@@ -272,9 +272,9 @@ def refresh(store: Store) -> tuple[SeriesCache, UpdateReport]:
             if len(batch) * max(len(a[0]) for _, a in batch) > BATCH_CELLS:
                 report.rebuilt += _write_built(writer, batch)
             continue
+        state = state.truncated(prefix)  # the newest run deleted: no longer than the series
         if prefix < np.count_nonzero(judged):
-            state = extend(state.truncated(prefix), arrays[2][judged], arrays[5][judged],
-                           tables)
+            state = extend(state, arrays[2][judged], arrays[5][judged], tables)
             report.extended += 1
         writer.write(key, Series(*arrays, state))
     report.rebuilt += _write_built(writer, batch)
