@@ -23,7 +23,12 @@ reference's first) with at least one false failure or exit 3, the share flagged 
 second rule (persistent) alone, and the share of step series flagged (a failed test or the
 gate) by night k+1, k+5 and k+10 (k: the step's first night; flags before k do not count).
 
+With ``--null-step 0.01`` every all-A/A series takes a true step of -1 % (the margin) on night
+k as well: a change within the margin, so every flag on any night is still false. That is the
+gate's worst case (``--base`` moves both sides of a level alike, which the gate never sees).
+
     python -m benchmarks.night_bench [--histories 40] [--steps 200] [--seed 1] [--base 0.99]
+                                     [--null-step 0.01]
 """
 
 from __future__ import annotations
@@ -112,10 +117,12 @@ def gate_flags(rows: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray
 
 
 def run_cell(spread: float, scatter: float, histories: int, steps: int,
-             rng: np.random.Generator, base: float = 1.0) -> Cell:
+             rng: np.random.Generator, base: float = 1.0, null_step: float = 0.0) -> Cell:
     """One cell: ``histories`` all-A/A histories of SERIES series, ``steps`` step series;
     ``base``: the build's true ratio before any step (1: no change; 0.99: a true -1 % in every
-    series, at the margin, the worst case the family-wise level bounds)."""
+    series, at the A/B tests' margin, the worst case their level bounds); ``null_step``: a
+    true step within the margin on night k in every all-A/A series (0.01: at the margin, the
+    gate's worst case)."""
     settings = night_settings()
     nights = STEP_NIGHT + AFTER
     frame = pd.DataFrame({"start_time": [0], "run_id": ["tonight"]})
@@ -127,6 +134,7 @@ def run_cell(spread: float, scatter: float, histories: int, steps: int,
     for history in range(histories):
         for _ in range(SERIES):
             truth = base * np.exp(rng.normal(0.0, scatter, nights))
+            truth[STEP_NIGHT:] *= 1.0 - null_step
             rows, failed = simulate_series(truth, spread, rng, settings)
             flagged, persistent = gate_flags(rows, alpha)
             test_false[history] |= failed
@@ -175,16 +183,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base", type=float, default=1.0,
                         help="the build's true ratio before the step (0.99: a true -1 %% in "
                         "every series, the margin)")
+    parser.add_argument("--null-step", type=float, default=0.0,
+                        help="a true step within the margin on night k in every all-A/A "
+                        "series (0.01: -1 %%, the margin: the gate's worst case)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
-    cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base)
+    cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base,
+                      args.null_step)
              for spread in args.spreads for scatter in args.scatters]
     sys.stdout.write(table(cells))
     sys.stdout.write(f"\n{args.histories} histories x {SERIES} series x "
                      f"{STEP_NIGHT + AFTER} nights (A/A) and {args.steps} step series per "
                      f"cell, {ROUNDS} rounds a night, true ratio {args.base:g} before the "
-                     f"step, seed {args.seed}: "
+                     f"step, a step of -{args.null_step:g} in the A/A series, seed {args.seed}: "
                      f"{time.monotonic() - started:.0f} s\n")
     return 0
 

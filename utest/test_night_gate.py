@@ -5,6 +5,7 @@ and series keyed by the files a side runs."""
 from __future__ import annotations
 
 import hashlib
+import html
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ from libraries.ab.rounds import judge_at_looks
 from libraries.history.load import excluded_reason, load_records
 from libraries.nightly.reference import robot_variables
 from libraries.report.ab_section import run_family
+from libraries.report.cli import main as report_main
 from libraries.report.dashboard import comparison_changes, render_dashboard
 from libraries.results.family import NightFamily
 from libraries.results.plan import AbSettings
@@ -44,14 +46,16 @@ def rows(levels: list[float], se: float = 0.003, excluded: dict[int, str] | None
 
 def test_a_night_spends_its_level_over_its_tests_and_the_gate() -> None:
     family = NightFamily(0.05, 30)
-    assert family.test_alpha == pytest.approx(0.05 / 30)
+    # a fifth of the level on the tests, the rest on the gate
+    assert family.test_alpha == pytest.approx(2 * 0.01 / 30)
+    assert family.gate_alpha == pytest.approx(2 * 0.04 / 30)
     # each test's false regression (alpha / 2) and each series' at the gate, over 30: 0.05
     assert 30 * family.test_alpha / 2 + 30 * family.gate_alpha / 2 == pytest.approx(0.05)
     argv = " ".join(robot_variables(Path("/r"), family=family))
-    assert "AB_ALPHA:0.00166667" in argv and "AB_SCATTER:1" in argv and "AB_LOOK:20" in argv
+    assert "AB_ALPHA:0.000666667" in argv and "AB_SCATTER:1" in argv and "AB_LOOK:20" in argv
     settings = ab_settings_from_variables(
-        {"AB_ALPHA": "0.00166667", "AB_SCATTER": "1", "AB_LOOK": "20"}.get)
-    assert settings.alpha == pytest.approx(0.00166667) and settings.scatter == 0.01
+        {"AB_ALPHA": "0.000666667", "AB_SCATTER": "1", "AB_LOOK": "20"}.get)
+    assert settings.alpha == pytest.approx(0.000666667) and settings.scatter == 0.01
     with pytest.raises(ValueError, match="night series"):
         NightFamily(0.05, 0)
 
@@ -65,7 +69,8 @@ def test_the_trend_summary_and_run_report_state_the_family_wise_level(tmp_path: 
     trends = analyse(load_records([tmp_path]))
     text = family_statement(trends)
     assert text.startswith("3 A/B ratio series judged by the gate; the night's family-wise "
-                           "level 0.025 (Bonferroni)")
+                           "level 0.04 (Bonferroni) for the gate's share; the night's A/B "
+                           "tests hold the other 0.01 of 0.05")
     assert text in markdown_summary(trends, text)
     assert ratio_alpha([(t.metric, t.unit, t.samples) for t in trends])[1] == 3
     record = {"ab": {"rounds": {"alpha": 0.01}, "metrics": {"rps": {}, "p99": {}}}}
@@ -206,6 +211,29 @@ def test_the_paths_a_side_names_are_hashed_on_their_node(tmp_path: Path) -> None
     assert len(seen) == 1 and seen[0][1] > 0  # one command per node, with a timeout
 
 
+def test_a_binary_replaced_between_two_runs_of_one_day_is_named_in_trend_md(
+        tmp_path: Path) -> None:
+    """Found in a real run (two short nightlies minutes apart, the reference's nginx copy
+    given a byte between them): the new series was keyed, but no note said so, as both
+    series started on the same day. Now the note is to the minute, and trend.md lists it."""
+    rng = np.random.default_rng(4)
+    results = tmp_path / "results"
+    for minutes, digest in ((0, "1" * 64), (30, "2" * 64)):
+        sides = {"a": {"name": "nginx-ref", "files": {"dut:/tmp/ref/nginx": digest}},
+                 "b": {"name": "today"}}
+        night(results, 0, list(np.exp(rng.normal(0.0, 0.01, 30))), extra={"ab_sides": sides},
+              minutes=minutes)
+    markdown, page = tmp_path / "trend.md", tmp_path / "trend.html"
+    assert report_main([str(results), "--store", str(tmp_path / "history"), "--markdown",
+                        str(markdown), "--html", str(page)]) == 0
+    note = ("files changed since 2026-01-01 02:30 UTC: a dut:/tmp/ref/nginx 11111111 -> "
+            "22222222")
+    text = markdown.read_text()
+    assert "## A/B series started anew" in text and note in text
+    assert text.count(" files:") >= 2  # the old series and the new one, each keyed
+    assert html.escape(note) in page.read_text()
+
+
 def test_a_binary_replaced_at_the_same_path_starts_a_new_series(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     for day in range(6):
@@ -219,5 +247,5 @@ def test_a_binary_replaced_at_the_same_path_starts_a_new_series(tmp_path: Path) 
     assert len(keys) == 2 and all(" files:" in key for key in keys)
     notes = comparison_changes(analyse(frame))
     (note,) = set(notes.values())
-    assert note == ("files changed since 2026-01-04: a dut:/opt/ref/nginx 11111111 -> "
+    assert note == ("files changed since 2026-01-04 02:00 UTC: a dut:/opt/ref/nginx 11111111 -> "
                     "22222222")

@@ -85,7 +85,7 @@ def test_the_nightly_runs_every_suite_against_the_reference(fakes, tmp_path: Pat
     assert f"AB:{comparison}" in argv
     joined = " ".join(argv)
     assert ("--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain --variable "
-            "AB_ALPHA:0.00166667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
+            "AB_ALPHA:0.000666667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
             "AB_UNUSED:skip") in joined  # the user's own settings come last and win
     # each A/B test at its share of the night's family-wise level, 0.05 over 30 series
     assert comparison.read_text() == comparison_text(load_reference(path))
@@ -107,14 +107,15 @@ def test_without_a_reference_the_plan_is_unchanged(tmp_path: Path) -> None:
 
 def night(results: Path, day: int, ratios: list[float], side_a: float = 20000.0,
           sha: str = "a" * 64, name: str = "reference nginx-ref",
-          extra: dict | None = None) -> None:
+          extra: dict | None = None, minutes: int = 0) -> None:
     """One night's A/B record of ``1kb`` (rps): per-round ``ratios`` today / reference;
     ``extra``: fields set on the record last (``invalid``, ``criteria``; ``ab_sides``: the
-    ab block's sides)."""
-    run_id = f"{(T0 + timedelta(days=day)):%Y%m%d-%H%M%S}-{day:04x}"
+    ab block's sides); ``minutes``: after the night's usual start (a second run that day)."""
+    start = T0 + timedelta(days=day, minutes=minutes)
+    run_id = f"{start:%Y%m%d-%H%M%S}-{day:04x}"
     a = [side_a * (1 + 0.01 * np.sin(i)) for i in range(len(ratios))]
     b = [x * r for x, r in zip(a, ratios, strict=True)]
-    record = make_record(run_id, T0 + timedelta(days=day), "1kb",
+    record = make_record(run_id, start, "1kb",
                          {"ab_rps_ratio": ("ratio", "higher_is_better", ratios)})
     record.update(schema_version=4, test_id="3node/ssl_proxy/1kb", verdict="pass",
                   telemetry={"unavailable": "not measured in this test"},
@@ -232,8 +233,8 @@ def test_a_changed_reference_starts_a_new_series_marked_on_the_dashboard(
     trends = analyse(load_records([tmp_path]))
     notes = comparison_changes(trends)
     new = "3node/ssl_proxy/1kb [A/B reference nginx-ref bbbbbbbbbbbb]"
-    assert notes == {new: "new comparison file since 2026-01-04; before: aaaaaaaaaaaa "
-                          "(from 2026-01-01)"}
+    assert notes == {new: "new comparison file since 2026-01-04 02:00 UTC; before: aaaaaaaaaaaa "
+                          "(from 2026-01-01 02:00 UTC)"}
 
 
 def test_a_duet_night_runs_the_reference_and_today_at_once_through_the_launcher(

@@ -9,6 +9,7 @@ maximum (the series' units change), a run deleted from the store, a damaged cach
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 from datetime import timedelta
@@ -21,7 +22,7 @@ from libraries.history.ingest import ingest
 from libraries.history.store import Store
 from libraries.results.records import append_record
 from libraries.trend.analysis import analyse
-from libraries.trend.detect import Run, classify_batch
+from libraries.trend.detect import Group, Run, classify_batch, spread_groups
 from libraries.trend.gate import analyse_store
 from libraries.trend.incremental import Scale, build, extend
 from libraries.trend.series import POINTER, SeriesCache
@@ -122,6 +123,24 @@ def test_a_late_run_a_replaced_run_and_a_deleted_run_resume_earlier(nights) -> N
     assert all(t.size == 31 for t in analyse_store(store).trends if "extra" not in t.test_id)
 
 
+def test_deleting_the_newest_run_shortens_every_series_state(nights) -> None:
+    """The newest run's file deleted: every series lost its last sample and nothing came
+    after it, so no search was resumed; the cached state kept its old length (one group
+    reaching past the series' end) until the states were cut to the samples kept."""
+    _, store, add = nights
+    for day in range(12):
+        add(day)
+    analyse_store(store)
+    run = add(12)
+    analyse_store(store)
+    store.runs()[run].path.unlink()
+    report = analyse_store(store).update
+    assert (report.added, report.removed) == (0, 1)
+    assert_agree(store)
+    assert all(len(s.state) == len(s) == 12
+               for s in SeriesCache.load(store.cache_dir).series.values())
+
+
 def test_a_damaged_cache_is_rebuilt_with_the_same_result(nights, caplog) -> None:
     _, store, add = nights
     for day in range(12):
@@ -155,3 +174,47 @@ def test_resumed_state_equals_a_full_search_bit_for_bit() -> None:
     assert [(g.start, g.end, g.label) for g in resumed.groups()] == [
         (g.start, g.end, g.label) for g in reference]
     assert len(reference) >= 2 and statistics.fmean(value[300:]) < 95
+
+
+def test_excluded_nights_are_drawn_but_never_part_of_a_level(tmp_path: Path) -> None:
+    """Two partial nights (excluded) at -30 % among calm ones: in a plain series they
+    stay on the chart, on the level's line, but jumpavg never sees them, in the cache and in
+    a full search alike; gated, they would be a group of their own."""
+    results, store = tmp_path / "results", Store(tmp_path / "history")
+    rng = random.Random(3)
+    failed = {12, 13}
+    for day in range(20):
+        run_id = f"{(T0 + timedelta(days=day)):%Y%m%d-%H%M%S}-{day:04x}"
+        scale = 0.7 if day in failed else 1.0
+        trials = [rng.gauss(1e9 * scale, 1e6) for _ in range(3)]
+        record = make_record(run_id, T0 + timedelta(days=day, minutes=1), "calm",
+                             {"throughput": ("bit/s", "higher_is_better", trials)})
+        append_record(results / run_id / "records.jsonl", record)
+        if day in failed:  # a suite run that did not finish: the night is partial
+            (results / run_id / "run.json").write_text(json.dumps(
+                {"partial": "suite run(s) did not finish: {'3node': 253}"}))
+    assert ingest([results], store).errors == []
+    frame = store.frame()
+    assert (frame["excluded"] != "").sum() == 2
+    for trends in (analyse(frame), analyse_store(store).trends):
+        (trend,) = trends
+        assert [(g.start, g.end, g.label) for g in trend.groups] == [(0, 19, "normal")]
+        assert trend.groups[0].avg == pytest.approx(1e9, rel=2e-3)  # not pulled down
+        assert trend.size == 20 and trend.classification == "normal"
+    (series,) = SeriesCache.load(store.cache_dir).series.values()
+    assert len(series) == 20 and len(series.state) == 18  # the search saw the judged only
+    assert not series.judged[12] and not series.judged[13] and series.judged.sum() == 18
+    # the same nights judged: a dip of their own
+    judged = frame.assign(excluded="")
+    assert len(analyse(judged)[0].groups) == 3
+    assert_agree(store)
+
+
+def test_groups_of_judged_samples_spread_over_all_samples() -> None:
+    groups = [Group(0, 2, 1.0, "normal"), Group(3, 4, 0.8, "regression")]
+    judged = np.array([False, True, True, False, True, True, False, True])
+    assert spread_groups(groups, judged) == [Group(0, 4, 1.0, "normal"),
+                                             Group(5, 7, 0.8, "regression")]
+    assert spread_groups(groups[:1], np.ones(3, bool)) == groups[:1]
+    assert spread_groups([], np.zeros(2, bool), np.array([4.0, 6.0])) == [
+        Group(0, 1, 5.0, "normal")]

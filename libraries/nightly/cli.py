@@ -46,10 +46,10 @@ def parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--night-level", type=_level, default=NIGHT_LEVEL, metavar="P",
                         help="with --reference: the night's family-wise level, the chance a "
                         "night with no change fails an A/B test or exits 3 (default "
-                        f"{NIGHT_LEVEL:g}; half to the tests, half to the gate)")
+                        f"{NIGHT_LEVEL:g}; a fifth to the tests, the rest to the gate)")
     parser.add_argument("--series", type=_count, default=NIGHT_SERIES, metavar="N",
                         help="with --reference: the A/B series a night judges, over which "
-                        f"the tests' half of --night-level is split (default {NIGHT_SERIES})")
+                        f"the tests' fifth of --night-level is split (default {NIGHT_SERIES})")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")

@@ -30,6 +30,7 @@ from pathlib import Path
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
 from libraries.report.dashboard import write_dashboard
+from libraries.report.series_notes import comparison_changes, notes_markdown
 from libraries.testbed.errors import HostStackError
 from libraries.trend.analysis import (
     EXIT_BAD_INPUT,
@@ -119,7 +120,8 @@ def _run_trend(args: argparse.Namespace, store: Store) -> int:
         LOG.info("dashboard written to %s", args.html)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown_summary(trends, family_statement(trends)),
+        args.markdown.write_text(markdown_summary(trends, family_statement(trends))
+                                 + notes_markdown(comparison_changes(trends)),
                                  encoding="utf-8")
     regressed = [t.key for t in trends if t.classification == "regression"]
     if regressed:

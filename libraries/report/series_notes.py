@@ -20,10 +20,17 @@ AB_SERIES = re.compile(r"^(?P<test>.*) \[A/B (?P<name>.*) (?P<sha>[0-9a-f]{1,12}
 """An A/B series' test id (:func:`libraries.history.ab_series.ab_series_suffix`)."""
 
 
-def _first_day(trend: SeriesTrend) -> str:
+def _first_time(trend: SeriesTrend) -> int:
+    """The series' first sample's start, µs since the epoch (UTC)."""
     if trend.history is not None and len(trend.history.t):
-        return datetime.fromtimestamp(int(trend.history.t[0]) / 1e6, UTC).strftime("%Y-%m-%d")
-    return pd.Timestamp(trend.samples["start_time"].iloc[0]).strftime("%Y-%m-%d")
+        return int(trend.history.t[0])
+    return int(pd.Timestamp(trend.samples["start_time"].iloc[0]).value // 1000)
+
+
+def _when(micros: int) -> str:
+    """``2026-11-28 07:20 UTC``: to the minute, so two series started on one day (a binary
+    replaced between two runs of a day) are told apart."""
+    return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _files(trend: SeriesTrend, row: int) -> dict[str, dict[str, str]]:
@@ -50,15 +57,16 @@ def _changed_files(before: dict[str, dict[str, str]], after: dict[str, dict[str,
 def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
     """test id -> a note for every A/B series that started anew against an earlier series of
     the same test and comparison name: another comparison file (``new comparison file since
-    2026-11-20; before: 3f2a...``) or the same file whose sides' files changed (``files changed
-    since 2026-11-20: a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c -> 9b1c22d0``)."""
-    started: dict[tuple[str, str], dict[tuple[str, str], tuple[str, SeriesTrend]]] = \
+    2026-11-20 02:00 UTC; before: 3f2a...``) or the same file whose sides' files changed
+    (``files changed since 2026-11-20 02:00 UTC: a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c ->
+    9b1c22d0``). Series are ordered by their first sample's time, not its day."""
+    started: dict[tuple[str, str], dict[tuple[str, str], tuple[int, SeriesTrend]]] = \
         defaultdict(dict)
     for trend in trends:
         found = AB_SERIES.match(trend.test_id)
         if found:
             key = (found["sha"], found["files"] or "")
-            day = _first_day(trend)
+            day = _first_time(trend)
             known = started[(found["test"], found["name"])].get(key)
             if known is None or day < known[0]:
                 started[(found["test"], found["name"])][key] = (day, trend)
@@ -74,10 +82,19 @@ def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
         if not earlier:
             continue
         if earlier[-1][1][0] != found["sha"]:
-            notes[trend.test_id] = (f"new comparison file since {mine}; before: " + ", ".join(
-                f"{key[0]} (from {day})" for day, key, _ in earlier))
+            notes[trend.test_id] = (f"new comparison file since {_when(mine)}; before: "
+                                    + ", ".join(f"{key[0]} (from {_when(day)})"
+                                                for day, key, _ in earlier))
             continue
         changed = _changed_files(_files(earlier[-1][2], -1), _files(trend, 0))
-        notes[trend.test_id] = (f"files changed since {mine}: "
+        notes[trend.test_id] = (f"files changed since {_when(mine)}: "
                                 + ("; ".join(changed) or "a file a side names"))
     return notes
+
+
+def notes_markdown(notes: dict[str, str]) -> str:
+    """trend.md's section naming every A/B series that started anew and why ("" for none)."""
+    if not notes:
+        return ""
+    return "\n## A/B series started anew\n\n" + "".join(
+        f"- {test}: {note}\n" for test, note in sorted(notes.items()))

@@ -19,13 +19,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from libraries.history.ab_series import is_ratio_metric, is_side_metric
-from libraries.results.family import NIGHT_LEVEL, statement
+from libraries.results.family import NIGHT_LEVEL, TEST_SHARE, gate_alpha, statement
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
-from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
+from libraries.trend.detect import (
+    Group,
+    Run,
+    classify_batch,
+    classify_with_jumpavg,
+    spread_groups,
+)
 from libraries.trend.ratio import find_steps, newest_step, pending, segments
 
 LOG = logging.getLogger(__name__)
@@ -151,6 +158,14 @@ def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], rec
     )
 
 
+def judged_mask(rows: pd.DataFrame) -> np.ndarray:
+    """Which of ``rows`` are judged: not ``excluded`` (a failed, invalid or partial night,
+    :func:`libraries.history.load.excluded_reason`; drawn, never a baseline)."""
+    if "excluded" not in rows.columns:
+        return np.ones(len(rows), bool)
+    return rows["excluded"].fillna("").astype(str).to_numpy() == ""
+
+
 def _excluded(rows: pd.DataFrame) -> str:
     """Why the newest row is not judged (its ``excluded`` column), else ``""``."""
     if "excluded" not in rows.columns:
@@ -190,7 +205,7 @@ def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Grou
 def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
                 level: float = NIGHT_LEVEL) -> tuple[float, int]:
     """Each A/B ratio series' two-sided level on tonight's gate and how many series share
-    it: the gate's half of the night's family-wise ``level`` (:mod:`libraries.results.family`)
+    it: the gate's share of the night's family-wise ``level`` (:mod:`libraries.results.family`)
     over the ratio series whose newest sample is from tonight's run (the newest of all).
     ``series``: ``(metric, unit, rows)`` of every series, rows oldest first."""
     if not series:
@@ -198,7 +213,7 @@ def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
     newest = max(series, key=lambda s: s[2]["start_time"].iloc[-1])[2]["run_id"].iloc[-1]
     judged = sum(is_ratio_metric(metric, unit) and rows["run_id"].iloc[-1] == newest
                  for metric, unit, rows in series)
-    return level / max(judged, 1), judged
+    return gate_alpha(level, judged), judged
 
 
 def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) -> str:
@@ -208,8 +223,8 @@ def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) 
     if not judged:
         return ""
     return statement(judged, judged * alpha / 2, "A/B ratio series judged by the gate") + \
-        (" for the gate's share; the night's A/B tests hold the other half of "
-         f"{level:g} (run report)")
+        (" for the gate's share; the night's A/B tests hold the other "
+         f"{TEST_SHARE * level:g} of {level:g} (run report)")
 
 
 def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:
@@ -233,15 +248,19 @@ def analyse(frame: pd.DataFrame, recent: int = 5, engine: str = "fast",
     for key, rows in ordered.groupby(["test_id", "metric"], sort=True):
         keys.append((str(key[0]), str(key[1])))
         parts.append(rows.reset_index(drop=True))
+    judged = [judged_mask(rows) for rows in parts]
     series = [
         [Run(avg=a, stdev=s, peak=h) for a, s, h in
          zip(rows["value"].tolist(), rows["stdev"].tolist(), rows["high"].tolist(), strict=True)]
-        for rows in parts
+        for rows in (rows[mask] for rows, mask in zip(parts, judged, strict=True))
     ]
     if engine == "jumpavg":
-        grouped = [classify_with_jumpavg(runs) for runs in series]
+        found = [classify_with_jumpavg(runs) if runs else [] for runs in series]
     else:
-        grouped = classify_batch(series)
+        found = classify_batch(series)
+    # excluded nights (failed, invalid, partial) never enter jumpavg's levels; drawn on them
+    grouped = [spread_groups(g, mask, rows["value"].to_numpy(float))
+               for g, mask, rows in zip(found, judged, parts, strict=True)]
     alpha, _ = ratio_alpha([(k[1], str(rows["unit"].iloc[-1]), rows)
                             for k, rows in zip(keys, parts, strict=True)])
     trends = [judge(k, rows, g, recent, min_samples, alpha=alpha)

@@ -46,6 +46,13 @@ def _has(trials: Any) -> bool:
     return trials is not None and len(trials) > 0
 
 
+def _judged(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` without excluded ones (failed, invalid or partial nights: never a baseline)."""
+    if "excluded" not in rows.columns:
+        return rows
+    return rows[rows["excluded"].fillna("").astype(str) == ""]
+
+
 def confirm_change(rows: pd.DataFrame, size: int, groups: Sequence[Group], recent: int,
                    direction: str) -> AbResult | None:
     """The verdict on the samples since the established level against it; ``rows`` are the
@@ -59,6 +66,7 @@ def confirm_change(rows: pd.DataFrame, size: int, groups: Sequence[Group], recen
     new = rows.iloc[established.end + 1 - offset:]
     before = rows.iloc[max(0, established.end + 1 - offset - NOISE_RUNS):
                        established.end + 1 - offset]
+    base, new, before = (_judged(part) for part in (base, new, before))
     if base.empty or new.empty:
         return None
     try:

@@ -206,3 +206,23 @@ def classify_with_jumpavg(runs: Sequence[Run]) -> list[Group]:
         ends.append(position - 1)
         avgs.append(group.stats.avg + low)
     return _labels(starts, ends, avgs)
+
+
+def spread_groups(groups: Sequence[Group], judged: np.ndarray,
+                  values: np.ndarray | None = None) -> list[Group]:
+    """The ``groups`` of a series' judged samples (indexes among them) as groups of all its
+    samples, ``judged`` saying which are judged (False: an excluded night, drawn only). An
+    excluded sample joins the group of the judged one before it (the first group, before any):
+    it is drawn on that level's line, never part of its average. No judged sample: one
+    ``normal`` group over all, at the median of ``values``."""
+    judged = np.asarray(judged, bool)
+    if judged.all():
+        return list(groups)
+    if not groups:
+        middle = float(np.median(values)) if values is not None and len(values) else 0.0
+        return [Group(0, len(judged) - 1, middle, "normal")] if len(judged) else []
+    index = np.flatnonzero(judged)
+    starts = [0, *(int(index[g.start]) for g in groups[1:])]
+    ends = [*(s - 1 for s in starts[1:]), len(judged) - 1]
+    return [Group(start, end, g.avg, g.label)
+            for start, end, g in zip(starts, ends, groups, strict=True)]

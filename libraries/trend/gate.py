@@ -67,7 +67,7 @@ def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
                               f"{expected} samples the cache lists; delete "
                               f"{store.cache_dir} to rebuild it")
         history = History(series.t, series.value, series.low, series.high)
-        trends.append(judge(key, samples, series.state.groups(), recent, min_samples, history,
+        trends.append(judge(key, samples, series.groups(), recent, min_samples, history,
                             alpha=alpha))
     return StoreTrends(rank(trends), report, len(cache.files))
 

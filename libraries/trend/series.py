@@ -1,8 +1,10 @@
 """The change-detection cache of a store: every series' samples and its jumpavg search state.
 
 ``<store>/_cache/`` remembers which Parquet files it has seen (name and size), each
-(test id, metric) series' samples (time, run, value, trial min / max, stdev; oldest first) and
-its resumable search state (:mod:`libraries.trend.incremental`), as raw arrays in a generation
+(test id, metric) series' samples (time, run, value, trial min / max, stdev, judged; oldest
+first) and its resumable search state (:mod:`libraries.trend.incremental`) over its judged
+samples only (an excluded one, a failed, invalid or partial night, is drawn but never part of
+a level: :func:`Series.groups`), as raw arrays in a generation
 folder (``gen-*``, memory-mapped when read; ``series.current`` names the current one).
 :func:`refresh` reads only the files stored since: a series whose new samples come after its
 last one is extended (O(n) per new sample), a series whose samples changed earlier (a late
@@ -28,16 +30,23 @@ import duckdb
 import numpy as np
 
 from libraries.history.store import Store, StoreError
+from libraries.trend.detect import Group, spread_groups
 from libraries.trend.incremental import GroupState, Scale, Tables, build, extend
 
 LOG = logging.getLogger(__name__)
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 POINTER = "series.current"
 Key = tuple[str, str]
-_ARRAYS = ("t", "run", "value", "low", "high", "stdev")
+_ARRAYS = ("t", "run", "value", "low", "high", "stdev", "judged")
+_STATE = ("best", "choice", "group_avg")
 _DTYPES = {"t": np.int64, "run": np.int32, "value": np.float64, "low": np.float64,
-           "high": np.float64, "stdev": np.float64, "best": np.float64, "choice": np.int32,
-           "group_avg": np.float64}
+           "high": np.float64, "stdev": np.float64, "judged": np.bool_, "best": np.float64,
+           "choice": np.int32, "group_avg": np.float64}
+_SAMPLES = ("SELECT hash(test_id, metric) AS k, epoch_us(start_time) AS t, hash(run_id) AS r,"
+            " value, low, high, stdev, coalesce(excluded, '') = '' AS judged FROM samples"
+            " ORDER BY k, t, run_id")
+_SAMPLES_BEFORE_EXCLUDED = _SAMPLES.replace("coalesce(excluded, '') = ''", "true")
+"""Every sample of the files read (runs stored before the ``excluded`` column: all judged)."""
 BATCH_CELLS = 2_000_000
 """Series searched in full are batched up to this many (series x runs) cells."""
 
@@ -46,7 +55,8 @@ BATCH_CELLS = 2_000_000
 class Series:
     """One series, oldest sample first: ``t`` (start time, µs since the epoch, UTC), ``run``
     (index into :attr:`SeriesCache.runs`), ``value``, ``low``/``high`` (trial min / max),
-    ``stdev`` and the search ``state`` over them."""
+    ``stdev``, ``judged`` (False: an excluded sample) and the search ``state`` over the
+    judged samples."""
 
     t: np.ndarray
     run: np.ndarray
@@ -54,6 +64,7 @@ class Series:
     low: np.ndarray
     high: np.ndarray
     stdev: np.ndarray
+    judged: np.ndarray
     state: GroupState
 
     def __len__(self) -> int:
@@ -61,6 +72,11 @@ class Series:
 
     def arrays(self) -> list[np.ndarray]:
         return [getattr(self, name) for name in _ARRAYS]
+
+    def groups(self) -> list[Group]:
+        """jumpavg's groups of the judged samples, as groups of all samples (an excluded
+        sample is drawn on the level before it: :func:`libraries.trend.detect.spread_groups`)."""
+        return spread_groups(self.state.groups(), self.judged, self.value)
 
 
 @dataclass
@@ -97,23 +113,29 @@ class SeriesCache:
                 LOG.warning("%s: cache version %s, expected %s: rebuilding", folder,
                             meta.get("version"), CACHE_VERSION)
                 return cls()
-            offsets = meta["offsets"]
-            arrays = {name: np.memmap(folder / f"{name}.bin", dtype=dtype, mode="r",
-                                      shape=(offsets[-1],)) if offsets[-1] else
-                      np.empty(0, dtype) for name, dtype in _DTYPES.items()}
+            offsets, state_offsets = meta["offsets"], meta["state_offsets"]
+            arrays = {name: _mapped(folder / f"{name}.bin", dtype, (
+                state_offsets if name in _STATE else offsets)[-1])
+                      for name, dtype in _DTYPES.items()}
             cache = cls(files=meta["files"], runs=meta["runs"], folder=folder)
             for index, (key, scale) in enumerate(zip(meta["keys"], meta["scales"],
                                                      strict=True)):
                 part = slice(offsets[index], offsets[index + 1])
+                judged = slice(state_offsets[index], state_offsets[index + 1])
                 cache.series[(key[0], key[1])] = Series(
                     *(arrays[name][part] for name in _ARRAYS),
-                    GroupState(Scale(*scale), arrays["best"][part], arrays["choice"][part],
-                               arrays["group_avg"][part]))
+                    GroupState(Scale(*scale), *(arrays[name][judged] for name in _STATE)))
         except (OSError, ValueError, KeyError, TypeError) as error:
             LOG.warning("%s: unreadable change-detection cache (%s): rebuilding", cache_dir,
                         error)
             return cls()
         return cache
+
+
+def _mapped(path: Path, dtype: type, length: int) -> np.ndarray:
+    """``length`` values of ``dtype`` mapped from ``path`` (empty when none)."""
+    return np.memmap(path, dtype=dtype, mode="r", shape=(length,)) if length else \
+        np.empty(0, dtype)
 
 
 class _Writer:
@@ -126,6 +148,7 @@ class _Writer:
         self.keys: list[list[str]] = []
         self.scales: list[list[float]] = []
         self.offsets = [0]
+        self.state_offsets = [0]
 
     def write(self, key: Key, series: Series) -> None:
         parts = dict(zip(_ARRAYS, series.arrays(), strict=True))
@@ -136,12 +159,14 @@ class _Writer:
         self.keys.append(list(key))
         self.scales.append([series.state.scale.max_value, series.state.scale.low])
         self.offsets.append(self.offsets[-1] + len(series))
+        self.state_offsets.append(self.state_offsets[-1] + len(series.state))
 
     def finish(self, files: dict[str, int], runs: list[str]) -> None:
         for handle in self.handles.values():
             handle.close()
         meta = {"version": CACHE_VERSION, "files": files, "runs": runs, "keys": self.keys,
-                "scales": self.scales, "offsets": self.offsets}
+                "scales": self.scales, "offsets": self.offsets,
+                "state_offsets": self.state_offsets}
         (self.folder / "meta.json").write_text(json.dumps(meta))
 
 
@@ -158,9 +183,9 @@ def _read_added(store: Store, files: list[Path], runs: list[str]
                                  "FROM samples").fetchall())
         run_names = dict(con.execute("SELECT DISTINCT hash(run_id), run_id FROM samples")
                          .fetchall())
-        data = con.execute(
-            "SELECT hash(test_id, metric) AS k, epoch_us(start_time) AS t, hash(run_id) AS r,"
-            " value, low, high, stdev FROM samples ORDER BY k, t, run_id").fetchnumpy()
+        columns = {c[0] for c in con.execute("SELECT * FROM samples LIMIT 0").description}
+        data = con.execute(_SAMPLES if "excluded" in columns else _SAMPLES_BEFORE_EXCLUDED
+                           ).fetchnumpy()
     except duckdb.Error as error:
         raise store.explain(error, files) from None
     finally:
@@ -180,7 +205,8 @@ def _read_added(store: Store, files: list[Path], runs: list[str]
         grouped[(test_id, metric)] = [
             np.asarray(data["t"][start:end], dtype=np.int64), run[start:end],
             *(np.asarray(data[n][start:end], dtype=np.float64)
-              for n in ("value", "low", "high", "stdev"))]
+              for n in ("value", "low", "high", "stdev")),
+            np.asarray(data["judged"][start:end], dtype=np.bool_)]
     return grouped
 
 
@@ -238,14 +264,17 @@ def refresh(store: Store) -> tuple[SeriesCache, UpdateReport]:
         if not len(arrays) or not len(arrays[0]):
             continue
         state = old.series[key].state if key in old.series else None
-        scale = Scale.of(arrays[2], arrays[4])
+        judged = arrays[6]
+        scale = _scale(arrays, judged)
+        prefix = int(np.count_nonzero(judged[:prefix]))  # in judged samples
         if state is None or prefix == 0 or scale != state.scale:
             batch.append((key, arrays))
             if len(batch) * max(len(a[0]) for _, a in batch) > BATCH_CELLS:
                 report.rebuilt += _write_built(writer, batch)
             continue
-        if prefix < len(arrays[0]):
-            state = extend(state.truncated(prefix), arrays[2], arrays[5], tables)
+        state = state.truncated(prefix)  # the newest run deleted: no longer than the series
+        if prefix < np.count_nonzero(judged):
+            state = extend(state, arrays[2][judged], arrays[5][judged], tables)
             report.extended += 1
         writer.write(key, Series(*arrays, state))
     report.rebuilt += _write_built(writer, batch)
@@ -261,10 +290,19 @@ def refresh(store: Store) -> tuple[SeriesCache, UpdateReport]:
     return SeriesCache.load(cache_dir), report
 
 
+def _scale(arrays: list[np.ndarray], judged: np.ndarray) -> Scale | None:
+    """The search's scale over a series' judged samples (None: it has none)."""
+    return Scale.of(arrays[2][judged], arrays[4][judged]) if judged.any() else None
+
+
 def _write_built(writer: _Writer, batch: list[tuple[Key, list[np.ndarray]]]) -> int:
-    """Search the batched series in full, write them; empties the batch."""
-    states = build([(a[2], a[5], a[4]) for _, a in batch])
-    for (key, arrays), state in zip(batch, states, strict=True):
+    """Search the batched series in full (their judged samples), write them; empties the
+    batch."""
+    searched = [(key, arrays, arrays[6]) for key, arrays in batch]
+    states = iter(build([(a[2][j], a[5][j], a[4][j]) for _, a, j in searched if j.any()]))
+    for key, arrays, judged in searched:
+        state = next(states) if judged.any() else GroupState(
+            Scale(1.0, 0.0), np.empty(0), np.empty(0, np.int32), np.empty(0))
         writer.write(key, Series(*arrays, state))
     count = len(batch)
     batch.clear()
