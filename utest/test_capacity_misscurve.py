@@ -5,6 +5,7 @@ fitted honestly."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -126,6 +127,21 @@ def test_windows_no_honest_curve_fits_give_no_figure_and_say_why(rates, missed, 
                                                                          strict=True)])
     assert curve.rate is None and curve.low is None and curve.why == why
     assert curve.as_record()["why"] == why and curve.as_record()["rate"] is None
+
+
+def test_windows_the_fit_cannot_converge_on_give_no_figure_and_a_json_record():
+    """CI's e2e job beside the unit tests, 2026-11-28: 10 direct windows of 5 s, 9 at the
+    search's lowest rate and one at the knee, 4 missed: the Firth fit did not converge, its
+    NaN coefficients went into the record and the test failed writing it ("Out of range
+    float values are not JSON compliant")."""
+    lost = (0.0114, 0.0052, 0.0126, 0.0098, 0.0096, 0.0046, 0.0158, 0.0096, 0.0)
+    windows = [MissWindow(1170.0, 5.0, 0.0125, True)] + \
+        [MissWindow(1000.0, 5.0, share, share > 0.01) for share in lost]
+    curve = fit_miss_curve(windows)
+    assert curve.rate is None and curve.intercept is None and curve.slope is None
+    assert curve.why == ("the miss curve cannot be fitted from the 10 windows (4 missed, "
+                         "1000..1170 requests/s): the fit did not converge")
+    assert json.loads(json.dumps(curve.as_record(), allow_nan=False))["why"] == curve.why
 
 
 def test_a_crossing_outside_the_rates_measured_is_an_extrapolation():

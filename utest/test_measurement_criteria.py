@@ -303,7 +303,10 @@ def test_schema_violations_are_refused_on_write(tmp_path: Path, change, path):
 def test_nan_values_are_refused_and_nothing_is_written(tmp_path: Path):
     record = _record()
     record["metrics"]["rps"]["value"] = float("nan")
-    with pytest.raises(RecordError, match="Out of range float values"):
+    record["evidence"] = {"model": {"span": [1000.0, float("inf")], "slope": None}}
+    with pytest.raises(RecordError, match=r"Out of range float values are not JSON compliant: "
+                                          r"(?=.*metrics\.rps\.value = nan)"
+                                          r"(?=.*evidence\.model\.span\[1\] = inf)"):
         append_record(tmp_path / "records.jsonl", record)
     assert not (tmp_path / "records.jsonl").exists()
 

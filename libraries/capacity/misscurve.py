@@ -223,8 +223,13 @@ def fit_miss_curve(windows: Sequence[MissWindow], share: float = 0.1,
     x = np.log(rates / scale)
     target = math.log(share / (1.0 - share))
     b0, b1 = firth_fit(x, missed)
+    if not (math.isfinite(b0) and math.isfinite(b1)):  # no coefficients: None, never NaN
+        return replace(base, scale=scale, why=(
+            f"the miss curve cannot be fitted from the {len(rates)} windows "
+            f"({int(missed.sum())} missed, {rates.min():.0f}..{rates.max():.0f} requests/s): "
+            "the fit did not converge"))
     fit = replace(base, intercept=b0, slope=b1, scale=scale)
-    if not math.isfinite(b1) or b1 <= 0:
+    if b1 <= 0:
         return replace(fit, why=f"the miss share does not rise with rate over the "
                                 f"{len(rates)} windows ({int(missed.sum())} missed)")
     rate = scale * math.exp((target - b0) / b1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 from collections.abc import Iterator
 from datetime import datetime
@@ -119,8 +120,23 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
     try:
         line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
     except ValueError as error:  # NaN or infinity somewhere: not JSON
-        raise RecordError(f"{where}: {error}") from None
+        found = ", ".join(f"{key} = {value}" for key, value in non_finite(record)[:5])
+        raise RecordError(f"{where}: {error}: {found or 'no field found'}") from None
     append_line(path, line, f"the {where}")
+
+
+def non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:
+    """``(key path, value)`` of every NaN or infinity in ``value`` (dicts, lists, tuples),
+    e.g. ``("evidence.capacity.proxy.goals[0].lower", nan)``, in the order found."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path or "(the record)", value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items()
+                for found in non_finite(item, f"{path}.{key}" if path else str(key))]
+    if isinstance(value, list | tuple):
+        return [found for index, item in enumerate(value)
+                for found in non_finite(item, f"{path}[{index}]")]
+    return []
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
