@@ -14,7 +14,7 @@ import pytest
 from libraries.ab.comparison import load_comparison
 from libraries.ab.rounds import AbOutcome, MetricComparison, RatioInterval
 from libraries.ab.session import AbSession, NothingToCompare
-from libraries.keywords import ab as ab_keywords
+from libraries.keywords import context
 from libraries.keywords import vpp as vpp_keywords
 from libraries.report.ab_section import ab_section, ratio_chart
 from libraries.results.plan import AbSettings
@@ -208,7 +208,7 @@ def test_the_client_environment_is_rendered_again_on_a_switch(
         return {"VCL_CONFIG": f"/w/vcl-{app}.conf", "side": session.side}
 
     monkeypatch.setattr(vpp_keywords, "app_environment", fake_environment)
-    monkeypatch.setattr(ab_keywords, "current_ab", lambda: session)
+    monkeypatch.setattr(context, "ab_session", lambda: session)
     environment = vpp_keywords.client_environment("dut", "vpp", "wrk")
     assert environment()["side"] == "a"
     session.switch("b")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from robot.api import SkipExecution
 
-from libraries.keywords import vpp
+from libraries.keywords import context, vpp
 from libraries.keywords.vpp import VppKeywords
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import TOPOLOGY_DIR
@@ -18,7 +18,7 @@ from libraries.testbed.topology_file import load_topology, parse_topology
 
 def _run(monkeypatch, topology, stack: str = "vpp", ab: str = "", anyway: str = "no") -> None:
     testbed = SimpleNamespace(topology=topology)
-    monkeypatch.setattr(vpp, "current_testbed", lambda: testbed)
+    monkeypatch.setattr(context, "testbed", lambda: testbed)
     monkeypatch.setattr(vpp, "BuiltIn", lambda: SimpleNamespace(
         get_variable_value={"${AB}": ab, "${CAPACITY_SHARED_CORES}": anyway}.get))
     VppKeywords().skip_capacity_where_vpp_shares_its_cores("dut", stack)

@@ -156,6 +156,32 @@ def test_the_pure_packages_import_no_robot_framework(package: str):
             assert not any(n == "robot" or n.startswith("robot.") for n in names), path
 
 
+CONTEXT_MODULE = LIBRARIES / "keywords" / "context.py"
+"""The one module that finds a suite's other keyword libraries (Robot's library lookup)."""
+
+
+def _library_lookups(path: Path) -> list[int]:
+    """Lines of ``path`` doing Robot's library lookup: any ``get_library_instance`` (on
+    ``BuiltIn()`` or a name bound to it)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if (isinstance(node, ast.Attribute) and node.attr == "get_library_instance")
+            or (isinstance(node, ast.Name) and node.id == "get_library_instance")]
+
+
+def test_only_the_context_module_looks_up_a_library():
+    found = {str(p.relative_to(LIBRARIES)): lines for p in _modules()
+             if p != CONTEXT_MODULE and (lines := _library_lookups(p))}
+    assert found == {}, f"library lookups outside keywords/context.py: {found}"
+    assert _library_lookups(CONTEXT_MODULE)
+
+
+def test_the_lookup_check_sees_a_lookup(tmp_path: Path):
+    module = tmp_path / "sideways.py"
+    module.write_text("from robot.libraries.BuiltIn import BuiltIn\n"
+                      "def f():\n    b = BuiltIn()\n    return b.get_library_instance('X')\n")
+    assert _library_lookups(module) == [4]
+
+
 def test_no_results_module_runs_a_node_command():
     graph = _module_graph(_modules())
     for module, targets in graph.items():

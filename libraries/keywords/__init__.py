@@ -5,6 +5,9 @@ tcp_term, ssl_proxy with its capacity search, ebpf_stream, sslsniff; the SSL pro
 checks: ``https_paths``). A keyword translates Robot arguments and calls the plain modules of
 ``testbed``, ``tools``, ``results``, ``ab``, ``capacity`` and ``vpp``; the logic lives there.
 Every case measures through the one case runner (``case``: plain or A/B, progress, telemetry).
+A library finds another only through ``context`` (the testbed, the judge, the A/B session,
+the VPP placement, the profiling settings, the running HTTPS server, pabot's value sets): the
+one module doing Robot's library lookup.
 The top layer: nothing in ``libraries`` imports it. Suites import the libraries through
 ``resources/*.resource``, e.g. ``Library    libraries.keywords.testbed.TestbedKeywords``.
 """
@@ -15,36 +18,15 @@ import html
 from typing import TYPE_CHECKING
 
 from robot.api import logger
-from robot.libraries.BuiltIn import BuiltIn
 
 if TYPE_CHECKING:
-    from libraries.results.adaptive import Judge
     from libraries.testbed.provision import Testbed
-
-TESTBED_LIBRARY = "libraries.keywords.testbed.TestbedKeywords"
-RESULTS_LIBRARY = "libraries.keywords.results.ResultsKeywords"
 
 
 def log_folded(title: str, text: str) -> None:
     """Attach ``text`` (a rendered config, a tool's raw output) to log.html, folded."""
     logger.info(f"<details><summary>{html.escape(title)}</summary><pre>{html.escape(text)}"
                 f"</pre></details>", html=True)
-
-
-def current_testbed() -> Testbed:
-    """The testbed set up by this suite's ``Set Up Testbed`` (fails clearly when there is none)."""
-    library = BuiltIn().get_library_instance(TESTBED_LIBRARY)
-    return library.testbed
-
-
-def current_judge() -> Judge | None:
-    """The criteria and settings a measuring test is judged by (the results library's), or
-    None when the suite does not import it: the test then runs its planned trials only."""
-    try:
-        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
-    except RuntimeError:
-        return None
-    return library.judge()
 
 
 def tool_env(testbed: Testbed, node: str, tool: str,

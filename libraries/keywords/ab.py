@@ -22,28 +22,17 @@ from robot.libraries.BuiltIn import BuiltIn
 from libraries.ab.duet_link import DuetLink, DuetRole
 from libraries.ab.opening import open_session
 from libraries.ab.session import AbSession, Use
-from libraries.keywords import current_testbed
+from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import ab_settings_from_variables
 from libraries.testbed.errors import HostStackError
-
-AB_LIBRARY = "libraries.keywords.ab.AbKeywords"
-
-
-def current_ab() -> AbSession | None:
-    """This suite's A/B session, or None (no ``-v AB``, or a suite without the library)."""
-    try:
-        library_ = BuiltIn().get_library_instance(AB_LIBRARY)
-    except RuntimeError:
-        return None
-    return library_.session
 
 
 def component_started(name: str, uses: set[Use], stop: Callable[[], None],
                       restart: Callable[[], None]) -> None:
     """A set-up keyword started ``name`` (a server, a proxy, VPP), which reads ``uses``: in an
     A/B run a switch of side stops it and ``restart``s it where the sides differ in them."""
-    ab = current_ab()
+    ab = context.ab_session()
     if ab is not None:
         ab.register(name, uses, stop, restart)
 
@@ -61,25 +50,25 @@ def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Us
 def side_nginx(role: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The active A/B side's extra (http, server) directives for nginx ``role``; none in a
     plain run."""
-    ab = current_ab()
+    ab = context.ab_session()
     return ab.nginx(role) if ab is not None else ((), ())
 
 
 def side_vcl(app: str) -> tuple[str, ...]:
     """The active A/B side's VCL lines for ``app``; none in a plain run."""
-    ab = current_ab()
+    ab = context.ab_session()
     return ab.vcl(app) if ab is not None else ()
 
 
 def side_startup(node: str) -> tuple[tuple[str, str], ...]:
     """The active A/B side's VPP startup sections for ``node``; none in a plain run."""
-    ab = current_ab()
+    ab = context.ab_session()
     return ab.startup(node) if ab is not None else ()
 
 
 def refuse_in_ab(why: str) -> None:
     """Skip the test with ``why`` when it runs as an A/B test (a variant A/B cannot compare)."""
-    if current_ab() is not None:
+    if context.ab_session() is not None:
         raise SkipExecution(why)
 
 
@@ -134,7 +123,7 @@ class AbKeywords:
             raise HostStackError(str(error)) from None
         duet = _duet_link(builtin.get_variable_value("${AB_DUET}", ""))
         try:
-            self.session = open_session(path, current_testbed(), settings, duet)
+            self.session = open_session(path, context.testbed(), settings, duet)
         except BaseException:
             if duet is not None:
                 duet.close()

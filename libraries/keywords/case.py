@@ -28,9 +28,8 @@ from typing import Any
 from robot.api import SkipExecution, logger
 
 from libraries.ab.session import MeasuredBeside, NothingToCompare, Use
-from libraries.keywords import current_judge, current_testbed, log_folded
-from libraries.keywords.ab import current_ab
-from libraries.keywords.profiling import current_profiling, profile_case
+from libraries.keywords import context, log_folded
+from libraries.keywords.profiling import profile_case
 from libraries.keywords.progress import ConsoleProgress
 from libraries.keywords.telemetry import TrialTelemetry
 from libraries.results.adaptive import Build, measure
@@ -74,10 +73,10 @@ def run_case(case: Case, telemetry: TrialTelemetry,
              after: Callable[[Measurement], None] | None = None) -> Measurement:
     """Measure ``case`` plainly or as an A/B test (see the module); ``after`` runs once after
     a plain run's trials (never in an A/B run, whose record compares only the trials)."""
-    ab = current_ab()
+    ab = context.ab_session()
     unused = None
     if ab is not None:
-        profiling = current_profiling(True)
+        profiling = context.profiling(True)
         if profiling is not None and ab.duet is not None:
             if profiling[0].mode == "on":
                 raise HostStackError("-v PROFILE:on: a duet A/B run cannot profile its sides "
@@ -103,7 +102,7 @@ def run_case(case: Case, telemetry: TrialTelemetry,
         else:
             _side_telemetry(measurement, case, telemetry)
             if profiling is not None and measurement.ab:
-                profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
+                profile_case(measurement, case.name, _profiled(case), context.testbed(), ab,
                              *profiling, trials=telemetry.trials)
             return measurement
     measurement = _plain(case, telemetry, after)
@@ -115,14 +114,14 @@ def run_case(case: Case, telemetry: TrialTelemetry,
 def _plain(case: Case, telemetry: TrialTelemetry,
            after: Callable[[Measurement], None] | None) -> Measurement:
     """A plain run of ``case`` (see the module)."""
-    profiling = current_profiling(False)
-    measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
+    profiling = context.profiling(False)
+    measurement, results = measure(case.variants, case.plan, case.build, context.judge(),
                                    AllObservers(ConsoleProgress(), telemetry))
     telemetry.close(measurement)
     if after is not None:
         after(measurement)
     if profiling is not None:
-        profile_case(measurement, case.name, _profiled(case), current_testbed(), None,
+        profile_case(measurement, case.name, _profiled(case), context.testbed(), None,
                      *profiling)
     for variant, runs in results.items():
         for number, run in enumerate(runs, start=1):

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords import context, log_folded, tool_env
 from libraries.keywords.ab import component_started, side_nginx
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
@@ -70,7 +70,7 @@ class EbpfStreamKeywords:
     def require_ebpf_nginx_on_node(self, node: str = "dut") -> str:
         """Return the eBPF-capable nginx of ``node`` (topology ``tools.nginx_ebpf``); skip
         the test with the reason when it is not declared or lacks the module."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         name = testbed.topology.resolve_node(node)
         binary = testbed.topology.nodes[name].tools.get("nginx_ebpf")
         if binary is None:
@@ -87,7 +87,7 @@ class EbpfStreamKeywords:
                                          pinned: bool = False) -> None:
         """Start ``iperf3 -s -p 20001`` on ``node`` (pinned to its ``server`` CPUs when
         ``pinned``) and wait until it listens."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
         cpus = testbed.topology.cpus_of(target.name, "server") if pinned else None
@@ -111,7 +111,7 @@ class EbpfStreamKeywords:
         eBPF-module build (``ebpf_enable on``, port 10000, user root, notice-level log for
         the engagement evidence). ``pinned`` sets ``worker_cpu_affinity`` to the node's
         ``proxy`` CPU (seed 003: worker, client and server on different cores)."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         address = testbed.topology.address_of(upstream, seen_from=target.name)
         cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
@@ -166,7 +166,7 @@ class EbpfStreamKeywords:
         """
         if self._server is None:
             raise HostStackError("start the stream test server first")
-        testbed = current_testbed()
+        testbed = context.testbed()
         tg = testbed.node(client)
         server_name = self._server[0]
         targets = {"direct": (testbed.topology.address_of(server_name, tg.name), IPERF_PORT)}
@@ -207,7 +207,7 @@ class EbpfStreamKeywords:
             return result
 
         variants = dict.fromkeys(targets, trial)
-        judge = current_judge()
+        judge = context.judge()
 
         def build(results: dict[str, list[IperfResult]], seconds: float) -> Measurement:
             measurement = Measurement(

@@ -38,7 +38,6 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.ab.comparison import side_topology
 from libraries.ab.rounds import ratio_interval
-from libraries.keywords import RESULTS_LIBRARY
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.profile import (
     Folded,
@@ -89,17 +88,6 @@ class Target:
     trial: Callable[[Trial], Any]
     prepare: Callable[[], Any] | None = None
     title: str = ""
-
-
-def current_profiling(ab: bool) -> tuple[ProfileSettings, Path] | None:
-    """The profiling settings and run folder when this test gets a profiling trial (the suite
-    imports the results library and ``-v PROFILE`` asks for it), else None."""
-    try:
-        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
-    except RuntimeError:
-        return None
-    settings, folder = library.profiling()
-    return (settings, folder) if settings.wanted(ab) else None
 
 
 def slug(text: str) -> str:

@@ -16,7 +16,7 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
-from libraries.keywords import TESTBED_LIBRARY
+from libraries.keywords import context
 from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE
 from libraries.report.run_end import failure_line, finish_run
@@ -214,7 +214,7 @@ class ResultsKeywords:
     def judge(self) -> Judge:
         """The criteria of the running testbed's topology at this suite's settings (case
         libraries measure until it is conclusive)."""
-        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY).testbed
+        testbed = context.testbed()
         path, criteria = self._criteria_file()
         try:
             settings = self._settings(testbed.topology)
@@ -237,8 +237,7 @@ class ResultsKeywords:
 
     @staticmethod
     def _testbed_context() -> tuple[str, dict[str, dict[str, str]]]:
-        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY)
-        return testbed.testbed.topology.name, testbed.versions
+        return context.testbed().topology.name, context.testbed_versions()
 
     # -- keywords ----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from libraries.capacity.generators import (
     latency_pass,
 )
 from libraries.capacity.limits import search_paths_capacity
-from libraries.keywords import current_judge, current_testbed, log_folded, tool_env
+from libraries.keywords import context, log_folded, tool_env
 from libraries.keywords.ab import closed_loop_uses, component_started, side_nginx
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.https_paths import (
@@ -134,7 +134,7 @@ class SslProxyKeywords:
     def create_content_file_on_node(self, node: str, size: str = "1kb") -> str:
         """Create a file of ``size`` random bytes (``1kb``, ``64kb``, ``1m``, bytes) in the
         node's web root and return its URL path, e.g. ``/1kb``."""
-        target = current_testbed().node(node)
+        target = context.testbed().node(node)
         name = size_name(size)
         target.run(content_file_command(f"{target.workdir}/www/{name}", size), timeout=60)
         return f"/{name}"
@@ -148,7 +148,7 @@ class SslProxyKeywords:
         ``require_client_cert`` makes it demand a client certificate signed by the run's CA
         (the upstream mutual-TLS variant). The rendered config is attached to the log.
         """
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         env = app_environment(target.name, "server", stack, program="nginx")
         certs = self._certificates(target)
@@ -189,7 +189,7 @@ class SslProxyKeywords:
         ``mtls`` presents the run's client certificate to the upstream and verifies the
         upstream's certificate against the run's CA (seed 002 in today's nginx terms).
         """
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         env = app_environment(target.name, "proxy", stack, program="nginx")
         upstream_node = testbed.topology.resolve_node(upstream)
@@ -245,7 +245,7 @@ class SslProxyKeywords:
         """
         if self._server is None or self._proxy is None:
             raise HostStackError("start the HTTPS server and the reverse proxy first")
-        testbed = current_testbed()
+        testbed = context.testbed()
         tg = testbed.node(client)
         server = testbed.node(self._server.handle.node)
         proxy = testbed.node(self._proxy.node)
@@ -295,7 +295,7 @@ class SslProxyKeywords:
             check_responses(result, size, variant, int(connections))
             return result
 
-        judge = current_judge()
+        judge = context.judge()
         alpha = judge.settings.alpha if judge else DEFAULT_ALPHA
 
         def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
@@ -381,7 +381,7 @@ class SslProxyKeywords:
                       cpus: list[int] | None, ledger: str, url: str, plan: TrialPlan) -> None:
         """The constant-rate pass at half the measured maximum
         (:func:`libraries.capacity.generators.latency_pass`)."""
-        tools = current_testbed().topology.nodes[tg.name].tools
+        tools = context.testbed().topology.nodes[tg.name].tools
         connections = int(measurement.parameters["connections"])
         generator, why = find_generator(tg, tools, cpus, env, ledger)
         if generator is not None:

@@ -13,9 +13,8 @@ from typing import Any
 
 from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_judge, current_testbed, tool_env
+from libraries.keywords import context, tool_env
 from libraries.keywords.ab import closed_loop_uses, component_started, refuse_in_ab
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
@@ -47,7 +46,6 @@ from libraries.tools.wrk.output import WrkResult
 from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
 LOG = logging.getLogger(__name__)
-SSL_PROXY_LIBRARY = "libraries.keywords.ssl_proxy.SslProxyKeywords"
 BPFTIME_PORT = 8447
 
 
@@ -61,7 +59,7 @@ class SslsniffKeywords:
 
     @staticmethod
     def _server() -> NginxHandle:
-        server = BuiltIn().get_library_instance(SSL_PROXY_LIBRARY).server
+        server = context.https_server()
         if server is None:
             raise HostStackError("start the HTTPS server first ('Start HTTPS Server On Node')")
         return server
@@ -71,7 +69,7 @@ class SslsniffKeywords:
         """Choose the kernel tracer ``node`` can run (bcc sslsniff where kernel headers exist,
         else the project's bpftrace script) and return its kind; skip with the reason when
         neither can run."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         bpftrace = testbed.topology.nodes[target.name].tools.get("bpftrace", "bpftrace")
         try:
@@ -103,7 +101,7 @@ class SslsniffKeywords:
         if self._tracer is None:
             raise HostStackError("call 'Require Kernel SSL Tracer On Node' first")
         tracer = self._tracer
-        dut = current_testbed().nodes[self._server().node]
+        dut = context.testbed().nodes[self._server().node]
         evidence: list[dict] = []
 
         def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
@@ -149,7 +147,7 @@ class SslsniffKeywords:
         """Check that ``node`` has the seed's sslsniff program (bpftime's libbpf example;
         topology ``tools.bpftime_sslsniff``) and bpftool; return its version. Skips with the
         reason where it is not declared or not installed."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         binary = testbed.topology.nodes[target.name].tools.get("bpftime_sslsniff")
         if binary is None:
@@ -175,7 +173,7 @@ class SslsniffKeywords:
         if self._seed is None:
             raise HostStackError("call 'Require Seed Sslsniff On Node' first")
         seed = self._seed
-        dut = current_testbed().nodes[self._server().node]
+        dut = context.testbed().nodes[self._server().node]
         evidence: list[dict] = []
 
         def traced(run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
@@ -221,7 +219,7 @@ class SslsniffKeywords:
         ``tool_env.bpftime``, the libraries' folder from ``tool_dirs.bpftime`` or found beside
         the binary)."""
         server = self._server()
-        testbed = current_testbed()
+        testbed = context.testbed()
         dut = testbed.nodes[server.node]
         spec = testbed.topology.nodes[dut.name]
         refuse_in_ab("A/B runs do not compare the bpftime variant: its traced nginx is a copy "
@@ -275,7 +273,7 @@ class SslsniffKeywords:
                  duration: str | int, warmup: str | int, traced: Callable | None,
                  variant: str,
                  traced_port: int | None = None) -> Measurement:
-        testbed = current_testbed()
+        testbed = context.testbed()
         server = self._server()
         dut = testbed.nodes[server.node]
         tg = testbed.node(client)
@@ -308,7 +306,7 @@ class SslsniffKeywords:
                 return wrk(port, trial.seconds)
             return traced(lambda: wrk(port, trial.seconds), trial)
 
-        judge = current_judge()
+        judge = context.judge()
 
         def build(results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
             measurement = Measurement(

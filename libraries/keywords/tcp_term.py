@@ -9,7 +9,7 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.keywords import current_judge, current_testbed, tool_env
+from libraries.keywords import context, tool_env
 from libraries.keywords.ab import component_started
 from libraries.keywords.case import Case, run_case
 from libraries.keywords.telemetry import TrialTelemetry
@@ -50,7 +50,7 @@ class TcpTermKeywords:
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
         """Start ``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs)
         and wait until it listens."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         target = testbed.node(node)
         vpp_env = app_environment(target.name, "server", stack, program="iperf3")
         env = tool_env(testbed, target.name, "iperf3", vpp_env)
@@ -87,7 +87,7 @@ class TcpTermKeywords:
         """
         if self._server is None:
             raise HostStackError("start the iperf3 server first")
-        testbed = current_testbed()
+        testbed = context.testbed()
         tg = testbed.node(client)
         server = testbed.node(self._server[0])
         address = app_address(testbed, "server", server.name, tg.name, stack)
@@ -111,7 +111,7 @@ class TcpTermKeywords:
                 raise HostStackError(f"{server.where}: the iperf3 server died: {log!r}")
             return result
 
-        judge = current_judge()
+        judge = context.judge()
 
         def build(results: dict[str, list[IperfResult]], seconds: float) -> Measurement:
             runs = results["iperf3"]
@@ -153,7 +153,7 @@ class TcpTermKeywords:
         dpdk) is left to VPP. Skips when the nodes share no link (e.g. the 1node loopback
         testbed) or the topology does not allow MTU changes (a lab without
         ``may_change: [mtu]``)."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         a = testbed.topology.resolve_node(node_a)
         b = testbed.topology.resolve_node(node_b)
         if not testbed.topology.allows_change("mtu"):

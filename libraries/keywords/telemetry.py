@@ -23,8 +23,7 @@ from typing import Any
 
 from robot.api import logger
 
-from libraries.keywords import log_folded
-from libraries.keywords.vpp import vpp_library
+from libraries.keywords import context, log_folded
 from libraries.results.measurement import Measurement
 from libraries.results.telemetry import format_cpu_table, shared_kernels, telemetry_block
 from libraries.testbed.errors import CommandError, HostStackError
@@ -82,8 +81,8 @@ class TrialTelemetry:
     @classmethod
     def for_current_suite(cls, testbed: Testbed) -> TrialTelemetry:
         """Telemetry over every node of ``testbed`` and every VPP this suite started."""
-        library = vpp_library()
-        return cls(testbed, library.running_instances() if library else None)
+        placement = context.vpp_placement()
+        return cls(testbed, placement.instances if placement else None)
 
     def ledger(self, node: str) -> str:
         """:func:`ledger_dir` of node ``node``."""
