@@ -1,9 +1,12 @@
 """Tests of the package layout: imports point only downward, modules stay small, no circles.
 
-Layers, lowest first: testbed < tools, results < ab, capacity < vpp < history < trend <
-report < nightly < bisect < keywords (see ``libraries/__init__.py``). ``tools`` and ``results``
-are side by side (neither imports the other), so are ``ab`` and ``capacity``. ``results``,
-``ab`` and ``capacity`` hold no Robot Framework code, and ``results`` runs nothing on a node.
+Layers, lowest first: testbed < tools, results < ab, capacity < vpp < cases < history <
+trend < report < nightly < bisect < keywords (see ``libraries/__init__.py``). ``tools`` and
+``results`` are side by side (neither imports the other), so are ``ab`` and ``capacity``.
+``cases`` (each test case as plain Python) sits right under ``keywords``, its only user: the
+keyword libraries adapt the cases to Robot and only ``keywords/context.py`` looks a library
+up. ``results``, ``ab``, ``capacity`` and ``cases`` hold no Robot Framework code, and
+``results`` runs nothing on a node.
 Inside ``tools``, each tool family (a sub-package) or single-module tool is a unit: a unit uses
 another only through that unit's package (its ``__init__``), never its modules, and the units
 depend on each other as :data:`TOOL_UNITS` allows, without a circle. No module imports itself
@@ -29,15 +32,16 @@ ALLOWED: dict[str, set[str]] = {
     "ab": {"testbed", "tools", "results"},
     "capacity": {"testbed", "tools", "results"},
     "vpp": {"testbed", "tools"},
+    "cases": {"testbed", "tools", "results", "ab", "capacity", "vpp"},
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
     "nightly": {"testbed", "results", "ab", "history", "trend", "report"},
     "bisect": {"testbed", "tools", "results", "ab"},
-    "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
-                 "report", "nightly"},
+    "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
+                 "trend", "report", "nightly"},
 }
-NO_ROBOT = ("results", "ab", "capacity")
+NO_ROBOT = ("results", "ab", "capacity", "cases")
 """Packages with no Robot Framework import: the keyword layer adapts them."""
 NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "libraries.testbed.ssh",
                 "libraries.testbed.netns", "libraries.testbed.shell")
@@ -196,8 +200,8 @@ def test_no_module_imports_an_alias():
 
 
 def test_allowed_imports_have_no_cycle():
-    order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
-             "report", "nightly", "bisect", "keywords"]
+    order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
+             "trend", "report", "nightly", "bisect", "keywords"]
     for package, allowed in ALLOWED.items():
         assert all(order.index(lower) < order.index(package) for lower in allowed)
 

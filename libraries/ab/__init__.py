@@ -5,7 +5,7 @@ order, the Hodges-Lehmann interval of per-round ratios at corrected looks and th
 verdict per metric (``rounds``, with the four-outcome rule of
 :func:`libraries.results.verdict.classify`), the record's ``ab`` block and the test's message
 (``record``), and the session of a running suite: sides, components, what a test uses,
-switching, sysctls set and restored (``session``). No Robot Framework: the keyword layer
-(``libraries.keywords.ab`` and the case runner ``libraries.keywords.case``) adapts it. Imports
+switching, sysctls set and restored (``session``). No Robot Framework: the case runner
+(``libraries.cases.runner``) measures through it and ``libraries.keywords.ab`` adapts it. Imports
 ``libraries.testbed``, ``libraries.tools`` (version probes) and ``libraries.results``.
 """

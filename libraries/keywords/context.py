@@ -3,25 +3,32 @@
 A suite imports one library per area (``resources/*.resource``); what one keeps, others read:
 the testbed (``TestbedKeywords``), the judge, the settings and the run folder
 (``ResultsKeywords``), the A/B session (``AbKeywords``), where applications sit on VPP
-(``VppKeywords``), the running HTTPS server (``SslProxyKeywords``, which the sslsniff case
-traces) and pabot's value sets (``pabot.PabotLib``). Each is found here by Robot's library
-lookup (``BuiltIn().get_library_instance``), and nowhere else (``utest/test_layers.py``).
+(``VppKeywords``), the HTTPS server and proxy started (``SslProxyKeywords``; the sslsniff
+case traces the server) and pabot's value sets (``pabot.PabotLib``). Each is found here by
+Robot's library lookup (``BuiltIn().get_library_instance``), and nowhere else
+(``utest/test_layers.py``).
 A library the suite does not import gives None where a case can do without it.
+
+:func:`case_context` puts them together as the cases' one argument
+(:class:`libraries.cases.context.CaseContext`), with Robot's log and console progress.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
+
+from libraries.cases.context import CaseContext, ProfileRequest
+from libraries.cases.ssl_proxy import ProxySetup
+from libraries.keywords import log_folded
+from libraries.keywords.progress import ConsoleProgress
 
 if TYPE_CHECKING:
     from libraries.ab.session import AbSession
     from libraries.results.adaptive import Judge
-    from libraries.results.settings import ProfileSettings
     from libraries.testbed.provision import Testbed
-    from libraries.tools.nginx.service import NginxHandle
     from libraries.vpp.placement import VppPlacement
 
 TESTBED_LIBRARY = "libraries.keywords.testbed.TestbedKeywords"
@@ -62,16 +69,6 @@ def judge() -> Judge | None:
     return None if library is None else library.judge()
 
 
-def profiling(ab: bool) -> tuple[ProfileSettings, Path] | None:
-    """The profiling settings and run folder when this test gets a profiling trial (the suite
-    imports the results library and ``-v PROFILE`` asks for it), else None."""
-    library = _optional(RESULTS_LIBRARY)
-    if library is None:
-        return None
-    settings, folder = library.profiling()
-    return (settings, folder) if settings.wanted(ab) else None
-
-
 def ab_session() -> AbSession | None:
     """This suite's A/B session, or None (no ``-v AB``, or a suite without the library)."""
     library = _optional(AB_LIBRARY)
@@ -85,12 +82,45 @@ def vpp_placement() -> VppPlacement | None:
     return None if library is None else library.placement
 
 
-def https_server() -> NginxHandle | None:
-    """The running HTTPS server started by ``Start HTTPS Server On Node`` (or None)."""
+def proxy_setup() -> ProxySetup | None:
+    """What the SSL proxy library started (the HTTPS server the sslsniff case traces), or None
+    when the suite does not import it."""
     library = _optional(SSL_PROXY_LIBRARY)
-    return None if library is None else library.server
+    return None if library is None else library.setup
 
 
 def pabotlib() -> Any:
     """pabot's ``PabotLib`` instance the suite imported (value sets of the lab pool)."""
     return _library(PABOTLIB)
+
+
+class RobotLog:
+    """The cases' :class:`~libraries.cases.context.Log` in Robot's log."""
+
+    def info(self, text: str) -> None:
+        logger.info(text)
+
+    def warn(self, text: str) -> None:
+        logger.warn(text)
+
+    def folded(self, title: str, text: str) -> None:
+        log_folded(title, text)
+
+
+def _test_name() -> str:
+    return str(BuiltIn().get_variable_value("${TEST NAME}", ""))
+
+
+def case_context() -> CaseContext:
+    """The context a case runs in, from this suite's libraries: its testbed, judge, A/B
+    session, VPP placement and profiling settings (each None where the suite does without),
+    Robot's log and console progress."""
+    results = _optional(RESULTS_LIBRARY)
+    request = None
+    if results is not None:
+        settings, folder = results.profiling()
+        request = ProfileRequest(settings, folder)
+    return CaseContext(testbed=testbed(), log=RobotLog(),
+                       judge=None if results is None else results.judge(),
+                       ab=ab_session(), vpp=vpp_placement(), profiling=request,
+                       progress=ConsoleProgress, test_name=_test_name)

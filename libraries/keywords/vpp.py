@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import time
-from collections.abc import Callable
 
-from robot.api import SkipExecution, logger
+from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.cases.capacity import skip_where_vpp_shares_its_cores
 from libraries.keywords import context, log_folded
-from libraries.keywords.ab import component_started, side_startup, side_vcl
-from libraries.results.settings import parse_switch
 from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Node, Process
-from libraries.testbed.provision import Testbed
+from libraries.testbed.node import Node
 from libraries.vpp.loopback import (
     LoopbackHostStack,
     LoopbackHostStackPlan,
@@ -63,80 +59,6 @@ LOG = logging.getLogger(__name__)
 # VPP loopback addresses for the one-node layout: inside VPP only, never in a kernel table.
 LOOPBACK_ADDRESSES = {"server": "198.18.101.1/24", "proxy": "198.18.102.1/24",
                       "client": "198.18.103.1/24"}
-
-
-def app_environment(node: str, app: str, stack: str, program: str) -> dict[str, str] | None:
-    """Environment putting ``app`` (run by ``program``: iperf3, nginx, wrk) on VPP's host
-    stack when ``stack`` is vpp and this suite's VPP runs on ``node``; None (kernel stack)
-    otherwise."""
-    if stack == "kernel":
-        return None
-    if stack != "vpp":
-        raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
-    placement = context.vpp_placement()
-    name = context.testbed().topology.resolve_node(node) if placement is not None else node
-    if placement is None or not placement.runs_vpp(name):
-        return None  # e.g. the TG of a 3node testbed: only the DUT runs VPP
-    env, path, text = placement.app_environment(name, app, program, side_vcl(app))
-    logger.info(f"VCL config of {app} on {name} ({path}):\n{text}")
-    return env
-
-
-def client_environment(node: str, stack: str,
-                       program: str) -> Callable[[], dict[str, str] | None]:
-    """:func:`app_environment` of the ``client`` app, as a getter read per trial. In an A/B
-    run a side with other client VCL lines or another VPP install (its LD_PRELOAD) renders it
-    again on every switch: the client starts per trial, so it is a component with nothing to
-    stop."""
-    env = {"now": app_environment(node, "client", stack, program)}
-    if env["now"] is not None:
-        def render() -> None:
-            env["now"] = app_environment(node, "client", stack, program)
-
-        component_started(f"vcl-client-{node}", {("vcl", "client"), ("vpp", node)},
-                          lambda: None, render)
-    return lambda: env["now"]
-
-
-def app_address(testbed: Testbed, app: str, target: str, seen_from: str, stack: str) -> str:
-    """Address to reach ``app`` on ``target``: its VPP namespace's address in the loopback
-    layout, else the topology's address of ``target`` as seen from ``seen_from``."""
-    placement = context.vpp_placement() if stack == "vpp" else None
-    address = placement.app_address(app) if placement is not None else None
-    return address or testbed.topology.address_of(target, seen_from=seen_from)
-
-
-def wait_until_listed(node: str, port: int, app: str, process: Process,
-                      timeout: float = 10.0) -> None:
-    """Wait until VPP lists ``app``'s listener on ``port`` (an app over VPP has no kernel
-    socket to wait for); fail with its output if it exits, or with VPP's sessions."""
-    if context.vpp_placement() is None:
-        raise HostStackError("VPP keywords are not imported in this suite")
-    target = context.testbed().node(node)
-    deadline = time.monotonic() + timeout
-    while True:
-        if not target.is_running(process):
-            raise HostStackError(f"{target.where}: {app} exited before listening on VPP: "
-                                 f"{target.read_log(process)[-2000:]!r}")
-        try:
-            require_app_on_vpp(node, port, app)
-            return
-        except HostStackError:
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
-
-
-def require_app_on_vpp(node: str, port: int, app: str) -> None:
-    """Fail with "the application is not on VPP's host stack" unless VPP lists ``app``'s
-    listener on ``port``."""
-    placement = context.vpp_placement()
-    if placement is None:
-        raise HostStackError("VPP keywords are not imported in this suite")
-    name = context.testbed().topology.resolve_node(node)
-    text = placement.sessions(name)
-    logger.info(f"VPP sessions on {name}:\n{text}")
-    placement.require_listener(text, port, app)
 
 
 def _require_address_change(name: str) -> None:
@@ -186,7 +108,7 @@ class VppKeywords:
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
                            ports=startup_contribution(ports), mtu=int(mtu) if mtu else None,
-                           extra_sections=side_startup(name))
+                           extra_sections=context.case_context().side_startup(name))
         reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
             layout, has_hugepages(testbed.nodes[name]))
         if reason:
@@ -212,8 +134,9 @@ class VppKeywords:
         else:
             self.give_node_interfaces_to_vpp(node, mtu=mtu)
         # an A/B side with another VPP install or startup sections restarts it
-        component_started(f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
-                          lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
+        context.case_context().component_started(
+            f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
+            lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",
@@ -272,37 +195,9 @@ class VppKeywords:
         closed-loop rates, not capacities, and is never skipped here; the kernel stack
         neither. ``-v
         CAPACITY_SHARED_CORES:yes`` measures it anyway, with a warning naming the keys."""
-        variables = BuiltIn()
-        if stack != "vpp" or variables.get_variable_value("${AB}", ""):
-            return
-        try:
-            anyway = parse_switch("CAPACITY_SHARED_CORES", variables.get_variable_value(
-                "${CAPACITY_SHARED_CORES}", False))
-        except ValueError as error:
-            raise HostStackError(str(error)) from None
-        topology = context.testbed().topology
-        name = topology.resolve_node(node)
-        sharers = topology.vpp_core_sharers(name)
-        if anyway and sharers != []:
-            logger.warn(f"{name}: capacity measured with VPP's cores shared (-v "
-                        f"CAPACITY_SHARED_CORES:yes): {', '.join(sharers or ['not pinned'])}; "
-                        "the figure includes how the programs take turns on the core")
-            return
-        if sharers is None:
-            raise SkipExecution(
-                f"{name}: VPP's cores are not pinned (nodes.{name}.cpus.vpp_main is not set): a "
-                "capacity under a latency goal needs VPP on cores of its own (-v "
-                "CAPACITY_SHARED_CORES:yes measures it anyway)")
-        if sharers:
-            raise SkipExecution(
-                f"{name}: VPP forwards on CPU "
-                f"{', '.join(map(str, topology.vpp_cores(name) or []))}, which "
-                f"{', '.join(sharers)} also pin programs to: VPP's main loop polls and "
-                "leaves the core only when the scheduler takes it, so a capacity under a "
-                "latency goal would measure how they take turns on it, not the host stack; "
-                "give VPP cores of its own in the topology "
-                f"(nodes.{name}.cpus.vpp_main / vpp_workers), or measure it anyway with -v "
-                "CAPACITY_SHARED_CORES:yes")
+        skip_where_vpp_shares_its_cores(
+            context.case_context(), node, stack, BuiltIn().get_variable_value("${AB}", ""),
+            BuiltIn().get_variable_value("${CAPACITY_SHARED_CORES}", False))
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
