@@ -186,6 +186,20 @@ def test_the_lookup_check_sees_a_lookup(tmp_path: Path):
     assert _library_lookups(module) == [4]
 
 
+CASE_TESTS = ("test_cases.py", "test_capacity_placement.py")
+"""The cases' unit tests: a context built by hand, no Robot Framework to patch."""
+
+
+@pytest.mark.parametrize("name", CASE_TESTS)
+def test_the_cases_are_tested_without_robot_framework(name: str):
+    path = Path(__file__).resolve().parent / name
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        assert not any(n == "robot" or n.startswith(("robot.", "libraries.keywords"))
+                       for n in names), f"{name} imports {names}"
+
+
 def test_no_results_module_runs_a_node_command():
     graph = _module_graph(_modules())
     for module, targets in graph.items():
