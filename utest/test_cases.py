@@ -27,6 +27,7 @@ from libraries.cases.tcp_term import TcpRequest, TcpTermCase, TcpTermSetup
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
+from libraries.testbed.command import hard_timeout
 from libraries.testbed.errors import CommandError, HostStackError, ParseError
 from libraries.testbed.node import CommandResult, Process
 from libraries.testbed.provision import Testbed
@@ -65,6 +66,7 @@ class FakeNode:
     workdir: str = "/w"
     processes: list[Process] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    calls: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def where(self) -> str:
@@ -73,6 +75,7 @@ class FakeNode:
     def run(self, command: str, timeout: float = 10, check: bool = True, sudo: bool = False,
             quiet: bool = False) -> CommandResult:
         self.commands.append(command)
+        self.calls.append((command, timeout))
         if command.startswith("wrk --help"):
             result = CommandResult(command, 1, WRK_HELP, "", 0.0)
         elif "https://" in command:
@@ -129,6 +132,18 @@ def test_the_ssl_proxy_case_measures_both_paths_with_wrk_pinned_and_timed():
                for note in measurement.notes)
     assert case.searcher is None
     assert "proxy trial 1: wrk output" in log.lines
+
+
+def test_the_architecture_walk_shows_the_wrk_command_the_case_renders():
+    """ARCHITECTURE.md's walk from tests/ssl_proxy to the node command ends with the exact
+    line of ``1kb-10c-kernel-ssl-proxy`` on 3node: a measured proxied trial of 2 s."""
+    walk = (Path(__file__).resolve().parent.parent / "ARCHITECTURE.md").read_text()
+    shown = next(line.strip() for line in walk.splitlines()
+                 if line.strip().startswith("timeout -k 2 19 sh -c"))
+    case = _proxy_case(Log())
+    case.trial(Trial("proxy", 2, 1))
+    line, timeout = case.tg.calls[-1]
+    assert hard_timeout(line, timeout) == shown.replace("/tmp/hoststack-<prefix>/tg", "/w")
 
 
 def test_the_mtls_variant_has_no_direct_path():

@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
 NO_ROBOT = ("results", "ab", "capacity", "cases")
 """Packages with no Robot Framework import: the keyword layer adapts them."""
 NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "libraries.testbed.ssh",
-                "libraries.testbed.netns", "libraries.testbed.shell")
+                "libraries.testbed.netns", "libraries.testbed.command")
 """What runs commands on a node: ``results`` imports none of it."""
 # A command whose home moved keeps its old spelling as an alias module: run with ``python -m``,
 # it runs the new home by module name (runpy), importing nothing of the project.

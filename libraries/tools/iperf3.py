@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from libraries.testbed.command import tool_command
 from libraries.testbed.errors import CommandError, ParseError
-from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import accounted_command
 
 if TYPE_CHECKING:
