@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.cases.context import PlainLog
+from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
 from libraries.cases.profiling import (
     PERIOD_NS,
     Target,
@@ -31,7 +32,6 @@ from libraries.results.profile import (
     parse_folded,
     unresolved_objects,
 )
-from libraries.results.settings import ProfileSettings, profile_settings_from_variables
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.perf import finish_recording, inferno, record_command, start_recording
 from utest.localnode import LocalNode

@@ -1,6 +1,7 @@
 """The A/B layer: two sides of the system under test measured in one run and judged per round.
 
-Owns the comparison file and the topology each side sees (``comparison``), the rounds in random
+Owns the comparison file and the topology each side sees (``comparison``), the ``AB_*``
+settings and the check that their budget can decide (``settings``), the rounds in random
 order, the Hodges-Lehmann interval of per-round ratios at corrected looks and the
 verdict per metric (``rounds``, with the four-outcome rule of
 :func:`libraries.results.verdict.classify`), the record's ``ab`` block and the test's message

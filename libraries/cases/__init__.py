@@ -5,7 +5,8 @@ search), ``tcp_term``, ``ebpf_stream``, ``sslsniff`` (the tracers' trials, their
 leftover checks) and ``capacity`` (where a capacity may be measured). Each describes a test
 as a ``runner.Case`` (its trials, how they become a measurement, what an A/B run compares)
 and measures it through the one case runner (``runner.run_case``: plain or A/B, progress,
-telemetry, the profiling trial after the measured ones: ``profiling``). Around them: the
+telemetry, the profiling trial after the measured ones: ``profiling``, its ``-v PROFILE``
+settings: ``profile_settings``). Around them: the
 context every case takes (``context.CaseContext``: testbed, judge, A/B session, VPP
 placement, profiling settings, log), which host stack an application runs on and its
 address (``stack``), the per-trial telemetry (``telemetry``) and the HTTPS cases' path

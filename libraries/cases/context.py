@@ -11,15 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from libraries.results.measurement import TrialObserver
 
 if TYPE_CHECKING:
     from libraries.ab.session import AbSession, Use
+    from libraries.cases.profile_settings import ProfileRequest
     from libraries.results.adaptive import Judge
-    from libraries.results.settings import ProfileSettings
     from libraries.testbed.provision import Testbed
     from libraries.vpp.placement import VppPlacement
 
@@ -69,19 +68,6 @@ class NoProgress:
     def trial_finished(self, variant: str, round_number: int, total: int,
                        result: Any) -> None:
         """Nothing."""
-
-
-@dataclass(frozen=True)
-class ProfileRequest:
-    """``-v PROFILE`` and ``PROFILE_SECONDS`` (``settings``) and the run folder profiles go
-    into."""
-
-    settings: ProfileSettings
-    folder: Path
-
-    def wanted(self, ab: bool) -> bool:
-        """True when a test (an A/B one with ``ab``) gets a profiling trial."""
-        return self.settings.wanted(ab)
 
 
 @dataclass(frozen=True)

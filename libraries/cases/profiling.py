@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from libraries.ab.comparison import side_topology
 from libraries.ab.rounds import ratio_interval
-from libraries.cases.context import CaseContext, Log, PlainLog, ProfileRequest
+from libraries.cases.context import CaseContext, Log, PlainLog
+from libraries.cases.profile_settings import ProfileRequest, ProfileSettings
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.profile import (
     Folded,
@@ -46,7 +47,6 @@ from libraries.results.profile import (
     unresolved_objects,
 )
 from libraries.results.profile_hint import CostChange, profile_hint
-from libraries.results.settings import ProfileSettings
 from libraries.results.telemetry import busy_cores
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed

@@ -22,9 +22,9 @@ from robot.libraries.BuiltIn import BuiltIn
 from libraries.ab.duet_link import DuetLink, DuetRole
 from libraries.ab.opening import open_session
 from libraries.ab.session import AbSession
+from libraries.ab.settings import ab_settings_from_variables
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import ab_settings_from_variables
 from libraries.testbed.errors import HostStackError
 
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from robot.api import logger
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.cases.context import CaseContext, ProfileRequest
+from libraries.cases.context import CaseContext
+from libraries.cases.profile_settings import ProfileRequest
 from libraries.cases.ssl_proxy import ProxySetup
 from libraries.keywords import log_folded
 from libraries.keywords.progress import ConsoleProgress

@@ -16,6 +16,8 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
+from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
+from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
 from libraries.keywords import context
 from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE
@@ -38,14 +40,10 @@ from libraries.results.records import (
     make_test_id,
 )
 from libraries.results.settings import (
-    ProfileSettings,
-    ab_settings_from_variables,
     capacity_settings_from_variables,
-    check_ab_plan,
     parse_judge,
     parse_settings,
     parse_switch,
-    profile_settings_from_variables,
 )
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
