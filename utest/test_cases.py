@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.ab.session import NothingToCompare
-from libraries.cases import sslsniff as sslsniff_case
+from libraries.cases import tracers as tracers_case
 from libraries.cases.context import CaseContext, Skip
 from libraries.cases.ebpf_stream import EbpfStreamCase, StreamRequest, StreamSetup
 from libraries.cases.runner import Case, run_case
@@ -22,9 +22,9 @@ from libraries.cases.ssl_proxy import (
     SslProxyCase,
     search_capacity,
 )
-from libraries.cases.sslsniff import KernelTracerTrials, TracerSetup
 from libraries.cases.tcp_term import TcpRequest, TcpTermCase, TcpTermSetup
 from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.tracers import KernelTracerTrials, TracerSetup
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.command import hard_timeout
@@ -224,12 +224,12 @@ def test_a_kernel_tracer_that_hangs_once_runs_its_trial_again_and_leftovers_fail
         return outcome
 
     started: list[object] = []
-    monkeypatch.setattr(sslsniff_case, "group_pids", lambda node, pid: {100, 101})
-    monkeypatch.setattr(sslsniff_case, "start_sslsniff",
+    monkeypatch.setattr(tracers_case, "group_pids", lambda node, pid: {100, 101})
+    monkeypatch.setattr(tracers_case, "start_sslsniff",
                         lambda node, params, tracer, sudo: started.append(params) or _Running())
-    monkeypatch.setattr(sslsniff_case, "stop_sslsniff", stop)
-    monkeypatch.setattr(sslsniff_case, "uprobe_leftovers", lambda node, footprint: [])
-    monkeypatch.setattr(sslsniff_case, "check_attachment", lambda *args: None)
+    monkeypatch.setattr(tracers_case, "stop_sslsniff", stop)
+    monkeypatch.setattr(tracers_case, "uprobe_leftovers", lambda node, footprint: [])
+    monkeypatch.setattr(tracers_case, "check_attachment", lambda *args: None)
     log = Log()
     server = ProxySetup(HttpsServer(_nginx("dut", "nginx-server", 8445), False, True))
     trials = KernelTracerTrials(log, FakeNode("dut"), server,  # type: ignore[arg-type]
@@ -241,7 +241,7 @@ def test_a_kernel_tracer_that_hangs_once_runs_its_trial_again_and_leftovers_fail
     assert "the tracer hung on SIGTERM; the trial runs again" in log.warnings[0]
     assert trials.evidence == [{"events": 40, "lost": 0, "events_per_pid": {"101": 40},
                                 "wrk_requests": 20}]
-    monkeypatch.setattr(sslsniff_case, "uprobe_leftovers", lambda node, footprint: ["p:ssl"])
+    monkeypatch.setattr(tracers_case, "uprobe_leftovers", lambda node, footprint: ["p:ssl"])
     stops.append(seen)
     with pytest.raises(HostStackError, match="the tracer left probes attached: \\['p:ssl'\\]"):
         trials.traced(lambda: SimpleNamespace(total_requests=20), Trial("traced", 1, 1))

@@ -4,8 +4,11 @@ eBPF trial with proof that the eBPF path engaged.
 
 :class:`EbpfStreamCase` is one test: its ``trial`` (one iperf3 client run against a path, the
 engagement proof of an eBPF trial, every process still alive) and ``build`` (the measurement)
-are what the case runner calls. The keyword library (``libraries.keywords.ebpf_stream``)
-starts the server and the proxies (:class:`StreamSetup`).
+are what the case runner calls; before it, the set-up finds the eBPF nginx
+(:func:`require_ebpf_nginx`) and starts the server and the proxies
+(:func:`start_stream_test_server`, :func:`start_stream_proxy`, kept in a
+:class:`StreamSetup`). The keyword library (``libraries.keywords.ebpf_stream``) makes one
+call per keyword.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from libraries.cases.context import CaseContext, tool_env
+from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.runner import Case, run_case
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.results.efficiency import (
@@ -31,11 +34,27 @@ from libraries.testbed.node import Process
 from libraries.tools.ebpf_stream.module import (
     EngagementEvidence,
     bpf_stats_enabled,
+    check_ebpf_config,
     collect_engagement,
+    has_ebpf_module,
     mark_engagement,
 )
-from libraries.tools.iperf3 import IperfClientOptions, IperfResult, run_iperf3_client
-from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
+from libraries.tools.iperf3 import (
+    IperfClientOptions,
+    IperfResult,
+    IperfServerOptions,
+    run_iperf3_client,
+    start_iperf3_server,
+)
+from libraries.tools.nginx.config import NginxInstance
+from libraries.tools.nginx.service import (
+    NginxHandle,
+    instance_prefix,
+    nginx_is_alive,
+    start_nginx,
+    stream_module_of,
+)
+from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
 
 IPERF_PORT = 20001  # the seed's ports
 NATIVE_PORT = 10001
@@ -61,6 +80,82 @@ class StreamRequest:
     client: str
     reverse: bool
     plan: TrialPlan
+
+
+def require_ebpf_nginx(ctx: CaseContext, node: str) -> str:
+    """The eBPF-capable nginx of ``node`` (topology ``tools.nginx_ebpf``); a skip with the
+    reason when it is not declared or lacks the module."""
+    testbed = ctx.testbed
+    name = testbed.topology.resolve_node(node)
+    binary = testbed.topology.nodes[name].tools.get("nginx_ebpf")
+    if binary is None:
+        raise Skip(f"no eBPF nginx declared on {name} in topology {testbed.topology.name} "
+                   "(tools.nginx_ebpf)")
+    ok, reason = has_ebpf_module(testbed.nodes[name], binary)
+    if not ok:
+        raise Skip(reason)
+    ctx.log.info(reason)
+    return binary
+
+
+def start_stream_test_server(ctx: CaseContext, setup: StreamSetup, node: str,
+                             pinned: bool) -> None:
+    """``iperf3 -s -p 20001`` on ``node`` (pinned to its ``server`` CPUs when ``pinned``),
+    listening before it returns; an A/B side restarts it."""
+    testbed = ctx.testbed
+    target = testbed.node(node)
+    binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
+    cpus = testbed.topology.cpus_of(target.name, "server") if pinned else None
+    target.ensure_port_free(IPERF_PORT)
+    process = start_iperf3_server(target, binary, IperfServerOptions(port=IPERF_PORT,
+                                                                     cpus=cpus),
+                                  env=tool_env(testbed, target.name, "iperf3"))
+    target.wait_for_listener(IPERF_PORT, process)
+    setup.server = (target.name, process)
+    setup.pinned = bool(pinned)
+    ctx.component_started("iperf3-server", {("tool", target.name, "iperf3"), ("env", "iperf3")},
+                          lambda: target.stop(process),
+                          lambda: start_stream_test_server(ctx, setup, node, pinned))
+
+
+def start_stream_proxy(ctx: CaseContext, setup: StreamSetup, node: str, upstream: str,
+                       ebpf: bool, pinned: bool) -> None:
+    """An nginx stream proxy on ``node`` towards the iperf3 server on ``upstream``: native
+    (port 10001, its own stream module) or, with ``ebpf``, the eBPF-module build (port 10000,
+    notice-level log for the engagement evidence); ``pinned``: its worker on the node's
+    ``proxy`` CPU. The rendered config in the log; an A/B side restarts it."""
+    testbed = ctx.testbed
+    target = testbed.node(node)
+    address = testbed.topology.address_of(upstream, seen_from=target.name)
+    cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
+    name = "nginx-stream-ebpf" if ebpf else "nginx-stream"
+    http, servers = ctx.side_nginx("stream")
+    instance = NginxInstance(prefix=instance_prefix(target, name), user="root",
+                             worker_cpus=(cpus[0],) if cpus else None,
+                             error_log_level="notice" if ebpf else "crit",
+                             extra_http=http, extra_server=servers)
+    server = StreamServer(listen_port=EBPF_PORT if ebpf else NATIVE_PORT,
+                          upstreams=(f"{address}:{IPERF_PORT}",),
+                          ebpf=True if ebpf else None)
+    if ebpf:
+        binary = require_ebpf_nginx(ctx, target.name)
+        params = StreamProxyParams(instance=instance, servers=(server,), load_module=None)
+        check_ebpf_config(params)
+    else:
+        binary = testbed.topology.nodes[target.name].tools.get("nginx", "nginx")
+        params = StreamProxyParams(instance=instance, servers=(server,),
+                                   load_module=stream_module_of(target, binary))
+    config = params.render()
+    ctx.log.folded(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
+                   config)
+    tool = "nginx_ebpf" if ebpf else "nginx"
+    handle = start_nginx(target, name, config, [server.listen_port], binary=binary,
+                         env=tool_env(testbed, target.name, tool))
+    setup.proxies["ebpf" if ebpf else "native"] = handle
+    ctx.component_started(name, {("tool", target.name, tool), ("nginx", "stream"),
+                                 ("env", tool)},
+                          lambda: target.stop(handle.process),
+                          lambda: start_stream_proxy(ctx, setup, node, upstream, ebpf, pinned))
 
 
 class EbpfStreamCase:

@@ -7,14 +7,16 @@ CAPACITY tests the capacity search of both paths.
 ``build`` (the measurement from the trials) and ``latency_pass`` (after a plain run's trials)
 are what the case runner (:func:`libraries.cases.runner.run_case`) and
 :func:`libraries.results.adaptive.measure` call; :func:`search_capacity` is the capacity
-search after it. The keyword library (``libraries.keywords.ssl_proxy``) starts the server and
-the proxy (:class:`ProxySetup`) and hands each test here.
+search after it. The set-up before it: the content file, the HTTPS server and the reverse
+proxy (:func:`start_https_server`, :func:`start_https_reverse_proxy`, which keep what they
+start in a :class:`ProxySetup`). The keyword library (``libraries.keywords.ssl_proxy``) makes
+one call per keyword.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from libraries.capacity.generators import (
     CAPACITY_PREFERENCE,
@@ -24,9 +26,21 @@ from libraries.capacity.generators import (
 )
 from libraries.capacity.limits import search_paths_capacity
 from libraries.cases.context import CaseContext, Skip, tool_env
-from libraries.cases.https_paths import add_path_metrics, check_responses, closed_loop_uses
+from libraries.cases.https_paths import (
+    add_path_metrics,
+    check_responses,
+    closed_loop_uses,
+    nginx_uses,
+    one_cpu,
+    worker_connections,
+)
 from libraries.cases.runner import Case, run_case
-from libraries.cases.stack import app_address, client_environment
+from libraries.cases.stack import (
+    app_address,
+    app_environment,
+    client_environment,
+    wait_until_listed,
+)
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
@@ -34,8 +48,23 @@ from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.results.settings import DEFAULT_RANGE, parse_capacity_settings, parse_goals
 from libraries.testbed.errors import HostStackError
-from libraries.tools.content import parse_size, size_name
-from libraries.tools.nginx.service import NginxHandle, nginx_is_alive, stub_status_requests
+from libraries.testbed.node import Node
+from libraries.testbed.provision import Testbed
+from libraries.tools.certs import RunCertificates, make_run_certificates
+from libraries.tools.content import content_file_command, parse_size, size_name
+from libraries.tools.nginx.config import (
+    HttpsServerParams,
+    NginxInstance,
+    SslProxyParams,
+    UpstreamTls,
+)
+from libraries.tools.nginx.service import (
+    NginxHandle,
+    instance_prefix,
+    nginx_is_alive,
+    start_nginx,
+    stub_status_requests,
+)
 from libraries.tools.wrk.output import Flavour, WrkResult
 from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
@@ -61,11 +90,129 @@ class HttpsServer:
 
 @dataclass
 class ProxySetup:
-    """What the set-up keywords started for the case: the HTTPS server and the reverse proxy.
-    An A/B switch restarts them and replaces them here, so a trial reads the running ones."""
+    """What the case's set-up started: the HTTPS server and the reverse proxy (an A/B switch
+    restarts them and replaces them here, so a trial reads the running ones), and the run's
+    certificates with the folder each node has them in."""
 
     server: HttpsServer | None = None
     proxy: NginxHandle | None = None
+    certs: RunCertificates | None = None
+    cert_dirs: dict[str, str] = field(default_factory=dict)
+
+    def certificates(self, node: Node) -> str:
+        """Upload the run's CA and certificates to ``node`` once; return their directory."""
+        if self.certs is None:
+            self.certs = make_run_certificates(
+                server_names=[SERVER_NAME, "localhost", "127.0.0.1"],
+                proxy_names=["proxy.hoststack.test", "localhost", "127.0.0.1"],
+            )
+        if node.name not in self.cert_dirs:
+            directory = f"{node.workdir}/certs"
+            files = {"ca.crt": (self.certs.ca.cert_pem, 0o644)}
+            for name in ("server", "proxy", "client"):
+                pair = getattr(self.certs, name)
+                files[f"{name}.crt"] = (pair.cert_pem, 0o644)
+                files[f"{name}.key"] = (pair.key_pem, 0o600)
+            node.put_files(directory, files)
+            self.cert_dirs[node.name] = directory
+        return self.cert_dirs[node.name]
+
+
+def declared_binary(testbed: Testbed, node: str, tool: str) -> str:
+    """The topology's binary of ``tool`` on ``node`` (fails naming what the node declares)."""
+    binary = testbed.topology.nodes[node].tools.get(tool)
+    if binary is None:
+        raise HostStackError(f"topology {testbed.topology.name}: node {node} declares no "
+                             f"{tool} (tools: {sorted(testbed.topology.nodes[node].tools)})")
+    return binary
+
+
+def create_content_file(ctx: CaseContext, node: str, size: str) -> str:
+    """A file of ``size`` random bytes in ``node``'s web root; its URL path (``/1kb``)."""
+    target = ctx.testbed.node(node)
+    name = size_name(size)
+    target.run(content_file_command(f"{target.workdir}/www/{name}", size), timeout=60)
+    return f"/{name}"
+
+
+def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
+                       require_client_cert: bool, stack: str) -> None:
+    """Seed 000's nginx HTTPS file server on port 8445 of ``node`` (a stub_status counter on
+    127.0.0.1:8446 on the kernel stack), demanding the run CA's client certificate with
+    ``require_client_cert``; the rendered config in the log; an A/B side restarts it."""
+    testbed = ctx.testbed
+    target = testbed.node(node)
+    env = app_environment(ctx, target.name, "server", stack, program="nginx")
+    certs = setup.certificates(target)
+    prefix = instance_prefix(target, "nginx-server")
+    # stub_status counts requests for the forwarding proof; over VPP it would listen on
+    # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
+    status_port = None if env else STATUS_PORT
+    http, server = ctx.side_nginx("server")
+    params = HttpsServerParams(
+        instance=NginxInstance(prefix=prefix, user="root",
+                               worker_connections=worker_connections(env),
+                               worker_cpus=one_cpu(testbed, target.name, "server"),
+                               extra_http=http, extra_server=server),
+        cert_path=f"{certs}/server.crt", key_path=f"{certs}/server.key",
+        root_dir=f"{target.workdir}/www", listen_port=SERVER_PORT, status_port=status_port,
+        client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
+    )
+    config = params.render()
+    ctx.log.folded(f"nginx HTTPS server on {target.name}", config)
+    ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
+    handle = start_nginx(target, "nginx-server", config, [] if env else ports,
+                         binary=declared_binary(testbed, target.name, "nginx"),
+                         env=tool_env(testbed, target.name, "nginx", env))
+    if env:
+        wait_until_listed(ctx, target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
+    setup.server = HttpsServer(handle, require_client_cert, status=not env)
+    ctx.component_started("nginx-server", nginx_uses(target.name, "server", env),
+                          lambda: target.stop(handle.process),
+                          lambda: start_https_server(ctx, setup, node, require_client_cert,
+                                                     stack))
+
+
+def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, upstream: str,
+                              stack: str, mtls: bool) -> None:
+    """Seed 000's nginx HTTPS reverse proxy on port 8089 of ``node`` towards the HTTPS server
+    on ``upstream``; with ``mtls`` it presents the run's client certificate and verifies the
+    upstream's; the rendered config in the log; an A/B side restarts it."""
+    testbed = ctx.testbed
+    target = testbed.node(node)
+    env = app_environment(ctx, target.name, "proxy", stack, program="nginx")
+    upstream_node = testbed.topology.resolve_node(upstream)
+    certs = setup.certificates(target)
+    upstream_tls = None
+    if mtls:
+        upstream_tls = UpstreamTls(
+            client_cert_path=f"{certs}/client.crt", client_key_path=f"{certs}/client.key",
+            trusted_ca_path=f"{certs}/ca.crt", verify=True, ssl_name=SERVER_NAME,
+        )
+    address = app_address(ctx, "server", upstream_node, target.name, stack)
+    http, server = ctx.side_nginx("proxy")
+    params = SslProxyParams(
+        instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
+                               worker_connections=worker_connections(env),
+                               worker_cpus=one_cpu(testbed, target.name, "proxy"),
+                               extra_http=http, extra_server=server),
+        cert_path=f"{certs}/proxy.crt", key_path=f"{certs}/proxy.key",
+        listen_port=PROXY_PORT, upstreams=(f"{address}:{SERVER_PORT}",),
+        upstream_tls=upstream_tls,
+    )
+    config = params.render()
+    ctx.log.folded(f"nginx HTTPS reverse proxy on {target.name}", config)
+    proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
+                        binary=declared_binary(testbed, target.name, "nginx"),
+                        env=tool_env(testbed, target.name, "nginx", env))
+    setup.proxy = proxy
+    if env:
+        wait_until_listed(ctx, target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
+                          proxy.process)
+    ctx.component_started("nginx-proxy", nginx_uses(target.name, "proxy", env),
+                          lambda: target.stop(proxy.process),
+                          lambda: start_https_reverse_proxy(ctx, setup, node, upstream, stack,
+                                                            mtls))
 
 
 @dataclass(frozen=True)

@@ -4,53 +4,43 @@ bpftrace script), and the seed's sslsniff program (bpftime's libbpf example) att
 kernel or run under bpftime.
 
 :class:`SslsniffCase` is one test: its ``baseline`` and ``traced`` trials (wrk against the
-untraced server, and through ``traced``: a tracer started before and stopped after the load)
-and ``build`` are what the case runner calls. Each tracer is one ``traced`` function:
-:class:`KernelTracerTrials` (a tracer hung on SIGTERM runs the trial again once; probes left
-behind fail the test), :class:`SeedTracerTrials` (no uprobe may be left, a failing trial's
-error stays the first one) and :class:`BpftimeTrials`. The keyword library
-(``libraries.keywords.sslsniff``) finds the tracer a node can run (:class:`TracerSetup`) and
-makes one call per measure keyword.
+untraced server, and through ``traced``: a tracer started before and stopped after the load,
+:mod:`libraries.cases.tracers`) and ``build`` are what the case runner calls; the
+``measure_with_*`` functions add the tracer's block to the record. The keyword library
+(``libraries.keywords.sslsniff``) makes one call per keyword: finding the tracer a node can
+run (:mod:`libraries.cases.tracers`) or measuring with it (here).
 """
 
 from __future__ import annotations
 
 import logging
 import shlex
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from libraries.cases.context import CaseContext, Log, Skip, tool_env
+from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import closed_loop_uses
 from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import ProxySetup
 from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.tracers import (
+    BpftimeTrials,
+    KernelTracerTrials,
+    SeedTracerTrials,
+    TracerSetup,
+    https_server,
+)
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
-from libraries.testbed.errors import HostStackError, ParseError, ToolMissing
-from libraries.testbed.node import Node
+from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.bpftime import BpftimeSetup, detect_bpftime
-from libraries.tools.nginx.service import NginxHandle, nginx_is_alive
-from libraries.tools.sslsniff.kernel import (
-    KernelTracer,
-    group_pids,
-    start_sslsniff,
-    stop_sslsniff,
-    uprobe_leftovers,
-)
+from libraries.tools.nginx.service import nginx_is_alive
 from libraries.tools.sslsniff.seed import (
-    SeedSslsniff,
     detect_seed_sslsniff,
-    nginx_worker,
-    start_kernel_sslsniff,
-    stop_kernel_sslsniff,
 )
-from libraries.tools.sslsniff.tracer import SslsniffParams, SslsniffResult, check_attachment
-from libraries.tools.sslsniff.userspace import TracedNginx, run_bpftime_trial, traced_config
+from libraries.tools.sslsniff.userspace import TracedNginx, traced_config
 from libraries.tools.wrk.output import WrkResult
 from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
@@ -63,15 +53,6 @@ Traced = Callable[[Callable[[], WrkResult], Trial], WrkResult]
 """A traced trial: runs the load (the first argument) with a tracer attached."""
 
 
-@dataclass
-class TracerSetup:
-    """The tracers the ``Require ...`` keywords found: the kernel tracer (bcc or bpftrace) and
-    the seed's sslsniff program (an A/B switch may find them again)."""
-
-    kernel: KernelTracer | None = None
-    seed: KernelTracer | None = None
-
-
 @dataclass(frozen=True)
 class SniffRequest:
     """One test's load: from node ``client``, file ``path``, wrk ``connections``, the trial
@@ -81,106 +62,6 @@ class SniffRequest:
     path: str
     connections: int
     plan: TrialPlan
-
-
-def https_server(setup: ProxySetup) -> NginxHandle:
-    """The running HTTPS server (fails clearly before ``Start HTTPS Server On Node``)."""
-    if setup.server is None:
-        raise HostStackError("start the HTTPS server first ('Start HTTPS Server On Node')")
-    return setup.server.handle
-
-
-@dataclass
-class KernelTracerTrials:
-    """Traced trials of the kernel tracer on the HTTPS server's node ``dut``: started before
-    and stopped after every traced trial; each must count events from nginx's PIDs only and
-    leave no uprobe behind. ``evidence``: one entry per measured trial."""
-
-    log: Log
-    dut: Node
-    server: ProxySetup
-    tracers: TracerSetup
-    per_event: bool
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-
-    def traced(self, run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
-        server, tracer = https_server(self.server), self.tracers.kernel  # A/B may switch them
-        assert tracer is not None
-        dut = self.dut
-        pids = sorted(group_pids(dut, server.process.pid))
-        params = SslsniffParams(pids=tuple(pids), per_event=self.per_event)
-        for attempt in (1, 2):  # bpftrace has been seen not to stop on SIGTERM (rarely)
-            running = start_sslsniff(dut, params, tracer, sudo=True)
-            try:
-                result = run()
-            finally:
-                seen = stopped(self.log, dut, running, again=attempt == 1)
-            if seen is not None:
-                break
-        leftovers = uprobe_leftovers(dut, footprint=running.footprint)
-        if leftovers:
-            raise HostStackError(f"{dut.where}: the tracer left probes attached: {leftovers}")
-        check_attachment(seen, pids, "nginx", dut.where)
-        if trial.measured:
-            self.evidence.append({"events": seen.total_events, "lost": seen.lost_events,
-                                  "events_per_pid": {str(p): n for p, n in
-                                                     seen.events_per_pid.items()},
-                                  "wrk_requests": result.total_requests})
-        return result
-
-
-@dataclass
-class SeedTracerTrials:
-    """Traced trials of the seed's sslsniff binary run as root and given nginx's worker
-    (``-p``): started before and stopped (SIGINT) after every traced trial; each must count
-    events from nginx only and leave no uprobe."""
-
-    dut: Node
-    server: ProxySetup
-    tracers: TracerSetup
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-
-    def traced(self, run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
-        server, seed = https_server(self.server), self.tracers.seed  # A/B may switch them
-        assert seed is not None
-        dut = self.dut
-        pids = sorted(group_pids(dut, server.process.pid))
-        program = SeedSslsniff(binary=seed.binary, pid=nginx_worker(pids, server.process.pid))
-        running = None
-        try:
-            running = start_kernel_sslsniff(dut, program, seed)
-            result = run()
-        finally:
-            failing = sys.exc_info()[0] is not None
-            try:
-                if running is not None:
-                    seen = stop_kernel_sslsniff(dut, running)
-            finally:
-                no_uprobe_left(dut, failing)
-        check_attachment(seen, pids, "nginx", dut.where)
-        if trial.measured:
-            self.evidence.append(trial_evidence(seen, result))
-        return result
-
-
-@dataclass
-class BpftimeTrials:
-    """Traced trials under bpftime: ``bpftime load <sslsniff>`` and the traced nginx
-    (``target``) under ``bpftime start``, both stopped after the trial, nothing left behind."""
-
-    dut: Node
-    setup: BpftimeSetup
-    target: TracedNginx
-    shm_name: str
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-
-    def traced(self, run: Callable[[], WrkResult], trial: Trial) -> WrkResult:
-        program = SeedSslsniff(binary=self.setup.sslsniff)
-        outcome = run_bpftime_trial(self.dut, self.setup, program, self.target, run,
-                                    self.shm_name)
-        if trial.measured:
-            self.evidence.append(trial_evidence(outcome.seen, outcome.result))
-        return outcome.result
 
 
 class SslsniffCase:
@@ -355,17 +236,6 @@ def measure_with_userspace_tracer(ctx: CaseContext, server: ProxySetup,
         "output": "every event with its data, counted on the node"})
 
 
-def stopped(log: Log, dut: Any, running: Any, again: bool) -> SslsniffResult | None:
-    """The tracer's counts; None when it hung on SIGTERM (killed, no maps) and may run again."""
-    try:
-        return stop_sslsniff(dut, running)
-    except ParseError as error:
-        if not again or "killed or cut off" not in str(error):
-            raise
-        log.warn(f"{dut.where}: the tracer hung on SIGTERM; the trial runs again ({error})")
-        return None
-
-
 def tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
                  server: str, traced: Callable | None) -> None:
     """Telemetry and the CPU metrics of both variants (the tracer's own, under bpftime)."""
@@ -384,23 +254,6 @@ def tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
         measurement.notes.append(
             "kernel tracer CPU: the tracer runs only inside each traced trial, so it "
             "shows in the per-core table (sys/soft of the DUT), not as a process")
-
-
-def no_uprobe_left(dut: Any, failing: bool) -> None:
-    """Fail when a uprobe on libssl is still in the kernel after the tracer stopped (only log
-    it when the trial is already failing, so the first error is the one reported)."""
-    leftovers = uprobe_leftovers(dut)
-    if leftovers and failing:
-        LOG.error("%s: the tracer left probes attached: %s", dut.where, leftovers)
-    elif leftovers:
-        raise HostStackError(f"{dut.where}: the tracer left probes attached: {leftovers}")
-
-
-def trial_evidence(seen: SslsniffResult, result: WrkResult) -> dict:
-    """One traced trial's proof: events seen (per PID), events lost, requests served."""
-    return {"events": seen.total_events, "lost": seen.lost_events,
-            "events_per_pid": {str(p): n for p, n in seen.events_per_pid.items()},
-            "wrk_requests": result.total_requests}
 
 
 def with_tracer_evidence(measurement: Measurement, evidence: list[dict],

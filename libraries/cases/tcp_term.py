@@ -2,8 +2,9 @@
 client on the TG sends (or, with ``-R``, receives); the receiver's Gbit/s per trial.
 
 :class:`TcpTermCase` is one test: its ``trial`` (one iperf3 client run, the server still
-alive) and ``build`` (the measurement) are what the case runner calls. The keyword library
-(``libraries.keywords.tcp_term``) starts the server (:class:`TcpTermSetup`).
+alive) and ``build`` (the measurement) are what the case runner calls; before it,
+:func:`start_server` starts the iperf3 server (kept in a :class:`TcpTermSetup`). The keyword
+library (``libraries.keywords.tcp_term``) makes one call per keyword.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import dataclass
 
 from libraries.cases.context import CaseContext, tool_env
 from libraries.cases.runner import Case, run_case
-from libraries.cases.stack import app_address, client_environment
+from libraries.cases.stack import (
+    app_address,
+    app_environment,
+    client_environment,
+    wait_until_listed,
+)
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
@@ -20,7 +26,13 @@ from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
-from libraries.tools.iperf3 import IperfClientOptions, IperfResult, run_iperf3_client
+from libraries.tools.iperf3 import (
+    IperfClientOptions,
+    IperfResult,
+    IperfServerOptions,
+    run_iperf3_client,
+    start_iperf3_server,
+)
 
 IPERF_PORT = 5201
 
@@ -44,6 +56,30 @@ class TcpRequest:
     plan: TrialPlan
     stack: str
     mtu: int | None = None
+
+
+def start_server(ctx: CaseContext, setup: TcpTermSetup, node: str, stack: str) -> None:
+    """``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs, on VPP's
+    host stack with ``stack`` vpp where the suite runs VPP there), listening before it
+    returns; an A/B side restarts it."""
+    testbed = ctx.testbed
+    target = testbed.node(node)
+    vpp_env = app_environment(ctx, target.name, "server", stack, program="iperf3")
+    env = tool_env(testbed, target.name, "iperf3", vpp_env)
+    binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
+    target.ensure_port_free(IPERF_PORT)
+    options = IperfServerOptions(port=IPERF_PORT, ipv4_only=vpp_env is not None,
+                                 cpus=testbed.topology.cpus_of(target.name, "server"))
+    process = start_iperf3_server(target, binary, options, name="iperf3-server", env=env)
+    if vpp_env:
+        wait_until_listed(ctx, target.name, IPERF_PORT, "iperf3 server", process)
+    else:
+        target.wait_for_listener(IPERF_PORT, process)
+    setup.server = (target.name, process)
+    uses = {("tool", target.name, "iperf3"), ("env", "iperf3")}
+    uses |= {("vpp", target.name), ("vcl", "server")} if vpp_env else set()
+    ctx.component_started("iperf3-server", uses, lambda: target.stop(process),
+                          lambda: start_server(ctx, setup, node, stack))
 
 
 class TcpTermCase:

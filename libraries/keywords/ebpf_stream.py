@@ -3,30 +3,19 @@ stream proxy, and through nginx's stream eBPF (sockmap) module, interleaved in o
 
 from __future__ import annotations
 
-import logging
-
-from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from libraries.cases.context import tool_env
 from libraries.cases.ebpf_stream import (
-    EBPF_PORT,
-    IPERF_PORT,
-    NATIVE_PORT,
     EbpfStreamCase,
     StreamRequest,
     StreamSetup,
+    require_ebpf_nginx,
+    start_stream_proxy,
+    start_stream_test_server,
 )
-from libraries.keywords import context, log_folded
+from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import parse_plan
-from libraries.tools.ebpf_stream.module import check_ebpf_config, has_ebpf_module
-from libraries.tools.iperf3 import IperfServerOptions, start_iperf3_server
-from libraries.tools.nginx.config import NginxInstance
-from libraries.tools.nginx.service import instance_prefix, start_nginx, stream_module_of
-from libraries.tools.nginx.stream import StreamProxyParams, StreamServer
-
-LOG = logging.getLogger(__name__)
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -41,39 +30,14 @@ class EbpfStreamKeywords:
     def require_ebpf_nginx_on_node(self, node: str = "dut") -> str:
         """Return the eBPF-capable nginx of ``node`` (topology ``tools.nginx_ebpf``); skip
         the test with the reason when it is not declared or lacks the module."""
-        testbed = context.testbed()
-        name = testbed.topology.resolve_node(node)
-        binary = testbed.topology.nodes[name].tools.get("nginx_ebpf")
-        if binary is None:
-            raise SkipExecution(f"no eBPF nginx declared on {name} in topology "
-                                f"{testbed.topology.name} (tools.nginx_ebpf)")
-        ok, reason = has_ebpf_module(testbed.nodes[name], binary)
-        if not ok:
-            raise SkipExecution(reason)
-        logger.info(reason)
-        return binary
+        return require_ebpf_nginx(context.case_context(), node)
 
     @keyword("Start Stream Test Server On Node")
     def start_stream_test_server_on_node(self, node: str = "server",
                                          pinned: bool = False) -> None:
         """Start ``iperf3 -s -p 20001`` on ``node`` (pinned to its ``server`` CPUs when
         ``pinned``) and wait until it listens."""
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
-        cpus = testbed.topology.cpus_of(target.name, "server") if pinned else None
-        target.ensure_port_free(IPERF_PORT)
-        process = start_iperf3_server(target, binary, IperfServerOptions(port=IPERF_PORT,
-                                                                         cpus=cpus),
-                                      env=tool_env(testbed, target.name, "iperf3"))
-        target.wait_for_listener(IPERF_PORT, process)
-        self._setup.server = (target.name, process)
-        self._setup.pinned = bool(pinned)
-        ctx.component_started("iperf3-server",
-                              {("tool", target.name, "iperf3"), ("env", "iperf3")},
-                              lambda: target.stop(process),
-                              lambda: self.start_stream_test_server_on_node(node, pinned))
+        start_stream_test_server(context.case_context(), self._setup, node, pinned)
 
     @keyword("Start Stream Proxy On Node")
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
@@ -84,40 +48,7 @@ class EbpfStreamKeywords:
         eBPF-module build (``ebpf_enable on``, port 10000, user root, notice-level log for
         the engagement evidence). ``pinned`` sets ``worker_cpu_affinity`` to the node's
         ``proxy`` CPU (seed 003: worker, client and server on different cores)."""
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        address = testbed.topology.address_of(upstream, seen_from=target.name)
-        cpus = testbed.topology.cpus_of(target.name, "proxy") if pinned else None
-        name = "nginx-stream-ebpf" if ebpf else "nginx-stream"
-        http, servers = ctx.side_nginx("stream")
-        instance = NginxInstance(prefix=instance_prefix(target, name), user="root",
-                                 worker_cpus=(cpus[0],) if cpus else None,
-                                 error_log_level="notice" if ebpf else "crit",
-                                 extra_http=http, extra_server=servers)
-        server = StreamServer(listen_port=EBPF_PORT if ebpf else NATIVE_PORT,
-                              upstreams=(f"{address}:{IPERF_PORT}",),
-                              ebpf=True if ebpf else None)
-        if ebpf:
-            binary = self.require_ebpf_nginx_on_node(target.name)
-            params = StreamProxyParams(instance=instance, servers=(server,), load_module=None)
-            check_ebpf_config(params)
-        else:
-            binary = testbed.topology.nodes[target.name].tools.get("nginx", "nginx")
-            params = StreamProxyParams(instance=instance, servers=(server,),
-                                       load_module=stream_module_of(target, binary))
-        config = params.render()
-        log_folded(f"nginx stream proxy ({'eBPF' if ebpf else 'native'}) on {target.name}",
-                   config)
-        tool = "nginx_ebpf" if ebpf else "nginx"
-        handle = start_nginx(target, name, config, [server.listen_port], binary=binary,
-                             env=tool_env(testbed, target.name, tool))
-        self._setup.proxies["ebpf" if ebpf else "native"] = handle
-        ctx.component_started(name, {("tool", target.name, tool), ("nginx", "stream"),
-                                     ("env", tool)},
-                              lambda: target.stop(handle.process),
-                              lambda: self.start_stream_proxy_on_node(node, upstream, ebpf,
-                                                                      pinned))
+        start_stream_proxy(context.case_context(), self._setup, node, upstream, ebpf, pinned)
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(

@@ -3,42 +3,22 @@ an nginx HTTPS file server, an nginx HTTPS reverse proxy, and wrk/wrk2 load thro
 
 from __future__ import annotations
 
-import logging
-
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.cases.context import tool_env
-from libraries.cases.https_paths import nginx_uses, one_cpu, worker_connections
 from libraries.cases.ssl_proxy import (
-    PROXY_PORT,
-    SERVER_NAME,
-    SERVER_PORT,
-    STATUS_PORT,
-    HttpsServer,
     LoadRequest,
     ProxySetup,
     SslProxyCase,
+    create_content_file,
     search_capacity,
+    start_https_reverse_proxy,
+    start_https_server,
 )
-from libraries.cases.stack import app_address, app_environment, wait_until_listed
-from libraries.keywords import context, log_folded
+from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import DEFAULT_RANGE, DEFAULT_SLO, parse_plan
-from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Node
-from libraries.testbed.provision import Testbed
-from libraries.tools.certs import RunCertificates, make_run_certificates
-from libraries.tools.content import content_file_command, size_name
-from libraries.tools.nginx.config import (
-    HttpsServerParams,
-    NginxInstance,
-    SslProxyParams,
-    UpstreamTls,
-)
-from libraries.tools.nginx.service import NginxHandle, instance_prefix, start_nginx
-
-LOG = logging.getLogger(__name__)
+from libraries.tools.nginx.service import NginxHandle
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -47,8 +27,6 @@ class SslProxyKeywords:
     the proxy and directly to the server, interleaved in the same run."""
 
     def __init__(self) -> None:
-        self._certs: RunCertificates | None = None
-        self._cert_dirs: dict[str, str] = {}
         self._setup = ProxySetup()
         self._measured: SslProxyCase | None = None
 
@@ -62,44 +40,11 @@ class SslProxyKeywords:
         """The running HTTPS server started by ``Start HTTPS Server On Node`` (or None)."""
         return self._setup.server.handle if self._setup.server else None
 
-    # -- helpers -----------------------------------------------------------------------------
-
-    def _certificates(self, node: Node) -> str:
-        """Upload the run's CA and certificates to ``node`` once; return their directory."""
-        if self._certs is None:
-            self._certs = make_run_certificates(
-                server_names=[SERVER_NAME, "localhost", "127.0.0.1"],
-                proxy_names=["proxy.hoststack.test", "localhost", "127.0.0.1"],
-            )
-        if node.name not in self._cert_dirs:
-            directory = f"{node.workdir}/certs"
-            files = {"ca.crt": (self._certs.ca.cert_pem, 0o644)}
-            for name in ("server", "proxy", "client"):
-                pair = getattr(self._certs, name)
-                files[f"{name}.crt"] = (pair.cert_pem, 0o644)
-                files[f"{name}.key"] = (pair.key_pem, 0o600)
-            node.put_files(directory, files)
-            self._cert_dirs[node.name] = directory
-        return self._cert_dirs[node.name]
-
-    @staticmethod
-    def _binary(testbed: Testbed, node: str, tool: str) -> str:
-        binary = testbed.topology.nodes[node].tools.get(tool)
-        if binary is None:
-            raise HostStackError(f"topology {testbed.topology.name}: node {node} declares no "
-                                 f"{tool} (tools: {sorted(testbed.topology.nodes[node].tools)})")
-        return binary
-
-    # -- keywords ----------------------------------------------------------------------------
-
     @keyword("Create Content File On Node")
     def create_content_file_on_node(self, node: str, size: str = "1kb") -> str:
         """Create a file of ``size`` random bytes (``1kb``, ``64kb``, ``1m``, bytes) in the
         node's web root and return its URL path, e.g. ``/1kb``."""
-        target = context.testbed().node(node)
-        name = size_name(size)
-        target.run(content_file_command(f"{target.workdir}/www/{name}", size), timeout=60)
-        return f"/{name}"
+        return create_content_file(context.case_context(), node, size)
 
     @keyword("Start HTTPS Server On Node")
     def start_https_server_on_node(self, node: str, require_client_cert: bool = False,
@@ -110,40 +55,8 @@ class SslProxyKeywords:
         ``require_client_cert`` makes it demand a client certificate signed by the run's CA
         (the upstream mutual-TLS variant). The rendered config is attached to the log.
         """
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        env = app_environment(ctx, target.name, "server", stack, program="nginx")
-        certs = self._certificates(target)
-        prefix = instance_prefix(target, "nginx-server")
-        # stub_status counts requests for the forwarding proof; over VPP it would listen on
-        # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
-        status_port = None if env else STATUS_PORT
-        http, server = ctx.side_nginx("server")
-        params = HttpsServerParams(
-            instance=NginxInstance(prefix=prefix, user="root",
-                                   worker_connections=worker_connections(env),
-                                   worker_cpus=one_cpu(testbed, target.name, "server"),
-                                   extra_http=http, extra_server=server),
-            cert_path=f"{certs}/server.crt", key_path=f"{certs}/server.key",
-            root_dir=f"{target.workdir}/www", listen_port=SERVER_PORT, status_port=status_port,
-            client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
-        )
-        config = params.render()
-        log_folded(f"nginx HTTPS server on {target.name}", config)
-        ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
-        handle = start_nginx(target, "nginx-server", config, [] if env else ports,
-                             binary=self._binary(testbed, target.name, "nginx"),
-                             env=tool_env(testbed, target.name, "nginx", env))
-        if env:
-            wait_until_listed(ctx, target.name, SERVER_PORT, "nginx HTTPS server",
-                              handle.process)
-        self._setup.server = HttpsServer(handle, require_client_cert, status=not env)
-        ctx.component_started("nginx-server", nginx_uses(target.name, "server", env),
-                          lambda: target.stop(handle.process),
-                              lambda: self.start_https_server_on_node(node,
-                                                                      require_client_cert,
-                                                                      stack))
+        start_https_server(context.case_context(), self._setup, node,
+                           bool(require_client_cert), stack)
 
     @keyword("Start HTTPS Reverse Proxy On Node")
     def start_https_reverse_proxy_on_node(self, node: str, upstream: str = "server",
@@ -154,42 +67,8 @@ class SslProxyKeywords:
         ``mtls`` presents the run's client certificate to the upstream and verifies the
         upstream's certificate against the run's CA (seed 002 in today's nginx terms).
         """
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        env = app_environment(ctx, target.name, "proxy", stack, program="nginx")
-        upstream_node = testbed.topology.resolve_node(upstream)
-        certs = self._certificates(target)
-        upstream_tls = None
-        if mtls:
-            upstream_tls = UpstreamTls(
-                client_cert_path=f"{certs}/client.crt", client_key_path=f"{certs}/client.key",
-                trusted_ca_path=f"{certs}/ca.crt", verify=True, ssl_name=SERVER_NAME,
-            )
-        address = app_address(ctx, "server", upstream_node, target.name, stack)
-        http, server = ctx.side_nginx("proxy")
-        params = SslProxyParams(
-            instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
-                                   worker_connections=worker_connections(env),
-                                   worker_cpus=one_cpu(testbed, target.name, "proxy"),
-                                   extra_http=http, extra_server=server),
-            cert_path=f"{certs}/proxy.crt", key_path=f"{certs}/proxy.key",
-            listen_port=PROXY_PORT, upstreams=(f"{address}:{SERVER_PORT}",),
-            upstream_tls=upstream_tls,
-        )
-        config = params.render()
-        log_folded(f"nginx HTTPS reverse proxy on {target.name}", config)
-        proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
-                            binary=self._binary(testbed, target.name, "nginx"),
-                            env=tool_env(testbed, target.name, "nginx", env))
-        self._setup.proxy = proxy
-        if env:
-            wait_until_listed(ctx, target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
-                              proxy.process)
-        ctx.component_started("nginx-proxy", nginx_uses(target.name, "proxy", env),
-                              lambda: target.stop(proxy.process),
-                              lambda: self.start_https_reverse_proxy_on_node(node, upstream,
-                                                                             stack, mtls))
+        start_https_reverse_proxy(context.case_context(), self._setup, node, upstream, stack,
+                                  bool(mtls))
 
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(

@@ -5,27 +5,20 @@ by the kernel or run under bpftime."""
 
 from __future__ import annotations
 
-import logging
-
-from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 
 from libraries.cases.ssl_proxy import ProxySetup
 from libraries.cases.sslsniff import (
     SniffRequest,
-    TracerSetup,
     measure_with_kernel_tracer,
     measure_with_seed_sslsniff,
     measure_with_userspace_tracer,
 )
+from libraries.cases.tracers import TracerSetup, require_kernel_tracer, require_seed_sslsniff
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import parse_plan
-from libraries.testbed.errors import HostStackError, ToolMissing
-from libraries.tools.sslsniff.kernel import detect_kernel_tracer
-from libraries.tools.sslsniff.seed import detect_seed_sslsniff
-
-LOG = logging.getLogger(__name__)
+from libraries.testbed.errors import HostStackError
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -48,19 +41,7 @@ class SslsniffKeywords:
         """Choose the kernel tracer ``node`` can run (bcc sslsniff where kernel headers exist,
         else the project's bpftrace script) and return its kind; skip with the reason when
         neither can run."""
-        ctx = context.case_context()
-        target = ctx.testbed.node(node)
-        bpftrace = ctx.testbed.topology.nodes[target.name].tools.get("bpftrace", "bpftrace")
-        try:
-            self._tracers.kernel = detect_kernel_tracer(target, bpftrace, sudo=True)
-        except ToolMissing as error:
-            raise SkipExecution(str(error)) from None
-        for note in self._tracers.kernel.notes:
-            logger.info(f"not bcc: {note}")
-        # an A/B side with another bpftrace: detected again on each switch
-        ctx.component_started("kernel-tracer", {("tool", target.name, "bpftrace")},
-                              lambda: None, lambda: self.require_kernel_ssl_tracer_on_node(node))
-        return self._tracers.kernel.kind
+        return require_kernel_tracer(context.case_context(), self._tracers, node)
 
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
@@ -87,20 +68,7 @@ class SslsniffKeywords:
         """Check that ``node`` has the seed's sslsniff program (bpftime's libbpf example;
         topology ``tools.bpftime_sslsniff``) and bpftool; return its version. Skips with the
         reason where it is not declared or not installed."""
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        binary = testbed.topology.nodes[target.name].tools.get("bpftime_sslsniff")
-        if binary is None:
-            raise SkipExecution(f"bpftime_sslsniff not declared on {target.name} in topology "
-                                f"{testbed.topology.name}")
-        try:
-            self._tracers.seed = detect_seed_sslsniff(target, binary)
-        except ToolMissing as error:
-            raise SkipExecution(str(error)) from None
-        ctx.component_started("seed-sslsniff", {("tool", target.name, "bpftime_sslsniff")},
-                              lambda: None, lambda: self.require_seed_sslsniff_on_node(node))
-        return self._tracers.seed.version
+        return require_seed_sslsniff(context.case_context(), self._tracers, node)
 
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(

@@ -9,15 +9,17 @@ import shlex
 from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
-from libraries.cases.context import tool_env
-from libraries.cases.stack import app_environment, wait_until_listed
-from libraries.cases.tcp_term import IPERF_PORT, TcpRequest, TcpTermCase, TcpTermSetup
+from libraries.cases.tcp_term import (
+    TcpRequest,
+    TcpTermCase,
+    TcpTermSetup,
+    start_server,
+)
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import parse_plan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
-from libraries.tools.iperf3 import IperfServerOptions, start_iperf3_server
 
 LOG = logging.getLogger(__name__)
 
@@ -35,25 +37,7 @@ class TcpTermKeywords:
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
         """Start ``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs)
         and wait until it listens."""
-        ctx = context.case_context()
-        testbed = ctx.testbed
-        target = testbed.node(node)
-        vpp_env = app_environment(ctx, target.name, "server", stack, program="iperf3")
-        env = tool_env(testbed, target.name, "iperf3", vpp_env)
-        binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
-        target.ensure_port_free(IPERF_PORT)
-        options = IperfServerOptions(port=IPERF_PORT, ipv4_only=vpp_env is not None,
-                                     cpus=testbed.topology.cpus_of(target.name, "server"))
-        process = start_iperf3_server(target, binary, options, name="iperf3-server", env=env)
-        if vpp_env:
-            wait_until_listed(ctx, target.name, IPERF_PORT, "iperf3 server", process)
-        else:
-            target.wait_for_listener(IPERF_PORT, process)
-        self._setup.server = (target.name, process)
-        uses = {("tool", target.name, "iperf3"), ("env", "iperf3")}
-        uses |= {("vpp", target.name), ("vcl", "server")} if vpp_env else set()
-        ctx.component_started("iperf3-server", uses, lambda: target.stop(process),
-                              lambda: self.start_iperf3_server_on_node(node, stack))
+        start_server(context.case_context(), self._setup, node, stack)
 
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
