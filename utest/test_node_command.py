@@ -1,11 +1,16 @@
 """A node command as one value (``libraries.testbed.command``): each part of the rendered line
-from the inside out, and wrk's value as its runner builds it."""
+from the inside out, and wrk's and iperf3's values as their runners build them."""
 
 from __future__ import annotations
 
 import pytest
 
 from libraries.testbed.command import Ledger, NodeCommand, hard_timeout
+from libraries.tools.iperf3 import (
+    IperfClientOptions,
+    build_iperf3_client_command,
+    iperf3_client_command,
+)
 from libraries.tools.wrk.run import WrkOptions, build_wrk_command, wrk_command
 
 
@@ -38,3 +43,12 @@ def test_wrk_builds_its_command_as_a_value_with_the_default_hard_timeout():
         ("wrk", "-t", "1", "-c", "10", "-d", "2s", "https://198.18.1.1:8089/1kb"), 19.0,
         cpus=(1,), ledger=Ledger("/w/cpu-ledger", "wrk"))
     assert build_wrk_command("wrk", options) == command.tool_line()
+
+
+def test_an_iperf3_client_builds_its_command_as_a_value():
+    options = IperfClientOptions(server="198.18.1.1", port=5201, duration=2, cpus=[1])
+    command = iperf3_client_command("iperf3", options, cpu_ledger="/w/cpu-ledger")
+    assert command == NodeCommand(
+        ("iperf3", "-c", "198.18.1.1", "-p", "5201", "-t", "2", "--json"), 17.0, cpus=(1,),
+        ledger=Ledger("/w/cpu-ledger", "iperf3-client"))
+    assert build_iperf3_client_command("iperf3", options) == command.tool_line()

@@ -1,8 +1,10 @@
 """A command for a node as one value (:class:`NodeCommand`: argv, CPUs, environment, CPU
 ledger, hard timeout), and the one place a command becomes the line a node's shell runs.
 
-A tool's runner builds the value (``libraries.tools.wrk.run.wrk_command``); rendered, it
-reads from the inside out:
+A tool's runner builds the value (``libraries.tools.wrk.run.wrk_command``,
+``libraries.tools.iperf3.iperf3_client_command``; the other runners still assemble their line
+with :func:`tool_command`, :func:`timed` and :func:`accounted` from here); rendered, it reads
+from the inside out:
 
 1. ``argv`` quoted; ``env`` exported to the tool alone (``sh -c 'export K=v; exec tool ...'``,
    so a preloaded library such as VPP's LD_PRELOAD is loaded by the tool, never by
