@@ -10,14 +10,17 @@ Packages, lowest layer first (a package imports only from the layers below it; t
                one parser of ``-v`` settings, JSON records, telemetry block, efficiency;
 - ``ab``       A/B runs: comparison files, sessions, rounds in random order, interval and verdict;
 - ``capacity`` capacity under latency goals: trials, generator adapters, MLRsearch, limits;
-- ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters;
+- ``vpp``      VPP startup, PAPI, host-stack layout, vppctl, runtime counters, app placement;
+- ``cases``    each test case as plain Python (ssl_proxy, tcp_term, ebpf_stream, sslsniff,
+               capacity) taking one explicit context, and the one case runner (plain or A/B);
 - ``history``  records files -> the columnar (Parquet) history of every run;
 - ``trend``    judging series: jumpavg change detection (cached), the interval check, the gate,
                one run against another;
 - ``report``   the pages people read (trend dashboard, run report) and the trend command;
 - ``nightly``  the nightly runner, the lab pool and the pinned reference;
 - ``bisect``   from two builds that differ to the build that did it, by A/B runs of one test;
-- ``keywords`` the Robot Framework surface composing all of the above.
+- ``keywords`` the Robot Framework surface: adapters of the cases and the lower packages; one
+               module (``context``) finds a suite's libraries and builds the cases' context.
 
 Above every layer, ``cli`` is the console script ``hoststack-perf``: each of its commands runs
 a ``python -m libraries...`` entry point, imported by name when the command runs.

@@ -24,9 +24,9 @@ from libraries.ab.rounds import (
     ratio_interval,
     resolution,
 )
+from libraries.ab.settings import check_ab_plan
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
-from libraries.results.settings import check_ab_plan
 
 
 @pytest.mark.parametrize("n", [6, 8, 12, 20, 30])

@@ -1,4 +1,4 @@
-"""The A/B session (libraries.keywords.ab) without Robot: switching restarts only the components
+"""The A/B session (libraries.ab.session) without Robot: switching restarts only the components
 whose inputs differ between the sides (VPP and what runs on it when VPP's do), sets each side's
 sysctls and puts the originals back; the record block and the message a user reads."""
 
@@ -14,11 +14,11 @@ import pytest
 from libraries.ab.comparison import load_comparison
 from libraries.ab.rounds import AbOutcome, MetricComparison, RatioInterval
 from libraries.ab.session import AbSession, NothingToCompare
-from libraries.keywords import ab as ab_keywords
-from libraries.keywords import vpp as vpp_keywords
+from libraries.ab.settings import ab_settings_from_variables as settings_from_variables
+from libraries.cases.context import CaseContext
+from libraries.cases.stack import client_environment
 from libraries.report.ab_section import ab_section, ratio_chart
 from libraries.results.plan import AbSettings
-from libraries.results.settings import ab_settings_from_variables as settings_from_variables
 from libraries.testbed.topology_file import load_topology
 
 THREE = load_topology("3node")
@@ -196,23 +196,35 @@ def test_a_difference_the_test_may_see_is_measured(tmp_path: Path, text: str):
     assert session.unused_difference(TCP_TERM_TRIAL) is None
 
 
-def test_the_client_environment_is_rendered_again_on_a_switch(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+class _Placement:
+    """A VPP placement that renders each app's environment from the active side's VCL lines
+    (what :meth:`VppPlacement.app_environment` is given), uploading nothing."""
+
+    def __init__(self, session: AbSession) -> None:
+        self.session = session
+        self.rendered: list[tuple[str, ...]] = []
+
+    def runs_vpp(self, name: str) -> bool:
+        return name == "dut"
+
+    def app_environment(self, name: str, app: str, program: str,
+                        extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str, str]:
+        self.rendered.append(extra)
+        path = f"/w/vcl-{app}.conf"
+        return {"VCL_CONFIG": path, "side": self.session.side}, path, "\n".join(extra)
+
+
+def test_the_client_environment_is_rendered_again_on_a_switch(tmp_path: Path):
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, vcl: {client: "
                              "['tls-engine 4']}}\n")
     session.components = []
-    rendered: list[tuple[str, ...]] = []
-
-    def fake_environment(node: str, app: str, stack: str, program: str) -> dict[str, str]:
-        rendered.append(session.vcl(app))
-        return {"VCL_CONFIG": f"/w/vcl-{app}.conf", "side": session.side}
-
-    monkeypatch.setattr(vpp_keywords, "app_environment", fake_environment)
-    monkeypatch.setattr(ab_keywords, "current_ab", lambda: session)
-    environment = vpp_keywords.client_environment("dut", "vpp", "wrk")
+    placement = _Placement(session)
+    testbed = SimpleNamespace(topology=SimpleNamespace(resolve_node=lambda node: node))
+    ctx = CaseContext(testbed, ab=session, vpp=placement)  # type: ignore[arg-type]
+    environment = client_environment(ctx, "dut", "vpp", "wrk")
     assert environment()["side"] == "a"
     session.switch("b")
-    assert environment()["side"] == "b" and rendered == [(), ("tls-engine 4",)]
+    assert environment()["side"] == "b" and placement.rendered == [(), ("tls-engine 4",)]
     assert session.unused_difference(frozenset({("tool", "tg", "wrk")})) is None
 
 

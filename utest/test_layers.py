@@ -1,9 +1,12 @@
 """Tests of the package layout: imports point only downward, modules stay small, no circles.
 
-Layers, lowest first: testbed < tools, results < ab, capacity < vpp < history < trend <
-report < nightly < bisect < keywords (see ``libraries/__init__.py``). ``tools`` and ``results``
-are side by side (neither imports the other), so are ``ab`` and ``capacity``. ``results``,
-``ab`` and ``capacity`` hold no Robot Framework code, and ``results`` runs nothing on a node.
+Layers, lowest first: testbed < tools, results < ab, capacity < vpp < cases < history <
+trend < report < nightly < bisect < keywords (see ``libraries/__init__.py``). ``tools`` and
+``results`` are side by side (neither imports the other), so are ``ab`` and ``capacity``.
+``cases`` (each test case as plain Python) sits right under ``keywords``, its only user: the
+keyword libraries adapt the cases to Robot and only ``keywords/context.py`` looks a library
+up. ``results``, ``ab``, ``capacity`` and ``cases`` hold no Robot Framework code, and
+``results`` runs nothing on a node.
 Inside ``tools``, each tool family (a sub-package) or single-module tool is a unit: a unit uses
 another only through that unit's package (its ``__init__``), never its modules, and the units
 depend on each other as :data:`TOOL_UNITS` allows, without a circle. No module imports itself
@@ -29,18 +32,19 @@ ALLOWED: dict[str, set[str]] = {
     "ab": {"testbed", "tools", "results"},
     "capacity": {"testbed", "tools", "results"},
     "vpp": {"testbed", "tools"},
+    "cases": {"testbed", "tools", "results", "ab", "capacity", "vpp"},
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
     "nightly": {"testbed", "results", "ab", "history", "trend", "report"},
     "bisect": {"testbed", "tools", "results", "ab"},
-    "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
-                 "report", "nightly"},
+    "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
+                 "trend", "report", "nightly"},
 }
-NO_ROBOT = ("results", "ab", "capacity")
+NO_ROBOT = ("results", "ab", "capacity", "cases")
 """Packages with no Robot Framework import: the keyword layer adapts them."""
 NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "libraries.testbed.ssh",
-                "libraries.testbed.netns", "libraries.testbed.shell")
+                "libraries.testbed.netns", "libraries.testbed.command")
 """What runs commands on a node: ``results`` imports none of it."""
 # A command whose home moved keeps its old spelling as an alias module: run with ``python -m``,
 # it runs the new home by module name (runpy), importing nothing of the project.
@@ -156,6 +160,46 @@ def test_the_pure_packages_import_no_robot_framework(package: str):
             assert not any(n == "robot" or n.startswith("robot.") for n in names), path
 
 
+CONTEXT_MODULE = LIBRARIES / "keywords" / "context.py"
+"""The one module that finds a suite's other keyword libraries (Robot's library lookup)."""
+
+
+def _library_lookups(path: Path) -> list[int]:
+    """Lines of ``path`` doing Robot's library lookup: any ``get_library_instance`` (on
+    ``BuiltIn()`` or a name bound to it)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if (isinstance(node, ast.Attribute) and node.attr == "get_library_instance")
+            or (isinstance(node, ast.Name) and node.id == "get_library_instance")]
+
+
+def test_only_the_context_module_looks_up_a_library():
+    found = {str(p.relative_to(LIBRARIES)): lines for p in _modules()
+             if p != CONTEXT_MODULE and (lines := _library_lookups(p))}
+    assert found == {}, f"library lookups outside keywords/context.py: {found}"
+    assert _library_lookups(CONTEXT_MODULE)
+
+
+def test_the_lookup_check_sees_a_lookup(tmp_path: Path):
+    module = tmp_path / "sideways.py"
+    module.write_text("from robot.libraries.BuiltIn import BuiltIn\n"
+                      "def f():\n    b = BuiltIn()\n    return b.get_library_instance('X')\n")
+    assert _library_lookups(module) == [4]
+
+
+CASE_TESTS = ("test_cases.py", "test_capacity_placement.py")
+"""The cases' unit tests: a context built by hand, no Robot Framework to patch."""
+
+
+@pytest.mark.parametrize("name", CASE_TESTS)
+def test_the_cases_are_tested_without_robot_framework(name: str):
+    path = Path(__file__).resolve().parent / name
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        assert not any(n == "robot" or n.startswith(("robot.", "libraries.keywords"))
+                       for n in names), f"{name} imports {names}"
+
+
 def test_no_results_module_runs_a_node_command():
     graph = _module_graph(_modules())
     for module, targets in graph.items():
@@ -170,8 +214,8 @@ def test_no_module_imports_an_alias():
 
 
 def test_allowed_imports_have_no_cycle():
-    order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "history", "trend",
-             "report", "nightly", "bisect", "keywords"]
+    order = ["testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
+             "trend", "report", "nightly", "bisect", "keywords"]
     for package, allowed in ALLOWED.items():
         assert all(order.index(lower) < order.index(package) for lower in allowed)
 

@@ -17,6 +17,7 @@ import pytest
 from libraries.ab.comparison import ComparisonFile, load_comparison
 from libraries.ab.fingerprint import hash_command, parse_hashes, side_files, side_paths
 from libraries.ab.rounds import judge_at_looks
+from libraries.ab.settings import ab_settings_from_variables
 from libraries.history.load import excluded_reason, load_records
 from libraries.nightly.reference import robot_variables
 from libraries.report.ab_section import run_family
@@ -24,7 +25,6 @@ from libraries.report.cli import main as report_main
 from libraries.report.dashboard import comparison_changes, render_dashboard
 from libraries.results.family import NightFamily
 from libraries.results.plan import AbSettings
-from libraries.results.settings import ab_settings_from_variables
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology_file import load_topology
 from libraries.trend.analysis import analyse, family_statement, markdown_summary, ratio_alpha

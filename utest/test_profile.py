@@ -13,7 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from libraries.keywords.profiling import (
+from libraries.cases.context import PlainLog
+from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
+from libraries.cases.profiling import (
     PERIOD_NS,
     Target,
     _differential,
@@ -30,7 +32,6 @@ from libraries.results.profile import (
     parse_folded,
     unresolved_objects,
 )
-from libraries.results.settings import ProfileSettings, profile_settings_from_variables
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.tools.perf import finish_recording, inferno, record_command, start_recording
 from utest.localnode import LocalNode
@@ -173,7 +174,8 @@ def _scaled(text: str, samples: int) -> Folded:
 
 def test_the_regressions_message_ends_with_the_hint_and_the_record_keeps_it(tmp_path):
     a, b = _scaled(FOLDED_A, 5000), _scaled(FOLDED_B, 5000)
-    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=tmp_path / "p")
+    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=tmp_path / "p",
+                               log=PlainLog())
     block: dict = {}
     measurement = _ab_measurement()
     _differential(block, measurement, profiler, tmp_path, {"a": a, "b": b},
@@ -222,7 +224,8 @@ def test_cpu_per_request_comes_from_the_rounds_telemetry_and_the_rate_ratios():
     assert cpu_per_work(measurement, _trials({"a": [0.8] * 9, "b": [0.8] * 9}), "proxy",
                         "dut") is None  # a round without its reading
     a, b = _scaled(FOLDED_A, 5000), _scaled(FOLDED_B, 5000)
-    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=Path("/nonexistent"))
+    profiler = SimpleNamespace(node=SimpleNamespace(name="dut"), folder=Path("/nonexistent"),
+                               log=PlainLog())
     block: dict = {}
     _differential(block, measurement, profiler, Path("/nonexistent"), {"a": a, "b": b},
                   {"a": Path("/none-a"), "b": Path("/none-b")}, cost)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from libraries.ab.settings import ab_settings_from_variables
+from libraries.cases.profile_settings import profile_settings_from_variables
 from libraries.results import settings as parsing
 from libraries.results.registry import SETTINGS, areas, markdown_table, setting
 
@@ -99,14 +101,14 @@ def test_the_registry_knows_the_settings_the_issue_names():
 
 
 def test_defaults_agree_with_the_parsers():
-    ab = parsing.ab_settings_from_variables(lambda name, default: default)
+    ab = ab_settings_from_variables(lambda name, default: default)
     assert setting("AB_MARGIN").default == f"{ab.margin * 100:g}"
     assert setting("AB_LOOK").default == str(ab.look)
     assert setting("AB_MAX_ROUNDS").default == str(ab.max_rounds)
     assert setting("AB_BUDGET").default == f"{ab.budget_s:g}"
     assert setting("AB_INCONCLUSIVE").default == ab.inconclusive
     assert setting("AB_UNUSED").default == ab.unused
-    profile = parsing.profile_settings_from_variables(lambda name, default: default)
+    profile = profile_settings_from_variables(lambda name, default: default)
     assert setting("PROFILE").default == profile.mode
     assert setting("PROFILE_SECONDS").default == str(profile.seconds)
     for key, variable in parsing.VARIABLES.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libraries.keywords.https_paths import check_responses
+from libraries.cases.https_paths import check_responses
 from libraries.testbed.errors import HostStackError
 from libraries.tools.wrk.output import WrkErrors, WrkResult
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from libraries.keywords import sslsniff as keywords_sslsniff
+from libraries.cases import tracers as cases_tracers
+from libraries.cases.context import PlainLog
 from libraries.testbed.errors import ParseError, RenderError, ToolMissing
 from libraries.testbed.node import CommandResult
 from libraries.tools.sslsniff.kernel import (
@@ -410,15 +411,16 @@ def test_a_tracer_that_hung_on_sigterm_lets_its_trial_run_again_once(monkeypatch
     second hang, or any other unreadable output, fails the test."""
     hung = ParseError("dut: output of 'bpftrace'", "no '=== sslsniff summary ===' block: the "
                       "tracer was killed or cut off before printing its maps", "Attaching...")
-    monkeypatch.setattr(keywords_sslsniff, "stop_sslsniff", _raise(hung))
+    monkeypatch.setattr(cases_tracers, "stop_sslsniff", _raise(hung))
     dut = type("Dut", (), {"where": "dut (root@198.18.0.2)"})()
-    assert keywords_sslsniff._stopped(dut, None, again=True) is None
+    log = PlainLog()
+    assert cases_tracers.stopped(log, dut, None, again=True) is None
     with pytest.raises(ParseError, match="killed or cut off"):
-        keywords_sslsniff._stopped(dut, None, again=False)
+        cases_tracers.stopped(log, dut, None, again=False)
     other = ParseError("dut: output of 'bpftrace'", "a line that is no event", "xyz")
-    monkeypatch.setattr(keywords_sslsniff, "stop_sslsniff", _raise(other))
+    monkeypatch.setattr(cases_tracers, "stop_sslsniff", _raise(other))
     with pytest.raises(ParseError, match="no event"):
-        keywords_sslsniff._stopped(dut, None, again=True)
+        cases_tracers.stopped(log, dut, None, again=True)
 
 
 class _ExitingTracerNode:

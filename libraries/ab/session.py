@@ -367,10 +367,10 @@ class AbSession:
 
 
 class NothingToCompare(HostStackError):
-    """The running test uses nothing the two sides set differently (the keyword layer skips
+    """The running test uses nothing the two sides set differently (the case runner skips
     it with this reason)."""
 
 
 class MeasuredBeside(Exception):
-    """Side b of a duet measured the test beside side a, whose run records it (the keyword
-    layer skips side b's test with this message)."""
+    """Side b of a duet measured the test beside side a, whose run records it (the case
+    runner skips side b's test with this message)."""

@@ -33,12 +33,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
 from libraries.bisect.builds import check_builds, load_builds, make_build
 from libraries.bisect.report import write_report
 from libraries.bisect.runner import RobotComparisons, _safe, find_test
 from libraries.bisect.search import BAD_INPUT, EXIT_CODES, bisect
 from libraries.results.plan import TrialPlan
-from libraries.results.settings import ab_settings_from_variables, check_ab_plan, parse_plan
+from libraries.results.settings import parse_plan
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 

@@ -1,28 +1,23 @@
 """The keywords layer: Robot Framework keyword libraries (Robot "L1"), adapters only.
 
 One library per area (testbed, results, VPP, the lab pool, A/B runs, and one per case:
-tcp_term, ssl_proxy with its capacity search, ebpf_stream, sslsniff; the SSL proxy's path
-checks: ``https_paths``). A keyword translates Robot arguments and calls the plain modules of
-``testbed``, ``tools``, ``results``, ``ab``, ``capacity`` and ``vpp``; the logic lives there.
-Every case measures through the one case runner (``case``: plain or A/B, progress, telemetry).
-The top layer: nothing in ``libraries`` imports it. Suites import the libraries through
-``resources/*.resource``, e.g. ``Library    libraries.keywords.testbed.TestbedKeywords``.
+tcp_term, ssl_proxy with its capacity search, ebpf_stream, sslsniff). A keyword converts
+Robot's arguments, takes the suite's context and calls the plain modules below: each case's
+logic in ``libraries.cases`` (which measures through its one case runner), the rest in
+``testbed``, ``tools``, ``results``, ``ab``, ``capacity`` and ``vpp``. A library finds
+another only through ``context`` (the testbed, the judge, the A/B session, the VPP
+placement, the profiling settings, the HTTPS server started, pabot's value sets; and the
+cases' ``CaseContext`` built from them): the one module doing Robot's library lookup.
+``progress`` prints per-trial lines on Robot's console. The top layer: nothing in
+``libraries`` imports it. Suites import the libraries through ``resources/*.resource``, e.g.
+``Library    libraries.keywords.testbed.TestbedKeywords``.
 """
 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
 from robot.api import logger
-from robot.libraries.BuiltIn import BuiltIn
-
-if TYPE_CHECKING:
-    from libraries.results.adaptive import Judge
-    from libraries.testbed.provision import Testbed
-
-TESTBED_LIBRARY = "libraries.keywords.testbed.TestbedKeywords"
-RESULTS_LIBRARY = "libraries.keywords.results.ResultsKeywords"
 
 
 def log_folded(title: str, text: str) -> None:
@@ -30,27 +25,3 @@ def log_folded(title: str, text: str) -> None:
     logger.info(f"<details><summary>{html.escape(title)}</summary><pre>{html.escape(text)}"
                 f"</pre></details>", html=True)
 
-
-def current_testbed() -> Testbed:
-    """The testbed set up by this suite's ``Set Up Testbed`` (fails clearly when there is none)."""
-    library = BuiltIn().get_library_instance(TESTBED_LIBRARY)
-    return library.testbed
-
-
-def current_judge() -> Judge | None:
-    """The criteria and settings a measuring test is judged by (the results library's), or
-    None when the suite does not import it: the test then runs its planned trials only."""
-    try:
-        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
-    except RuntimeError:
-        return None
-    return library.judge()
-
-
-def tool_env(testbed: Testbed, node: str, tool: str,
-             base: dict[str, str] | None = None) -> dict[str, str] | None:
-    """The environment ``tool`` runs with on ``node``: the topology's ``tool_env`` for it (an
-    A/B side's ``env`` too), with ``base`` (e.g. VPP's LD_PRELOAD and VCL_CONFIG) over it;
-    None when there is neither."""
-    merged = {**testbed.topology.nodes[node].tool_env.get(tool, {}), **(base or {})}
-    return merged or None

@@ -5,14 +5,14 @@ side by side in one run and judged per round.
 This library holds the suite's :class:`~libraries.ab.session.AbSession`: the suite setup opens
 it (the file loaded against the topology and checked on the nodes before anything is
 measured), each test's teardown puts the original sysctls and topology back, failures
-included, and ``Check A/B Verdict`` turns the verdict into the test's status. The case runner
-(:mod:`libraries.keywords.case`) measures through it.
+included, and ``Check A/B Verdict`` turns the verdict into the test's status. The cases
+measure through it and register what they start with it (:mod:`libraries.cases.runner`,
+``CaseContext.ab``, from :mod:`libraries.keywords.context`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from robot.api import SkipExecution, logger
@@ -21,66 +21,11 @@ from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.ab.duet_link import DuetLink, DuetRole
 from libraries.ab.opening import open_session
-from libraries.ab.session import AbSession, Use
-from libraries.keywords import current_testbed
+from libraries.ab.session import AbSession
+from libraries.ab.settings import ab_settings_from_variables
+from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import ab_settings_from_variables
 from libraries.testbed.errors import HostStackError
-
-AB_LIBRARY = "libraries.keywords.ab.AbKeywords"
-
-
-def current_ab() -> AbSession | None:
-    """This suite's A/B session, or None (no ``-v AB``, or a suite without the library)."""
-    try:
-        library_ = BuiltIn().get_library_instance(AB_LIBRARY)
-    except RuntimeError:
-        return None
-    return library_.session
-
-
-def component_started(name: str, uses: set[Use], stop: Callable[[], None],
-                      restart: Callable[[], None]) -> None:
-    """A set-up keyword started ``name`` (a server, a proxy, VPP), which reads ``uses``: in an
-    A/B run a switch of side stops it and ``restart``s it where the sides differ in them."""
-    ab = current_ab()
-    if ab is not None:
-        ab.register(name, uses, stop, restart)
-
-
-def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Use]:
-    """What a closed-loop HTTP trial on ``node`` uses that an A/B side may change: the ``wrk``
-    entry (a side that declares it runs it: ``CLOSED_LOOP_ORDER``), the ``wrk2`` entry only
-    where ``binary``, the tool side a runs, is not wrk's, and both tools' environments."""
-    uses: set[Use] = {("tool", node, "wrk"), ("env", "wrk"), ("env", "wrk2")}
-    if binary != tools.get("wrk"):
-        uses.add(("tool", node, "wrk2"))
-    return uses
-
-
-def side_nginx(role: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The active A/B side's extra (http, server) directives for nginx ``role``; none in a
-    plain run."""
-    ab = current_ab()
-    return ab.nginx(role) if ab is not None else ((), ())
-
-
-def side_vcl(app: str) -> tuple[str, ...]:
-    """The active A/B side's VCL lines for ``app``; none in a plain run."""
-    ab = current_ab()
-    return ab.vcl(app) if ab is not None else ()
-
-
-def side_startup(node: str) -> tuple[tuple[str, str], ...]:
-    """The active A/B side's VPP startup sections for ``node``; none in a plain run."""
-    ab = current_ab()
-    return ab.startup(node) if ab is not None else ()
-
-
-def refuse_in_ab(why: str) -> None:
-    """Skip the test with ``why`` when it runs as an A/B test (a variant A/B cannot compare)."""
-    if current_ab() is not None:
-        raise SkipExecution(why)
 
 
 @library(scope="SUITE", auto_keywords=False, listener="SELF")
@@ -134,7 +79,7 @@ class AbKeywords:
             raise HostStackError(str(error)) from None
         duet = _duet_link(builtin.get_variable_value("${AB_DUET}", ""))
         try:
-            self.session = open_session(path, current_testbed(), settings, duet)
+            self.session = open_session(path, context.testbed(), settings, duet)
         except BaseException:
             if duet is not None:
                 duet.close()

@@ -3,6 +3,7 @@
 The nightly runner (:mod:`libraries.nightly.pool`) gives pabot one value set per lab (tag
 ``-v LAB_POOL:<tag>``, value ``topology``) and ``-v POOL_LOG:<file>``. :class:`PoolClient`
 acquires, disables and releases through the PabotLib library instance the suite imported
+(found by :mod:`libraries.keywords.context`)
 (``resources/testbed.resource``: ``Library pabot.PabotLib``), and appends one JSON line per
 event to the log (one ``write`` call per line: several pabot processes append at once).
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from robot.libraries.BuiltIn import BuiltIn
 
-PABOTLIB = "pabot.PabotLib"
+from libraries.keywords import context
 
 
 @dataclass
@@ -35,7 +36,7 @@ class PoolClient:
     def for_suite(cls, tag: str) -> PoolClient:
         builtin = BuiltIn()
         log = builtin.get_variable_value("${POOL_LOG}", "")
-        return cls(builtin.get_library_instance(PABOTLIB), tag, Path(log) if log else None,
+        return cls(context.pabotlib(), tag, Path(log) if log else None,
                    str(builtin.get_variable_value("${SUITE NAME}", "?")))
 
     def event(self, kind: str, lab: str, **extra: str) -> None:

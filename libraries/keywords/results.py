@@ -16,7 +16,9 @@ from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
-from libraries.keywords import TESTBED_LIBRARY
+from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
+from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
+from libraries.keywords import context
 from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE
 from libraries.report.run_end import failure_line, finish_run
@@ -38,14 +40,10 @@ from libraries.results.records import (
     make_test_id,
 )
 from libraries.results.settings import (
-    ProfileSettings,
-    ab_settings_from_variables,
     capacity_settings_from_variables,
-    check_ab_plan,
     parse_judge,
     parse_settings,
     parse_switch,
-    profile_settings_from_variables,
 )
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
@@ -214,7 +212,7 @@ class ResultsKeywords:
     def judge(self) -> Judge:
         """The criteria of the running testbed's topology at this suite's settings (case
         libraries measure until it is conclusive)."""
-        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY).testbed
+        testbed = context.testbed()
         path, criteria = self._criteria_file()
         try:
             settings = self._settings(testbed.topology)
@@ -237,8 +235,7 @@ class ResultsKeywords:
 
     @staticmethod
     def _testbed_context() -> tuple[str, dict[str, dict[str, str]]]:
-        testbed = BuiltIn().get_library_instance(TESTBED_LIBRARY)
-        return testbed.testbed.topology.name, testbed.versions
+        return context.testbed().topology.name, context.testbed_versions()
 
     # -- keywords ----------------------------------------------------------------------------
 

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from robot.api import SkipExecution, logger
+from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.keywords import current_testbed, log_folded
-from libraries.keywords.ab import component_started, side_startup, side_vcl
-from libraries.results.settings import parse_switch
+from libraries.cases.capacity import skip_where_vpp_shares_its_cores
+from libraries.keywords import context, log_folded
 from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Node, Process
-from libraries.testbed.provision import Testbed
+from libraries.testbed.node import Node
 from libraries.vpp.loopback import (
     LoopbackHostStack,
     LoopbackHostStackPlan,
@@ -37,16 +32,15 @@ from libraries.vpp.loopback import (
     teardown_loopback_host_stack,
 )
 from libraries.vpp.node import (
-    VppInstance,
     VppLayout,
     has_hugepages,
     jumbo_needs_hugepages,
     release_local_side,
     start_vpp,
     stop_vpp,
-    vcl_config,
     vpp_diagnostics,
 )
+from libraries.vpp.placement import SECRET, AppPlacement, VppPlacement
 from libraries.vpp.ports import (
     AttachedPort,
     VppPort,
@@ -60,107 +54,18 @@ from libraries.vpp.ports import (
     return_kernel_addresses,
     startup_contribution,
 )
-from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 LOG = logging.getLogger(__name__)
-VPP_LIBRARY = "libraries.keywords.vpp.VppKeywords"
-SECRET = 1234
 # VPP loopback addresses for the one-node layout: inside VPP only, never in a kernel table.
 LOOPBACK_ADDRESSES = {"server": "198.18.101.1/24", "proxy": "198.18.102.1/24",
                       "client": "198.18.103.1/24"}
-
-
-@dataclass(frozen=True)
-class AppPlacement:
-    """Where an application runs over VPP: node, app namespace (None: default), address."""
-
-    node: str
-    namespace_id: str | None
-    address: str | None
-
-
-def vpp_library() -> VppKeywords | None:
-    """This suite's VppKeywords instance, or None when the suite does not import it."""
-    try:
-        return BuiltIn().get_library_instance(VPP_LIBRARY)
-    except RuntimeError:
-        return None
-
-
-def app_environment(node: str, app: str, stack: str, program: str) -> dict[str, str] | None:
-    """Environment putting ``app`` (run by ``program``: iperf3, nginx, wrk) on VPP's host
-    stack when ``stack`` is vpp and this suite's VPP runs on ``node``; None (kernel stack)
-    otherwise."""
-    if stack == "kernel":
-        return None
-    if stack != "vpp":
-        raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
-    vpp = vpp_library()
-    if vpp is None or not vpp.runs_vpp(node):
-        return None  # e.g. the TG of a 3node testbed: only the DUT runs VPP
-    return vpp.app_environment(node, app, program)
-
-
-def client_environment(node: str, stack: str,
-                       program: str) -> Callable[[], dict[str, str] | None]:
-    """:func:`app_environment` of the ``client`` app, as a getter read per trial. In an A/B
-    run a side with other client VCL lines or another VPP install (its LD_PRELOAD) renders it
-    again on every switch: the client starts per trial, so it is a component with nothing to
-    stop."""
-    env = {"now": app_environment(node, "client", stack, program)}
-    if env["now"] is not None:
-        def render() -> None:
-            env["now"] = app_environment(node, "client", stack, program)
-
-        component_started(f"vcl-client-{node}", {("vcl", "client"), ("vpp", node)},
-                          lambda: None, render)
-    return lambda: env["now"]
-
-
-def app_address(testbed: Testbed, app: str, target: str, seen_from: str, stack: str) -> str:
-    """Address to reach ``app`` on ``target``: its VPP namespace's address in the loopback
-    layout, else the topology's address of ``target`` as seen from ``seen_from``."""
-    vpp = vpp_library() if stack == "vpp" else None
-    address = vpp.app_address(app) if vpp is not None else None
-    return address or testbed.topology.address_of(target, seen_from=seen_from)
-
-
-def wait_until_listed(node: str, port: int, app: str, process: Process,
-                      timeout: float = 10.0) -> None:
-    """Wait until VPP lists ``app``'s listener on ``port`` (an app over VPP has no kernel
-    socket to wait for); fail with its output if it exits, or with VPP's sessions."""
-    vpp = vpp_library()
-    if vpp is None:
-        raise HostStackError("VPP keywords are not imported in this suite")
-    target = current_testbed().node(node)
-    deadline = time.monotonic() + timeout
-    while True:
-        if not target.is_running(process):
-            raise HostStackError(f"{target.where}: {app} exited before listening on VPP: "
-                                 f"{target.read_log(process)[-2000:]!r}")
-        try:
-            vpp.require_app_on_vpp(node, port, app)
-            return
-        except HostStackError:
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
-
-
-def require_app_on_vpp(node: str, port: int, app: str) -> None:
-    """Fail with "the application is not on VPP's host stack" unless VPP lists ``app``'s
-    listener on ``port``."""
-    vpp = vpp_library()
-    if vpp is None:
-        raise HostStackError("VPP keywords are not imported in this suite")
-    vpp.require_app_on_vpp(node, port, app)
 
 
 def _require_address_change(name: str) -> None:
     """Skip, with the reason, unless the topology lets tests move ``name``'s link addresses
     from the kernel into VPP (and back): a lab must say ``may_change: [addresses]``. DPDK NICs
     (``vpp_driver: dpdk``) move no kernel address: they need no such permission."""
-    topology = current_testbed().topology
+    topology = context.testbed().topology
     if topology.kernel_interfaces_for_vpp(name) and not topology.allows_change("addresses"):
         raise SkipExecution(f"topology {topology.name} does not allow moving {name}'s link "
                             "addresses from the kernel into VPP (add `may_change: [addresses]` "
@@ -172,50 +77,12 @@ class VppKeywords:
     """Start and stop VPP, configure its host stack through PAPI, launch apps over it."""
 
     def __init__(self) -> None:
-        self._instances: dict[str, VppInstance] = {}
+        self.placement = VppPlacement()
+        """The VPPs this suite runs and where its applications sit on them (the cases read
+        it through :mod:`libraries.keywords.context`)."""
         self._loopbacks: dict[str, LoopbackHostStack] = {}
         self._ports: dict[str, list[AttachedPort]] = {}
         self._peer_checksums: dict[str, list[tuple[Node, str]]] = {}
-        self._apps: dict[str, AppPlacement] = {}
-
-    # -- Python API used by the case libraries ------------------------------------------------
-
-    def running_instances(self) -> dict[str, VppInstance]:
-        """The VPPs this suite runs, by node name."""
-        return dict(self._instances)
-
-    def runs_vpp(self, node: str) -> bool:
-        """True while this suite's VPP runs on ``node``."""
-        return current_testbed().topology.resolve_node(node) in self._instances
-
-    def app_environment(self, node: str, app: str, program: str) -> dict[str, str]:
-        """``LD_PRELOAD`` and ``VCL_CONFIG`` for ``app`` on ``node`` (the seeds' VCL block for
-        ``program``, uploaded)."""
-        testbed = current_testbed()
-        name = testbed.topology.resolve_node(node)
-        instance = self._instances[name]
-        placement = self._apps.get(app, AppPlacement(name, None, None))
-        secret = SECRET if placement.namespace_id else None
-        text = vcl_config(program, placement.namespace_id, secret,
-                          instance.install.app_socket_dir, side_vcl(app))
-        path = f"{instance.node.workdir}/vcl-{app}.conf"
-        instance.node.put(text, path)
-        logger.info(f"VCL config of {app} on {name} ({path}):\n{text}")
-        return {"LD_PRELOAD": instance.install.ldpreload, "VCL_CONFIG": path}
-
-    def app_address(self, app: str) -> str | None:
-        """The address ``app`` listens on inside VPP (one-node layout), else None."""
-        placement = self._apps.get(app)
-        return placement.address if placement else None
-
-    def require_app_on_vpp(self, node: str, port: int, app: str) -> None:
-        """Fail with "the application is not on VPP's host stack" unless VPP shows a
-        listener on ``port``; log the sessions either way."""
-        instance = self._instances[current_testbed().topology.resolve_node(node)]
-        text = run_vppctl(instance.node, "show session verbose",
-                          socket=instance.install.cli_socket, vppctl=instance.install.vppctl)
-        logger.info(f"VPP sessions on {instance.node.name}:\n{text}")
-        require_listener(parse_show_session_verbose(text), port, app)
 
     # -- keywords ------------------------------------------------------------------------------
 
@@ -228,12 +95,12 @@ class VppKeywords:
         until its API answers over the SSH-forwarded socket and checks its threads
         (``show_threads``) against the topology.
         """
-        testbed = current_testbed()
+        testbed = context.testbed()
         name = testbed.topology.resolve_node(node)
         install = testbed.topology.nodes[name].vpp
         if install is None:
             raise HostStackError(f"topology {testbed.topology.name}: {name} declares no vpp")
-        if name in self._instances:
+        if name in self.placement.instances:
             raise HostStackError(f"VPP already runs on {name}")
         ports = self._planned_ports(name, mtu)
         check_ports(testbed.nodes[name], ports)
@@ -241,13 +108,13 @@ class VppKeywords:
         layout = VppLayout(main_core=main[0] if main else None,
                            workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
                            ports=startup_contribution(ports), mtu=int(mtu) if mtu else None,
-                           extra_sections=side_startup(name))
+                           extra_sections=context.case_context().side_startup(name))
         reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
             layout, has_hugepages(testbed.nodes[name]))
         if reason:
             raise SkipExecution(f"{name}: {reason}")
         instance = start_vpp(testbed.nodes[name], install, layout=layout)
-        self._instances[name] = instance
+        self.placement.instances[name] = instance
         log_folded(f"{name}: VPP startup.conf",
                    instance.node.get(instance.startup_path, sudo=True))
 
@@ -257,8 +124,8 @@ class VppKeywords:
         """Start VPP on ``node`` and lay out its host stack for ``apps`` (e.g. server proxy
         client): the loopback layout when the topology has one node, else the Ethernet
         layout (the node's link interfaces handed to VPP, MTU ``mtu`` or the link's)."""
-        one_node = len(current_testbed().topology.nodes) == 1
-        name = current_testbed().topology.resolve_node(node)
+        one_node = len(context.testbed().topology.nodes) == 1
+        name = context.testbed().topology.resolve_node(node)
         if not one_node:
             _require_address_change(name)
         self.start_vpp_on_node(node, mtu=mtu)
@@ -267,8 +134,9 @@ class VppKeywords:
         else:
             self.give_node_interfaces_to_vpp(node, mtu=mtu)
         # an A/B side with another VPP install or startup sections restarts it
-        component_started(f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
-                          lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
+        context.case_context().component_started(
+            f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
+            lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",
@@ -276,8 +144,8 @@ class VppKeywords:
                                               "server", "proxy", "client")) -> None:
         """Seed 000/001's one-node layout through PAPI: per app a loopback, IP table,
         address and app namespace (secret 1234); routes via lookup between every pair."""
-        name = current_testbed().topology.resolve_node(node)
-        instance = self._instances[name]
+        name = context.testbed().topology.resolve_node(node)
+        instance = self.placement.instances[name]
         specs = tuple(NamespaceSpec(app, index + 1, LOOPBACK_ADDRESSES[app], SECRET)
                       for index, app in enumerate(apps))
         links = tuple((a, b) for i, a in enumerate(apps) for b in apps[i + 1:])
@@ -286,7 +154,7 @@ class VppKeywords:
         self._loopbacks[name] = stack
         for spec in specs:
             address = str(ipaddress.ip_interface(spec.address).ip)
-            self._apps[spec.namespace_id] = AppPlacement(name, spec.namespace_id, address)
+            self.placement.apps[spec.namespace_id] = AppPlacement(name, spec.namespace_id, address)
 
     @keyword("Give Node Interfaces To VPP")
     def give_node_interfaces_to_vpp(self, node: str = "dut", mtu: int | None = None) -> None:
@@ -295,10 +163,10 @@ class VppKeywords:
         the interface the dpdk plugin made at start-up), then through PAPI: found by name,
         hardware MTU, admin up, the topology's address. Kernel addresses of interfaces the
         kernel still sees come back with ``Stop VPP On All Nodes``."""
-        testbed = current_testbed()
+        testbed = context.testbed()
         name = testbed.topology.resolve_node(node)
         _require_address_change(name)
-        instance = self._instances[name]
+        instance = self.placement.instances[name]
         ports = self._planned_ports(name, mtu)
         complete_peer_checksums(testbed.topology, testbed.nodes, name, ports,
                                 self._peer_checksums.setdefault(name, []))
@@ -306,7 +174,7 @@ class VppKeywords:
         self._ports.setdefault(name, []).extend(attached)
 
     def _planned_ports(self, name: str, mtu: int | None) -> tuple[VppPort, ...]:
-        topology = current_testbed().topology
+        topology = context.testbed().topology
         if len(topology.nodes) == 1:
             return ()  # the loopback layout: no link interfaces
         return plan_ports(topology, name, int(mtu) if mtu else None)
@@ -327,37 +195,9 @@ class VppKeywords:
         closed-loop rates, not capacities, and is never skipped here; the kernel stack
         neither. ``-v
         CAPACITY_SHARED_CORES:yes`` measures it anyway, with a warning naming the keys."""
-        variables = BuiltIn()
-        if stack != "vpp" or variables.get_variable_value("${AB}", ""):
-            return
-        try:
-            anyway = parse_switch("CAPACITY_SHARED_CORES", variables.get_variable_value(
-                "${CAPACITY_SHARED_CORES}", False))
-        except ValueError as error:
-            raise HostStackError(str(error)) from None
-        topology = current_testbed().topology
-        name = topology.resolve_node(node)
-        sharers = topology.vpp_core_sharers(name)
-        if anyway and sharers != []:
-            logger.warn(f"{name}: capacity measured with VPP's cores shared (-v "
-                        f"CAPACITY_SHARED_CORES:yes): {', '.join(sharers or ['not pinned'])}; "
-                        "the figure includes how the programs take turns on the core")
-            return
-        if sharers is None:
-            raise SkipExecution(
-                f"{name}: VPP's cores are not pinned (nodes.{name}.cpus.vpp_main is not set): a "
-                "capacity under a latency goal needs VPP on cores of its own (-v "
-                "CAPACITY_SHARED_CORES:yes measures it anyway)")
-        if sharers:
-            raise SkipExecution(
-                f"{name}: VPP forwards on CPU "
-                f"{', '.join(map(str, topology.vpp_cores(name) or []))}, which "
-                f"{', '.join(sharers)} also pin programs to: VPP's main loop polls and "
-                "leaves the core only when the scheduler takes it, so a capacity under a "
-                "latency goal would measure how they take turns on it, not the host stack; "
-                "give VPP cores of its own in the topology "
-                f"(nodes.{name}.cpus.vpp_main / vpp_workers), or measure it anyway with -v "
-                "CAPACITY_SHARED_CORES:yes")
+        skip_where_vpp_shares_its_cores(
+            context.case_context(), node, stack, BuiltIn().get_variable_value("${AB}", ""),
+            BuiltIn().get_variable_value("${CAPACITY_SHARED_CORES}", False))
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
@@ -366,16 +206,16 @@ class VppKeywords:
         fails. Once an interrupt removed the testbed (VPP went with it) only the local side
         (PAPI, the socket forward) is closed."""
         errors: list[str] = []
-        if current_testbed().removed:
-            for instance in self._instances.values():
+        if context.testbed().removed:
+            for instance in self.placement.instances.values():
                 release_local_side(instance)
-            self._instances.clear()
+            self.placement.instances.clear()
             self._ports.clear()
             self._loopbacks.clear()
             self._peer_checksums.clear()
-            self._apps.clear()
+            self.placement.apps.clear()
             return
-        for name, instance in list(self._instances.items()):
+        for name, instance in list(self.placement.instances.items()):
             for command, text in vpp_diagnostics(instance).items():
                 log_folded(f"{name}: vppctl {command}", text)
             if name in self._loopbacks:
@@ -392,7 +232,7 @@ class VppKeywords:
                 errors.append(str(error))
             errors += return_kernel_addresses(instance.node, ports)
             errors += restore_peer_checksums(self._peer_checksums.pop(name, []))
-            del self._instances[name]
-        self._apps.clear()
+            del self.placement.instances[name]
+        self.placement.apps.clear()
         if errors:
             raise HostStackError("; ".join(errors))

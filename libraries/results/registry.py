@@ -30,9 +30,11 @@ class Setting:
 
 _MEASURE = "suite set-up (Check Measurement Settings): libraries.results.settings"
 _AB = ("suite set-up (Check Measurement Settings, then Set Up A/B Comparison), A/B runs "
-       "only: libraries.results.settings.ab_settings_from_variables")
+       "only: libraries.ab.settings.ab_settings_from_variables")
 _CAPACITY = ("suite set-up (Check Measurement Settings), suites with capacity tests: "
              "libraries.results.settings.capacity_settings_from_variables")
+_PROFILE = ("suite set-up (Check Measurement Settings): "
+            "libraries.cases.profile_settings.profile_settings_from_variables")
 _SWITCH = "yes/no (also true/false, on/off, 1/0; any case)"
 
 SETTINGS: tuple[Setting, ...] = (
@@ -128,10 +130,10 @@ SETTINGS: tuple[Setting, ...] = (
     # -- profiles -----------------------------------------------------------------------------
     Setting("PROFILE", "auto", "auto, on or off (yes/no, true/false, 1/0)", "auto: a "
             "profiling trial per side in A/B runs, none in plain runs; on: every measuring "
-            "test; off: none.", f"{_MEASURE}.profile_settings_from_variables", "profiles"),
+            "test; off: none.", _PROFILE, "profiles"),
     Setting("PROFILE_SECONDS", "5", "whole seconds >= 1", "How long perf samples, under the "
             "test's own load, after the measured trials (never counted).",
-            f"{_MEASURE}.profile_settings_from_variables", "profiles"),
+            _PROFILE, "profiles"),
     # -- capacity -----------------------------------------------------------------------------
     Setting("LATENCY_SLO", "p99<=10ms", "p99<=10ms[,p50<=2ms]; a bare duration (10ms) is "
             "p99<=10ms; units us, ms, s", "The latency goals of a capacity search: the "

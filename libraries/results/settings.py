@@ -1,14 +1,15 @@
-"""Every ``-v`` setting a run is given, parsed in one place with one error style: a bad value
-is a ``ValueError`` naming the variable, the value and what was expected. Trials: ``TRIALS``,
+"""The ``-v`` settings of the trials, the judging and the capacity searches, and the helpers
+every package's settings are parsed with, in one error style: a bad value is a
+``ValueError`` naming the variable, the value and what was expected. Trials: ``TRIALS``,
 ``DURATION``, ``WARMUP``, ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``, the topology's
 ``budget`` (:func:`parse_settings`); switches such as ``EXTENDED`` (:func:`parse_switch`);
-what a run judges: ``JUDGE`` (:func:`parse_judge`); A/B
-runs: ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``, ``AB_INCONCLUSIVE``,
-``AB_ALPHA``, ``AB_SCATTER``;
-profiling trials: ``PROFILE``, ``PROFILE_SECONDS`` (:class:`ProfileSettings`);
-capacity searches: ``LATENCY_SLO`` and ``CAPACITY_*`` (:class:`SearchSettings`). Pure: it
-reads values it is handed (``lookup(name, default)`` for Robot's variables), never a node, a
-file or Robot itself.
+what a run judges: ``JUDGE`` (:func:`parse_judge`); capacity searches: ``LATENCY_SLO`` and
+``CAPACITY_*`` (:class:`SearchSettings`). The shared helpers (:func:`whole`,
+:func:`parse_switch`, ``Lookup``) serve the packages that own their settings: A/B runs in
+:mod:`libraries.ab.settings`, profiling trials in :mod:`libraries.cases.profile_settings`.
+Every setting is listed in :mod:`libraries.results.registry`. Pure: it reads values it is
+handed (``lookup(name, default)`` for Robot's variables), never a node, a file or Robot
+itself.
 """
 
 from __future__ import annotations
@@ -124,85 +125,6 @@ def parse_settings(trials: object, duration: object, warmup: object,
         raise ValueError(f"{seconds_from} ({max_seconds}) is below the planned trials' time "
                          f"({plan.trials} x {plan.duration} s = {planned} s per variant)")
     return Settings(plan, Budget(rounds, seconds), level)
-
-
-# -- A/B runs ---------------------------------------------------------------------------------
-
-
-def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
-    """Refuse (``ValueError`` with the numbers) settings whose budget cannot reach the first
-    look at the planned trial length: a round measures each side for at least ``DURATION``
-    seconds, after a warm-up of each side."""
-    least = 2 * plan.warmup + 2 * plan.duration * settings.look
-    if least > settings.budget_s:
-        fits = max(0, int((settings.budget_s - 2 * plan.warmup) // (2 * plan.duration)))
-        raise ValueError(
-            f"-v AB_BUDGET:{settings.budget_s:g} with -v DURATION:{plan.duration}: a round "
-            f"measures each side for at least {plan.duration} s, so at most {fits} rounds fit,"
-            f" fewer than the first look at AB_LOOK {settings.look} rounds: nothing could be "
-            f"decided (give AB_BUDGET at least {least:g} s, or a shorter DURATION)")
-
-
-def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
-    """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
-    ``AB_INCONCLUSIVE`` (skip), ``AB_UNUSED`` (skip),
-    ``AB_BUDGET`` (600 s), ``ALPHA`` (0.05; ``AB_ALPHA`` overrides it for the A/B verdict
-    alone: the nightly's share of its family-wise level, :mod:`libraries.results.family`)
-    and ``AB_SCATTER`` (percent, 0: the night-to-night spread of the true ratio the verdict
-    tolerates); ``ValueError`` naming the variable."""
-    values = {}
-    for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
-                                ("AB_MAX_ROUNDS", 60, int), ("AB_BUDGET", 600, float),
-                                ("ALPHA", 0.05, float), ("AB_SCATTER", 0, float)):
-        given = lookup(name, default)
-        try:
-            number = kind(str(given).rstrip("%"))
-        except ValueError:
-            raise ValueError(f"-v {name}:{given}: expected a {'whole ' if kind is int else ''}"
-                             f"number, got {given!r}") from None
-        if not math.isfinite(number):
-            raise ValueError(f"-v {name}:{given}: expected a finite number")
-        values[name] = number
-    given = lookup("AB_ALPHA", values["ALPHA"])
-    try:  # AbSettings checks the range and names alpha
-        values["ALPHA"] = float(str(given))
-    except ValueError:
-        raise ValueError(f"-v AB_ALPHA:{given}: expected a number, got {given!r}") from None
-    return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
-                      max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
-                      alpha=values["ALPHA"], scatter=values["AB_SCATTER"] / 100.0,
-                      inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower(),
-                      unused=str(lookup("AB_UNUSED", "skip")).strip().lower())
-
-
-@dataclass(frozen=True)
-class ProfileSettings:
-    """``-v PROFILE``: ``auto`` (default: a profiling trial per side in A/B runs, none in
-    plain runs), ``on`` (every measuring test) or ``off``; ``-v PROFILE_SECONDS`` (5): how long
-    perf samples, under the test's own load, after the measured trials."""
-
-    mode: str = "auto"
-    seconds: int = 5
-
-    def wanted(self, ab: bool) -> bool:
-        """Whether a test (an A/B test when ``ab``) gets a profiling trial."""
-        return self.mode == "on" or (self.mode == "auto" and ab)
-
-
-def profile_settings_from_variables(lookup: Lookup) -> ProfileSettings:
-    """:class:`ProfileSettings` from ``-v PROFILE`` and ``-v PROFILE_SECONDS`` (``ValueError``
-    naming the variable)."""
-    given = lookup("PROFILE", "auto")
-    if str(given).strip().lower() == "auto":
-        mode = "auto"
-    else:
-        try:
-            mode = "on" if parse_switch("PROFILE", given) else "off"
-        except ValueError:
-            raise ValueError(f"-v PROFILE:{given}: expected auto (A/B runs only), on or off, "
-                             f"got {given!r}") from None
-    seconds = whole("PROFILE_SECONDS", lookup("PROFILE_SECONDS", 5), 1, "seconds")
-    return ProfileSettings(mode, seconds)
 
 
 # -- capacity searches ------------------------------------------------------------------------

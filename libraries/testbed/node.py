@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import paramiko
 
+from libraries.testbed.command import env_exports, hard_timeout
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
-from libraries.testbed.shell import env_exports
 from libraries.testbed.ssh import SshTarget, collect, open_client
 
 LOG = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Node:
     # -- commands --------------------------------------------------------------------------
 
     def _wrap(self, command: str, timeout: float, sudo: bool) -> str:
-        wrapped = f"timeout -k 2 {timeout:g} sh -c {shlex.quote(command)}"
+        wrapped = hard_timeout(command, timeout)
         if sudo and self.target.user != "root":
             if not self.target.sudo:
                 raise NodeError(

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from libraries.testbed.command import Ledger, NodeCommand, tool_command
 from libraries.testbed.errors import CommandError, ParseError
-from libraries.testbed.shell import tool_command
-from libraries.tools.cpu import accounted_command
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node, Process
@@ -133,10 +132,14 @@ def build_iperf3_server_command(
     return tool_command(argv, options.cpus, env)
 
 
-def build_iperf3_client_command(
-    binary: str, options: IperfClientOptions, *, env: Mapping[str, str] | None = None
-) -> str:
-    """Shell command line of an iperf3 client with ``--json`` (every value quoted)."""
+def iperf3_client_command(
+    binary: str, options: IperfClientOptions, timeout: float | None = None, *,
+    env: Mapping[str, str] | None = None, cpu_ledger: str | None = None,
+) -> NodeCommand:
+    """The command of an iperf3 client with ``--json``: pinned to ``options.cpus``, ``env``
+    for iperf3 itself, its CPU left in ``cpu_ledger`` as ``iperf3-client``, stopped after
+    ``timeout`` (default :func:`default_timeout`); rendered by
+    :class:`libraries.testbed.command.NodeCommand`."""
     argv = [binary, "-c", options.server, "-p", str(options.port), "-t", str(options.duration),
             "--json"]
     if options.reverse:
@@ -154,7 +157,17 @@ def build_iperf3_client_command(
         argv += ["-A", pair]
     if options.omit:
         argv += ["-O", str(options.omit)]
-    return tool_command(argv, options.cpus, env)
+    return NodeCommand(tuple(argv), default_timeout(options) if timeout is None else timeout,
+                       tuple(options.cpus or ()), tuple((env or {}).items()),
+                       Ledger(cpu_ledger, "iperf3-client") if cpu_ledger else None)
+
+
+def build_iperf3_client_command(
+    binary: str, options: IperfClientOptions, *, env: Mapping[str, str] | None = None
+) -> str:
+    """Shell command line of an iperf3 client with ``--json`` (every value quoted): the tool
+    line of :func:`iperf3_client_command`."""
+    return iperf3_client_command(binary, options, env=env).tool_line()
 
 
 @dataclass(frozen=True)
@@ -313,10 +326,9 @@ def run_iperf3_client(
     the node) the client's CPU time is left there as ``iperf3-client`` for the next
     telemetry snapshot.
     """
-    command = build_iperf3_client_command(binary, options, env=env)
-    limit = default_timeout(options) if timeout is None else timeout
-    wrapped = accounted_command(command, cpu_ledger, "iperf3-client") if cpu_ledger else command
-    result = node.run(wrapped, timeout=limit, check=False)
+    value = iperf3_client_command(binary, options, timeout, env=env, cpu_ledger=cpu_ledger)
+    command = value.tool_line()
+    result = node.run(value.line(), timeout=value.timeout, check=False)
     LOG.debug("%s: iperf3 output:\n%s%s", node.name, result.stdout, result.stderr)
     if not result.stdout.strip():
         raise CommandError(node.name, command, result.exit_code, result.stdout, result.stderr)

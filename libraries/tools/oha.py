@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from libraries.testbed.command import tool_command
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
-from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import TIMES_MARKER, accounted_command, children_cpu_s
 from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 

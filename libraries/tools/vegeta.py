@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from libraries.testbed.command import tool_command
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
-from libraries.testbed.shell import tool_command
 from libraries.tools.cpu import accounted_command
 from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 

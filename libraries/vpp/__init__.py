@@ -5,6 +5,7 @@ socket with every reply's retval checked (``papi``), interface and host-stack co
 through PAPI (``hoststack``, ``loopback``), a node's link interfaces handed to VPP by driver
 (``ports``: af_packet, dpdk, dpdk_vdev), ``vppctl`` show commands and their parsers
 (``vppctl``), ``show runtime``/``show session`` counters of a measured trial (``runtime``),
-and the lifecycle of VPP on a topology node (``node``). Imports only ``libraries.testbed``
-and ``libraries.tools`` (template rendering).
+the lifecycle of VPP on a topology node (``node``), and where a suite's applications sit on
+its VPPs: app namespaces, addresses, the LD_PRELOAD + VCL environment (``placement``).
+Imports only ``libraries.testbed`` and ``libraries.tools`` (template rendering).
 """

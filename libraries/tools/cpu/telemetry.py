@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from libraries.testbed.command import accounted
 from libraries.testbed.errors import HostStackError
 from libraries.tools.cpu.proc_stat import (
     CORE_FIELDS,
@@ -97,16 +98,9 @@ def snapshot_script(groups: list[int], ledger: str | None = None,
 
 def accounted_command(command: str, ledger: str, name: str) -> str:
     """``command`` run so that its CPU time (it and every child it waited for) lands in
-    ``<ledger>/<name>.<pid>.stat`` for the next snapshot; the exit code is kept.
-
-    The wrapping shell waits for ``command`` (a subshell), then saves its own
-    ``/proc/self/stat`` whose ``cutime``/``cstime`` are exactly that tree's CPU.
-    """
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-        raise ValueError(f"ledger name {name!r}: expected one word")
-    quoted = shlex.quote(ledger)
-    return (f"mkdir -p {quoted}; ({command}); rc=$?; "
-            f"cat /proc/$$/stat > {quoted}/{name}.$$.stat; exit $rc")
+    ``<ledger>/<name>.<pid>.stat`` for the next snapshot; the exit code is kept (rendered by
+    :func:`libraries.testbed.command.accounted`, where the wrapper is told)."""
+    return accounted(command, ledger, name)
 
 
 def take_snapshot(node: Node, groups: list[int], ledger: str | None = None,

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 
+from libraries.testbed.command import TIMES_MARKER, timed
 from libraries.testbed.errors import ParseError
 
-TIMES_MARKER = "@@hoststack-cpu"
 _TIMES = re.compile(r"(\d+)m([0-9.]+)s\s+(\d+)m([0-9.]+)s")
 
 
 def timed_command(command: str) -> str:
-    """``command`` followed by the marker and ``times`` (its exit code kept)."""
-    return f"({command}); rc=$?; echo {TIMES_MARKER}; times; exit $rc"
+    """``command`` followed by the marker and ``times`` (its exit code kept; rendered by
+    :func:`libraries.testbed.command.timed`)."""
+    return timed(command)
 
 
 def children_cpu_s(text: str, source: str) -> float | None:

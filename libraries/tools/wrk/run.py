@@ -20,14 +20,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from libraries.testbed.command import Ledger, NodeCommand
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
-from libraries.testbed.shell import tool_command
-from libraries.tools.cpu import (
-    accounted_command,
-    before_times,
-    children_cpu_s,
-    timed_command,
-)
+from libraries.tools.cpu import before_times, children_cpu_s
 from libraries.tools.wrk.output import Flavour, WrkResult, parse_wrk_output
 
 if TYPE_CHECKING:
@@ -108,18 +103,26 @@ def _cpu_list(cpus: Sequence[int], what: str) -> tuple[int, ...]:
     return values
 
 
-def build_wrk_command(
+def wrk_command(
     binary: str,
     options: WrkOptions,
+    timeout: float | None = None,
     *,
     flavour: Flavour | None = None,
     env: Mapping[str, str] | None = None,
-) -> str:
-    """Shell command line running ``binary`` with ``options`` (every value quoted).
+    cpu_ledger: str | None = None,
+    cpu_times: bool = False,
+) -> NodeCommand:
+    """The command running ``binary`` with ``options``: argv ``<binary> -t <threads> -c
+    <connections> -d <duration>s [-R <rate>] [--latency] [--timeout <t>s] [-s <script>]
+    [-H <header>]... <url>``, pinned to ``options.cpus``, ``env`` for wrk itself (e.g.
+    ``LD_PRELOAD`` and ``VCL_CONFIG`` for VPP's host stack), its CPU left in ``cpu_ledger``
+    as ``wrk``, timed with ``cpu_times``, stopped after ``timeout`` (default
+    :func:`default_timeout`: the duration + max(15 s, a quarter of it) + wrk's own timeout,
+    2 s unless given). Rendered by :class:`libraries.testbed.command.NodeCommand`.
 
-    With ``cpus`` the line starts ``taskset -c 1,2``. ``flavour`` (from :func:`probe_wrk`)
-    checks the rate: wrk2 requires ``rate``, wrk 4.x has no ``-R``. ``env`` is exported to wrk
-    itself (e.g. ``LD_PRELOAD`` and ``VCL_CONFIG`` for VPP's host stack), not to taskset.
+    ``flavour`` (from :func:`probe_wrk`) checks the rate: wrk2 requires ``rate``, wrk 4.x has
+    no ``-R``.
     """
     if flavour == "wrk2" and options.rate is None:
         raise ValueError(f"{binary} is wrk2: option rate (-R, requests/s) is required")
@@ -144,7 +147,22 @@ def build_wrk_command(
     for header in options.headers:
         argv += ["-H", header]
     argv.append(options.url)
-    return tool_command(argv, options.cpus, env)
+    return NodeCommand(tuple(argv), default_timeout(options) if timeout is None else timeout,
+                       tuple(options.cpus or ()), tuple((env or {}).items()),
+                       Ledger(cpu_ledger, "wrk") if cpu_ledger else None, cpu_times)
+
+
+def build_wrk_command(
+    binary: str,
+    options: WrkOptions,
+    *,
+    flavour: Flavour | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Shell command line running ``binary`` with ``options`` (every value quoted): the tool
+    line of :func:`wrk_command`. With ``cpus`` it starts ``taskset -c 1,2``; ``env`` is
+    exported to wrk itself, not to taskset."""
+    return wrk_command(binary, options, flavour=flavour, env=env).tool_line()
 
 
 def detect_wrk_flavour(help_text: str) -> Flavour:
@@ -230,11 +248,10 @@ def run_wrk(
     next telemetry snapshot; with ``cpu_times`` it is also read back into ``cpu_s`` (the
     shell's ``times`` after wrk ended: a constant-rate trial's generator share).
     """
-    command = build_wrk_command(binary, options, flavour=flavour, env=env)
-    limit = default_timeout(options) if timeout is None else timeout
-    timed = timed_command(command) if cpu_times else command
-    wrapped = accounted_command(timed, cpu_ledger, "wrk") if cpu_ledger else timed
-    result = node.run(wrapped, timeout=limit, check=False)
+    value = wrk_command(binary, options, timeout, flavour=flavour, env=env,
+                        cpu_ledger=cpu_ledger, cpu_times=cpu_times)
+    command = value.tool_line()
+    result = node.run(value.line(), timeout=value.timeout, check=False)
     LOG.debug("%s: wrk output:\n%s%s", node.name, result.stdout, result.stderr)
     source = f"{node.name}: output of {command!r} (exit {result.exit_code})"
     cpu_s = children_cpu_s(result.stdout, source) if cpu_times else None

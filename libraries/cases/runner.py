@@ -14,9 +14,9 @@ hands it to :func:`run_case`. The runner owns the branch every case shares:
   the reason (or, with ``-v AB_UNUSED:plain``, as the nightly against a reference runs,
   measured plainly with that reason in its message).
 
-The set-up keywords report what they start and read a side's settings through
-:mod:`libraries.keywords.ab` (``component_started``, ``side_nginx``, ...), which in a plain
-run do nothing and give nothing.
+The set-up steps report what they start and read a side's settings through the context
+(:class:`~libraries.cases.context.CaseContext`: ``component_started``, ``side_nginx``, ...),
+which in a plain run do nothing and give nothing.
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from robot.api import SkipExecution, logger
-
 from libraries.ab.session import MeasuredBeside, NothingToCompare, Use
-from libraries.keywords import current_judge, current_testbed, log_folded
-from libraries.keywords.ab import current_ab
-from libraries.keywords.profiling import current_profiling, profile_case
-from libraries.keywords.progress import ConsoleProgress
-from libraries.keywords.telemetry import TrialTelemetry
+from libraries.cases.context import CaseContext, Skip
+from libraries.cases.profiling import profile_case
+from libraries.cases.telemetry import TrialTelemetry
 from libraries.results.adaptive import Build, measure
 from libraries.results.measurement import AllObservers, Direction, Measurement, Trial
 from libraries.results.plan import TrialPlan
@@ -70,20 +66,21 @@ SATURATED = 90.0
 bounded the side's figure itself."""
 
 
-def run_case(case: Case, telemetry: TrialTelemetry,
+def run_case(ctx: CaseContext, case: Case, telemetry: TrialTelemetry,
              after: Callable[[Measurement], None] | None = None) -> Measurement:
-    """Measure ``case`` plainly or as an A/B test (see the module); ``after`` runs once after
-    a plain run's trials (never in an A/B run, whose record compares only the trials)."""
-    ab = current_ab()
+    """Measure ``case`` in ``ctx`` plainly or as an A/B test (see the module); ``after`` runs
+    once after a plain run's trials (never in an A/B run, whose record compares only the
+    trials)."""
+    ab = ctx.ab
     unused = None
     if ab is not None:
-        profiling = current_profiling(True)
+        profiling = ctx.profiling if ctx.profiling and ctx.profiling.wanted(True) else None
         if profiling is not None and ab.duet is not None:
-            if profiling[0].mode == "on":
+            if profiling.settings.mode == "on":
                 raise HostStackError("-v PROFILE:on: a duet A/B run cannot profile its sides "
                                      "(a profile switches between them on one testbed); "
                                      "profile in a sequential A/B run")
-            logger.info("duet A/B: no profile per side (-v PROFILE:auto profiles sequential "
+            ctx.log.info("duet A/B: no profile per side (-v PROFILE:auto profiles sequential "
                         "A/B runs only)")
             profiling = None
         chosen = case.ab_variants or tuple(case.variants)
@@ -91,44 +88,43 @@ def run_case(case: Case, telemetry: TrialTelemetry,
             measurement = ab.measure(case.name, case.stack, case.parameters,
                                      {v: case.variants[v] for v in chosen}, case.plan,
                                      case.build, case.compared,
-                                     AllObservers(ConsoleProgress(), telemetry),
+                                     AllObservers(ctx.progress(), telemetry),
                                      trial_uses=case.uses)
         except MeasuredBeside as done:
-            raise SkipExecution(str(done)) from None
+            raise Skip(str(done)) from None
         except NothingToCompare as error:
             if ab.settings.unused != "plain" or ab.duet is not None:
-                raise SkipExecution(str(error)) from None
+                raise Skip(str(error)) from None
             unused = f"{error}; measured plainly (-v AB_UNUSED:plain)"
-            logger.info(unused)
+            ctx.log.info(unused)
         else:
-            _side_telemetry(measurement, case, telemetry)
+            _side_telemetry(ctx, measurement, case, telemetry)
             if profiling is not None and measurement.ab:
-                profile_case(measurement, case.name, _profiled(case), current_testbed(), ab,
-                             *profiling, trials=telemetry.trials)
+                profile_case(ctx, measurement, case.name, _profiled(case), ab, profiling,
+                             trials=telemetry.trials)
             return measurement
-    measurement = _plain(case, telemetry, after)
+    measurement = _plain(ctx, case, telemetry, after)
     if unused:
         measurement.evidence["ab_unused"] = unused  # in the record and the test's message
     return measurement
 
 
-def _plain(case: Case, telemetry: TrialTelemetry,
+def _plain(ctx: CaseContext, case: Case, telemetry: TrialTelemetry,
            after: Callable[[Measurement], None] | None) -> Measurement:
     """A plain run of ``case`` (see the module)."""
-    profiling = current_profiling(False)
-    measurement, results = measure(case.variants, case.plan, case.build, current_judge(),
-                                   AllObservers(ConsoleProgress(), telemetry))
+    profiling = ctx.profiling if ctx.profiling and ctx.profiling.wanted(False) else None
+    measurement, results = measure(case.variants, case.plan, case.build, ctx.judge,
+                                   AllObservers(ctx.progress(), telemetry))
     telemetry.close(measurement)
     if after is not None:
         after(measurement)
     if profiling is not None:
-        profile_case(measurement, case.name, _profiled(case), current_testbed(), None,
-                     *profiling)
+        profile_case(ctx, measurement, case.name, _profiled(case), None, profiling)
     for variant, runs in results.items():
         for number, run in enumerate(runs, start=1):
             raw = getattr(run, "raw", None)
             if raw is not None:
-                log_folded(f"{variant} trial {number}: {case.output}", raw)
+                ctx.log.folded(f"{variant} trial {number}: {case.output}", raw)
     return measurement
 
 
@@ -139,7 +135,8 @@ def _profiled(case: Case) -> dict[str, Callable[[Trial], Any]]:
     return {v: case.variants[v] for v in case.ab_variants or tuple(case.variants)}
 
 
-def _side_telemetry(measurement: Measurement, case: Case, telemetry: TrialTelemetry) -> None:
+def _side_telemetry(ctx: CaseContext, measurement: Measurement, case: Case,
+                    telemetry: TrialTelemetry) -> None:
     """An A/B test's telemetry: every node's CPU per core and per process (and VPP's runtime)
     over each side's trials (variants ``a <v>``, ``b <v>``: medians per side), and per side
     the load generator's CPU, marked when it saturated its core."""
@@ -164,7 +161,7 @@ def _side_telemetry(measurement: Measurement, case: Case, telemetry: TrialTeleme
                     f"{node}) used {cpu:.0f} % of its core: the side's figure may be the "
                     "generator's, not the system's")
             measurement.notes.insert(0, note)
-            logger.warn(note)
+            ctx.log.warn(note)
     _generator_bound(measurement, f"{process} on {node}")
 
 

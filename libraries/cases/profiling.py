@@ -33,12 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from robot.api import logger
-from robot.libraries.BuiltIn import BuiltIn
-
 from libraries.ab.comparison import side_topology
 from libraries.ab.rounds import ratio_interval
-from libraries.keywords import RESULTS_LIBRARY
+from libraries.cases.context import CaseContext, Log, PlainLog
+from libraries.cases.profile_settings import ProfileRequest, ProfileSettings
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.profile import (
     Folded,
@@ -49,7 +47,6 @@ from libraries.results.profile import (
     unresolved_objects,
 )
 from libraries.results.profile_hint import CostChange, profile_hint
-from libraries.results.settings import ProfileSettings
 from libraries.results.telemetry import busy_cores
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
@@ -91,17 +88,6 @@ class Target:
     title: str = ""
 
 
-def current_profiling(ab: bool) -> tuple[ProfileSettings, Path] | None:
-    """The profiling settings and run folder when this test gets a profiling trial (the suite
-    imports the results library and ``-v PROFILE`` asks for it), else None."""
-    try:
-        library = BuiltIn().get_library_instance(RESULTS_LIBRARY)
-    except RuntimeError:
-        return None
-    settings, folder = library.profiling()
-    return (settings, folder) if settings.wanted(ab) else None
-
-
 def slug(text: str) -> str:
     """``text`` as a file name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "test"
@@ -110,8 +96,10 @@ def slug(text: str) -> str:
 class Profiler:
     """Profiles the DUT's processes of one test under one target's load at a time."""
 
-    def __init__(self, testbed: Testbed, folder: Path, seconds: int, test: str):
+    def __init__(self, testbed: Testbed, folder: Path, seconds: int, test: str,
+                 log: Log | None = None):
         name = testbed.topology.node_with_role("dut")
+        self.log = log or PlainLog()
         self.node = testbed.nodes[name]
         self.perf = testbed.topology.nodes[name].tools.get("perf", "perf")
         self.seconds = seconds
@@ -148,7 +136,7 @@ class Profiler:
         pids = self._pids()
         recording = start_recording(self.node, perf, pids, self.seconds, DELAY)
         try:
-            logger.info(f"profiling {target.label}: perf record on {self.node.name} of pids "
+            self.log.info(f"profiling {target.label}: perf record on {self.node.name} of pids "
                         f"{pids} for {self.seconds} s under a trial of {target.variant}")
             try:
                 target.trial(Trial(target.variant, self.seconds + 2 * int(DELAY), 0))
@@ -212,32 +200,33 @@ def cpu_per_work(measurement: Measurement, trials: Mapping[str, list[dict[str, A
 def profile_targets(measurement: Measurement, testbed: Testbed, targets: list[Target],
                     settings: ProfileSettings, folder: Path, test: str,
                     cost: CostChange | None = None,
-                    renames: dict[str, str] | None = None) -> None:
+                    renames: dict[str, str] | None = None, log: Log | None = None) -> None:
     """Profile every target in turn into ``measurement.evidence["profile"]`` (files in
     ``<folder>/profiles/<test>/``); with two, the differential of the first to the second.
     A profile that cannot be made is a warning. ``seconds_spent``: what the profiling took
     (trials, switches, perf script, folding, drawing). ``renames``: the second target's
     binaries' file names -> the first's, for the differential
-    (:func:`~libraries.results.profile.rename_binaries`)."""
+    (:func:`~libraries.results.profile.rename_binaries`). ``log``: where a warning goes."""
     block: dict[str, Any] = {"event": EVENT, "frequency_hz": FREQUENCY, "note": PMU_NOTE,
                              "profiles": {}}
     measurement.evidence["profile"] = block
     started = time.monotonic()
     try:
         _profile_into(block, measurement, testbed, targets, settings, folder, test, cost,
-                      renames or {})
+                      renames or {}, log or PlainLog())
     finally:
         block["seconds_spent"] = round(time.monotonic() - started, 2)
 
 
 def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Testbed,
                   targets: list[Target], settings: ProfileSettings, folder: Path,
-                  test: str, cost: CostChange | None, renames: dict[str, str]) -> None:
+                  test: str, cost: CostChange | None, renames: dict[str, str],
+                  log: Log) -> None:
     try:
-        profiler = Profiler(testbed, folder, settings.seconds, test)
+        profiler = Profiler(testbed, folder, settings.seconds, test, log)
     except HostStackError as error:
         block["unavailable"] = {target.label: str(error) for target in targets}
-        logger.warn(f"no profile: {error}")
+        log.warn(f"no profile: {error}")
         return
     folded: dict[str, Folded] = {}
     files: dict[str, Path] = {}
@@ -247,9 +236,9 @@ def _profile_into(block: dict[str, Any], measurement: Measurement, testbed: Test
                 profiler.profile(target)
         except HostStackError as error:
             block.setdefault("unavailable", {})[target.label] = str(error)
-            logger.warn(f"no profile of {target.label}: {error}")
+            log.warn(f"no profile of {target.label}: {error}")
             return
-    logger.info(f"profiles of {', '.join(folded)} in {profiler.folder}")
+    log.info(f"profiles of {', '.join(folded)} in {profiler.folder}")
     if len(folded) != 2:
         return
     (first, _), (second, b) = folded.items()
@@ -278,7 +267,7 @@ def _differential(block: dict[str, Any], measurement: Measurement, profiler: Pro
             profiler.folder / f"diff-{slug(first)}-{slug(second)}.svg"
         ).relative_to(folder))
     except HostStackError as error:
-        logger.warn(f"no differential flame graph: {error}")
+        profiler.log.warn(f"no differential flame graph: {error}")
     hint = profile_hint(a, b, PERIOD_NS, cost)
     entry["hint"] = hint.as_record()
     block["diff"] = entry
@@ -286,19 +275,21 @@ def _differential(block: dict[str, Any], measurement: Measurement, profiler: Pro
         measurement.notes[-1] += f"; profile: {hint.text()}"
 
 
-def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Callable[[Trial],
-                 Any]], testbed: Testbed, session: AbSession | None,
-                 settings: ProfileSettings, folder: Path,
+def profile_case(ctx: CaseContext, measurement: Measurement, name: str,
+                 variants: Mapping[str, Callable[[Trial], Any]], session: AbSession | None,
+                 request: ProfileRequest,
                  trials: Mapping[str, list[dict[str, Any]]] | None = None) -> None:
     """The profiling trials of test case ``name``: in a plain run each of ``variants`` (the
     ones it compares); in an A/B test the last of them on side a, then on side b (side a is
     active again afterwards), judged against the DUT's CPU per unit of work of the measured
     rounds (``trials``: the telemetry's readings per variant and trial)."""
-    test = str(BuiltIn().get_variable_value("${TEST NAME}", name))
+    testbed, settings, folder = ctx.testbed, request.settings, request.folder
+    test = ctx.test_name() or name
     if session is None:
         profile_targets(measurement, testbed,
                         [Target(v, v, trial, title=f"{name} {v}")
-                         for v, trial in variants.items()], settings, folder, test)
+                         for v, trial in variants.items()], settings, folder, test,
+                        log=ctx.log)
         return
     variant, trial = list(variants.items())[-1]
     dut = testbed.topology.node_with_role("dut")
@@ -313,6 +304,7 @@ def profile_case(measurement: Measurement, name: str, variants: Mapping[str, Cal
                       title=f"{name} {variant}, side {side} ({session.sides[side].name})")
                for side in ("a", "b")]
     try:
-        profile_targets(measurement, testbed, targets, settings, folder, test, cost, renames)
+        profile_targets(measurement, testbed, targets, settings, folder, test, cost, renames,
+                        log=ctx.log)
     finally:
         session.switch("a")

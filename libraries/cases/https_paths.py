@@ -1,11 +1,14 @@
-"""What the SSL proxy case checks of its paths and how it places its nginx instances: every
+"""What the HTTPS cases check of their paths and how they place their nginx instances: every
 response the file (wrk's counts), every proxied request forwarded (the server's count), the
 rates and the per-round proxy/direct ratio of the trials, the worker connections and CPU of an
-instance, and what an instance uses that an A/B side may change. Plain functions of
-:mod:`libraries.keywords.ssl_proxy`."""
+instance, and what an instance or a closed-loop load uses that an A/B side may change. Plain
+functions of :mod:`libraries.cases.ssl_proxy` and :mod:`libraries.cases.sslsniff`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from libraries.ab.session import Use
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
@@ -16,6 +19,16 @@ def nginx_uses(node: str, role: str, vpp_env: dict[str, str] | None) -> set[tupl
     """What an nginx of ``role`` on ``node`` uses that an A/B side may change."""
     uses = {("tool", node, "nginx"), ("nginx", role), ("env", "nginx")}
     return uses | ({("vpp", node), ("vcl", role)} if vpp_env else set())
+
+
+def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Use]:
+    """What a closed-loop HTTP trial on ``node`` uses that an A/B side may change: the ``wrk``
+    entry (a side that declares it runs it: ``CLOSED_LOOP_ORDER``), the ``wrk2`` entry only
+    where ``binary``, the tool side a runs, is not wrk's, and both tools' environments."""
+    uses: set[Use] = {("tool", node, "wrk"), ("env", "wrk"), ("env", "wrk2")}
+    if binary != tools.get("wrk"):
+        uses.add(("tool", node, "wrk2"))
+    return uses
 
 
 def worker_connections(env: dict[str, str] | None) -> int:
