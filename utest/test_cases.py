@@ -22,7 +22,13 @@ from libraries.cases.ssl_proxy import (
     SslProxyCase,
     search_capacity,
 )
-from libraries.cases.tcp_term import TcpRequest, TcpTermCase, TcpTermSetup
+from libraries.cases.tcp_term import (
+    TcpRequest,
+    TcpTermCase,
+    TcpTermSetup,
+    restore_link_mtus,
+    set_link_mtu,
+)
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.cases.tracers import KernelTracerTrials, TracerSetup
 from libraries.results.measurement import Measurement, Trial
@@ -82,6 +88,10 @@ class FakeNode:
             result = CommandResult(command, 0, WRK_OUTPUT, "", 0.0)
         elif "iperf3" in command and " -c " in command:
             result = CommandResult(command, 0, IPERF_OUTPUT, "", 0.0)
+        elif command.startswith("cat /sys/class/net/"):
+            result = CommandResult(command, 0, "1500\n", "", 0.0)
+        elif command.startswith("ip link set dev "):
+            result = CommandResult(command, 0, "", "", 0.0)
         elif "tsenart/vegeta" in command:
             result = CommandResult(command, 3, "", "", 0.0)
         else:
@@ -201,6 +211,20 @@ def test_the_ebpf_stream_case_measures_direct_and_native_interleaved_with_their_
     clients = [c for c in testbed.nodes["tg"].commands if " -c " in c]
     assert [("198.18.2.2" in c, "198.18.1.1" in c) for c in clients] == [
         (True, False), (False, True)] * 2  # direct, native, direct, native
+
+
+def test_the_jumbo_variant_sets_both_ends_of_the_link_and_puts_them_back():
+    testbed = _testbed()
+    setup = TcpTermSetup()
+    set_link_mtu(CaseContext(testbed), setup, "tg", "dut", 9000)
+    assert [(node.name, ifname, mtu) for node, ifname, mtu in setup.mtus] == [
+        ("tg", "eth1", 1500), ("dut", "eth1", 1500)]
+    assert testbed.nodes["dut"].commands[-1] == "ip link set dev eth1 mtu 9000"
+    restore_link_mtus(setup)
+    assert setup.mtus == [] and testbed.nodes["tg"].commands[-1] == "ip link set dev eth1 mtu 1500"
+    one_node = Testbed(load_topology("1node"), "t", {"dut": FakeNode("dut")})
+    with pytest.raises(Skip, match="share no link whose MTU could be raised"):
+        set_link_mtu(CaseContext(one_node), TcpTermSetup(), "dut", "dut", 9000)
 
 
 @dataclass
