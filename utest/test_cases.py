@@ -22,6 +22,7 @@ from libraries.cases.ssl_proxy import (
     SslProxyCase,
     search_capacity,
 )
+from libraries.cases.stack import app_address, app_environment, require_app_on_vpp
 from libraries.cases.tcp_term import (
     TcpRequest,
     TcpTermCase,
@@ -39,6 +40,7 @@ from libraries.testbed.node import CommandResult, Process
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.nginx.service import NginxHandle
+from libraries.vpp.placement import VppPlacement
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 WRK_HELP = (FIXTURES / "wrk" / "wrk41_help.txt").read_text()
@@ -295,3 +297,58 @@ def test_an_ab_test_using_nothing_the_sides_change_is_skipped_or_measured_plainl
     plain = CaseContext(testbed, log=Log(), ab=_Session("plain"))  # type: ignore[arg-type]
     measurement = run_case(plain, case, TrialTelemetry(testbed))
     assert measurement.evidence["ab_unused"].endswith("measured plainly (-v AB_UNUSED:plain)")
+
+
+SESSIONS = "\n".join([
+    "Connection                                                  State          Rx-f      Tx-f",
+    "[0:0][T] 198.18.101.1:8445->0.0.0.0:0                       LISTEN         0         0",
+    "Thread 0: active sessions 1", ""])
+"""``vppctl show session verbose`` with the server listening in VPP (one-node layout)."""
+
+
+class _Placement:
+    """VPP on the DUT with the one-node layout's server namespace, answering its sessions."""
+
+    def __init__(self) -> None:
+        self.rendered: list[tuple[str, str, str]] = []
+
+    def runs_vpp(self, name: str) -> bool:
+        return name == "dut"
+
+    def app_address(self, app: str) -> str | None:
+        return "198.18.101.1" if app == "server" else None
+
+    def app_environment(self, name: str, app: str, program: str,
+                        extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str, str]:
+        self.rendered.append((name, app, program))
+        path = f"/w/vcl-{app}.conf"
+        return {"LD_PRELOAD": "/l/libvcl_ldpreload.so", "VCL_CONFIG": path}, path, "vcl {}"
+
+    def sessions(self, name: str) -> str:
+        return SESSIONS
+
+    @staticmethod
+    def require_listener(text: str, port: int, app: str) -> None:
+        VppPlacement.require_listener(text, port, app)
+
+
+def test_an_application_goes_on_vpp_only_where_the_suite_runs_it():
+    log = Log()
+    placement = _Placement()
+    ctx = CaseContext(_testbed(), log=log, vpp=placement)  # type: ignore[arg-type]
+    assert app_environment(ctx, "dut", "proxy", "kernel", "nginx") is None
+    assert app_environment(ctx, "tg", "client", "vpp", "wrk") is None  # only the DUT runs VPP
+    assert app_environment(ctx, "dut", "proxy", "vpp", "nginx") == {
+        "LD_PRELOAD": "/l/libvcl_ldpreload.so", "VCL_CONFIG": "/w/vcl-proxy.conf"}
+    assert placement.rendered == [("dut", "proxy", "nginx")]
+    assert log.lines == ["VCL config of proxy on dut (/w/vcl-proxy.conf):\nvcl {}"]
+    with pytest.raises(HostStackError, match="unknown stack 'dpdk'"):
+        app_environment(ctx, "dut", "proxy", "dpdk", "nginx")
+    assert app_address(ctx, "server", "dut", "tg", "vpp") == "198.18.101.1"
+    assert app_address(ctx, "proxy", "dut", "tg", "vpp") == "198.18.1.1"  # the topology's
+    assert app_address(ctx, "server", "server", "tg", "kernel") == "198.18.2.2"
+    require_app_on_vpp(ctx, "dut", 8445, "nginx HTTPS server")
+    with pytest.raises(HostStackError, match="the application is not on VPP's host stack"):
+        require_app_on_vpp(ctx, "dut", 8089, "nginx HTTPS reverse proxy")
+    with pytest.raises(HostStackError, match="VPP keywords are not imported"):
+        require_app_on_vpp(CaseContext(_testbed()), "dut", 8445, "nginx HTTPS server")
