@@ -22,7 +22,14 @@ from libraries.cases.ssl_proxy import (
     SslProxyCase,
     search_capacity,
 )
-from libraries.cases.tcp_term import TcpRequest, TcpTermCase, TcpTermSetup
+from libraries.cases.stack import app_address, app_environment, require_app_on_vpp
+from libraries.cases.tcp_term import (
+    TcpRequest,
+    TcpTermCase,
+    TcpTermSetup,
+    restore_link_mtus,
+    set_link_mtu,
+)
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.cases.tracers import KernelTracerTrials, TracerSetup
 from libraries.results.measurement import Measurement, Trial
@@ -33,6 +40,7 @@ from libraries.testbed.node import CommandResult, Process
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.nginx.service import NginxHandle
+from libraries.vpp.placement import VppPlacement
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 WRK_HELP = (FIXTURES / "wrk" / "wrk41_help.txt").read_text()
@@ -82,6 +90,10 @@ class FakeNode:
             result = CommandResult(command, 0, WRK_OUTPUT, "", 0.0)
         elif "iperf3" in command and " -c " in command:
             result = CommandResult(command, 0, IPERF_OUTPUT, "", 0.0)
+        elif command.startswith("cat /sys/class/net/"):
+            result = CommandResult(command, 0, "1500\n", "", 0.0)
+        elif command.startswith("ip link set dev "):
+            result = CommandResult(command, 0, "", "", 0.0)
         elif "tsenart/vegeta" in command:
             result = CommandResult(command, 3, "", "", 0.0)
         else:
@@ -203,6 +215,20 @@ def test_the_ebpf_stream_case_measures_direct_and_native_interleaved_with_their_
         (True, False), (False, True)] * 2  # direct, native, direct, native
 
 
+def test_the_jumbo_variant_sets_both_ends_of_the_link_and_puts_them_back():
+    testbed = _testbed()
+    setup = TcpTermSetup()
+    set_link_mtu(CaseContext(testbed), setup, "tg", "dut", 9000)
+    assert [(node.name, ifname, mtu) for node, ifname, mtu in setup.mtus] == [
+        ("tg", "eth1", 1500), ("dut", "eth1", 1500)]
+    assert testbed.nodes["dut"].commands[-1] == "ip link set dev eth1 mtu 9000"
+    restore_link_mtus(setup)
+    assert setup.mtus == [] and testbed.nodes["tg"].commands[-1] == "ip link set dev eth1 mtu 1500"
+    one_node = Testbed(load_topology("1node"), "t", {"dut": FakeNode("dut")})
+    with pytest.raises(Skip, match="share no link whose MTU could be raised"):
+        set_link_mtu(CaseContext(one_node), TcpTermSetup(), "dut", "dut", 9000)
+
+
 @dataclass
 class _Running:
     footprint: str = "probe"
@@ -271,3 +297,58 @@ def test_an_ab_test_using_nothing_the_sides_change_is_skipped_or_measured_plainl
     plain = CaseContext(testbed, log=Log(), ab=_Session("plain"))  # type: ignore[arg-type]
     measurement = run_case(plain, case, TrialTelemetry(testbed))
     assert measurement.evidence["ab_unused"].endswith("measured plainly (-v AB_UNUSED:plain)")
+
+
+SESSIONS = "\n".join([
+    "Connection                                                  State          Rx-f      Tx-f",
+    "[0:0][T] 198.18.101.1:8445->0.0.0.0:0                       LISTEN         0         0",
+    "Thread 0: active sessions 1", ""])
+"""``vppctl show session verbose`` with the server listening in VPP (one-node layout)."""
+
+
+class _Placement:
+    """VPP on the DUT with the one-node layout's server namespace, answering its sessions."""
+
+    def __init__(self) -> None:
+        self.rendered: list[tuple[str, str, str]] = []
+
+    def runs_vpp(self, name: str) -> bool:
+        return name == "dut"
+
+    def app_address(self, app: str) -> str | None:
+        return "198.18.101.1" if app == "server" else None
+
+    def app_environment(self, name: str, app: str, program: str,
+                        extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str, str]:
+        self.rendered.append((name, app, program))
+        path = f"/w/vcl-{app}.conf"
+        return {"LD_PRELOAD": "/l/libvcl_ldpreload.so", "VCL_CONFIG": path}, path, "vcl {}"
+
+    def sessions(self, name: str) -> str:
+        return SESSIONS
+
+    @staticmethod
+    def require_listener(text: str, port: int, app: str) -> None:
+        VppPlacement.require_listener(text, port, app)
+
+
+def test_an_application_goes_on_vpp_only_where_the_suite_runs_it():
+    log = Log()
+    placement = _Placement()
+    ctx = CaseContext(_testbed(), log=log, vpp=placement)  # type: ignore[arg-type]
+    assert app_environment(ctx, "dut", "proxy", "kernel", "nginx") is None
+    assert app_environment(ctx, "tg", "client", "vpp", "wrk") is None  # only the DUT runs VPP
+    assert app_environment(ctx, "dut", "proxy", "vpp", "nginx") == {
+        "LD_PRELOAD": "/l/libvcl_ldpreload.so", "VCL_CONFIG": "/w/vcl-proxy.conf"}
+    assert placement.rendered == [("dut", "proxy", "nginx")]
+    assert log.lines == ["VCL config of proxy on dut (/w/vcl-proxy.conf):\nvcl {}"]
+    with pytest.raises(HostStackError, match="unknown stack 'dpdk'"):
+        app_environment(ctx, "dut", "proxy", "dpdk", "nginx")
+    assert app_address(ctx, "server", "dut", "tg", "vpp") == "198.18.101.1"
+    assert app_address(ctx, "proxy", "dut", "tg", "vpp") == "198.18.1.1"  # the topology's
+    assert app_address(ctx, "server", "server", "tg", "kernel") == "198.18.2.2"
+    require_app_on_vpp(ctx, "dut", 8445, "nginx HTTPS server")
+    with pytest.raises(HostStackError, match="the application is not on VPP's host stack"):
+        require_app_on_vpp(ctx, "dut", 8089, "nginx HTTPS reverse proxy")
+    with pytest.raises(HostStackError, match="VPP keywords are not imported"):
+        require_app_on_vpp(CaseContext(_testbed()), "dut", 8445, "nginx HTTPS server")

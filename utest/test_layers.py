@@ -186,6 +186,42 @@ def test_the_lookup_check_sees_a_lookup(tmp_path: Path):
     assert _library_lookups(module) == [4]
 
 
+CASE_LIBRARIES = ("ssl_proxy", "tcp_term", "ebpf_stream", "sslsniff")
+"""The case keyword libraries: each keyword converts its arguments, takes the context and makes
+one call into ``libraries.cases``."""
+
+
+def _keyword_bodies(path: Path) -> dict[str, list[ast.stmt]]:
+    """Each ``@keyword`` method of ``path`` -> its statements after the docstring."""
+    bodies = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", "") == "keyword"
+                for d in node.decorator_list):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            bodies[node.name] = body
+    return bodies
+
+
+@pytest.mark.parametrize("name", CASE_LIBRARIES)
+def test_a_case_keyword_only_adapts(name: str):
+    bodies = _keyword_bodies(LIBRARIES / "keywords" / f"{name}.py")
+    assert bodies, name
+    branching = (ast.If, ast.For, ast.While, ast.Try, ast.With)
+    thick = {keyword: len(body) for keyword, body in bodies.items()
+             if len(body) > 3 or any(isinstance(n, branching) for s in body for n in ast.walk(s))}
+    assert thick == {}, f"keywords/{name}.py: case logic in keywords {thick} (libraries/cases)"
+
+
+def test_the_adapter_check_sees_logic_in_a_keyword(tmp_path: Path):
+    module = tmp_path / "thick.py"
+    module.write_text('class K:\n    @keyword("Do It")\n    def do(self, x):\n'
+                      '        """Doc."""\n        if x:\n            return 1\n'
+                      '        return 2\n')
+    body = _keyword_bodies(module)["do"]
+    assert len(body) == 2 and isinstance(body[0], ast.If)
+
+
 CASE_TESTS = ("test_cases.py", "test_capacity_placement.py")
 """The cases' unit tests: a context built by hand, no Robot Framework to patch."""
 

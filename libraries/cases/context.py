@@ -1,8 +1,9 @@
 """What a case runs in: the suite's testbed, judge, A/B session, VPP placement, profiling
 settings, log and console progress, as one typed value (:class:`CaseContext`).
 
-The keyword layer assembles it from the suite's libraries (``libraries.keywords.context``);
-a unit test builds one by hand (a testbed, a list as the log). A case never looks anything
+The keyword layer builds it once per suite from the suite's libraries
+(``libraries.keywords.context``); a unit test builds one by hand (a testbed, a list as the
+log). A case never looks anything
 up: what it needs is a field here or an argument.
 """
 

@@ -3,15 +3,19 @@ client on the TG sends (or, with ``-R``, receives); the receiver's Gbit/s per tr
 
 :class:`TcpTermCase` is one test: its ``trial`` (one iperf3 client run, the server still
 alive) and ``build`` (the measurement) are what the case runner calls; before it,
-:func:`start_server` starts the iperf3 server (kept in a :class:`TcpTermSetup`). The keyword
+:func:`start_server` starts the iperf3 server and, for the jumbo-frame variant,
+:func:`set_link_mtu` changes the link's MTU (both kept in a :class:`TcpTermSetup`,
+:func:`restore_link_mtus` puts the MTUs back). The keyword
 library (``libraries.keywords.tcp_term``) makes one call per keyword.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import shlex
+from dataclasses import dataclass, field
 
-from libraries.cases.context import CaseContext, tool_env
+from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.runner import Case, run_case
 from libraries.cases.stack import (
     app_address,
@@ -25,7 +29,7 @@ from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Process
+from libraries.testbed.node import Node, Process
 from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfResult,
@@ -34,15 +38,65 @@ from libraries.tools.iperf3 import (
     start_iperf3_server,
 )
 
+LOG = logging.getLogger(__name__)
 IPERF_PORT = 5201
 
 
 @dataclass
 class TcpTermSetup:
-    """The running iperf3 server ``(node, process)``; an A/B switch restarts it and replaces
-    it here, so a trial reads the running one."""
+    """The running iperf3 server ``(node, process)`` (an A/B switch restarts it and replaces
+    it here, so a trial reads the running one) and the link MTUs changed, with the MTU each
+    had: ``(node, interface, mtu)``."""
 
     server: tuple[str, Process] | None = None
+    mtus: list[tuple[Node, str, int]] = field(default_factory=list)
+
+
+def set_link_mtu(ctx: CaseContext, setup: TcpTermSetup, node_a: str, node_b: str,
+                 mtu: int) -> None:
+    """``mtu`` on both ends of the link joining ``node_a`` and ``node_b``, the old MTUs kept
+    in ``setup`` for :func:`restore_link_mtus`; an end that is a DPDK NIC (vpp_driver dpdk) is
+    left to VPP. A skip where the nodes share no link or the topology does not allow MTU
+    changes (a lab without ``may_change: [mtu]``)."""
+    testbed = ctx.testbed
+    a = testbed.topology.resolve_node(node_a)
+    b = testbed.topology.resolve_node(node_b)
+    if not testbed.topology.allows_change("mtu"):
+        raise Skip(f"topology {testbed.topology.name} does not allow changing the lab's "
+                   "interface MTUs (add `may_change: [mtu]` to let the test set them and put "
+                   "them back)")
+    for link in testbed.topology.links:
+        ends = link.ends()
+        if {ends[0][0], ends[1][0]} == {a, b}:
+            break
+    else:
+        raise Skip(f"topology {testbed.topology.name}: {a} and {b} share no link whose MTU "
+                   "could be raised (loopback only)")
+    for name, ifname, _ in ends:
+        declared = testbed.topology.nodes[name].interfaces.get(ifname)
+        if declared is not None and declared.vpp_driver == "dpdk":
+            LOG.info("%s:%s is a DPDK NIC, not a kernel interface: VPP sets its MTU",
+                     name, ifname)
+            continue
+        node = testbed.nodes[name]
+        current = int(node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/mtu",
+                               timeout=10).stdout)
+        node.run(f"ip link set dev {shlex.quote(ifname)} mtu {int(mtu)}", timeout=10,
+                 sudo=True)
+        setup.mtus.append((node, ifname, current))
+
+
+def restore_link_mtus(setup: TcpTermSetup) -> None:
+    """Put back every MTU :func:`set_link_mtu` changed (all of them, then the errors)."""
+    errors = []
+    while setup.mtus:
+        node, ifname, mtu = setup.mtus.pop()
+        try:
+            node.run(f"ip link set dev {shlex.quote(ifname)} mtu {mtu}", timeout=10, sudo=True)
+        except HostStackError as error:
+            errors.append(str(error))
+    if errors:
+        raise HostStackError("; ".join(errors))
 
 
 @dataclass(frozen=True)

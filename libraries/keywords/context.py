@@ -115,13 +115,23 @@ def _test_name() -> str:
 def case_context() -> CaseContext:
     """The context a case runs in, from this suite's libraries: its testbed, judge, A/B
     session, VPP placement and profiling settings (each None where the suite does without),
-    Robot's log and console progress."""
-    results = _optional(RESULTS_LIBRARY)
-    request = None
-    if results is not None:
-        settings, folder = results.profiling()
-        request = ProfileRequest(settings, folder)
-    return CaseContext(testbed=testbed(), log=RobotLog(),
-                       judge=None if results is None else results.judge(),
-                       ab=ab_session(), vpp=vpp_placement(), profiling=request,
-                       progress=ConsoleProgress, test_name=_test_name)
+    Robot's log and console progress.
+
+    Built once per suite, at its first case keyword (the suite set-up has then set up the
+    testbed and opened the A/B session), and kept by the testbed library; built again only
+    when the testbed, the A/B session or the VPP placement is no longer the one it holds."""
+    library = _library(TESTBED_LIBRARY)
+    current, ab, vpp = library.testbed, ab_session(), vpp_placement()
+    kept: CaseContext | None = library.case_context
+    if kept is None or kept.testbed is not current or kept.ab is not ab or kept.vpp is not vpp:
+        results = _optional(RESULTS_LIBRARY)
+        request = None
+        if results is not None:
+            settings, folder = results.profiling()
+            request = ProfileRequest(settings, folder)
+        kept = CaseContext(testbed=current, log=RobotLog(),
+                           judge=None if results is None else results.judge(),
+                           ab=ab, vpp=vpp, profiling=request, progress=ConsoleProgress,
+                           test_name=_test_name)
+        library.case_context = kept
+    return kept

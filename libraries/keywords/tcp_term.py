@@ -3,25 +3,19 @@ DUT, an iperf3 client on the TG sends (or, with ``-R``, receives)."""
 
 from __future__ import annotations
 
-import logging
-import shlex
-
-from robot.api import SkipExecution
 from robot.api.deco import keyword, library
 
 from libraries.cases.tcp_term import (
     TcpRequest,
     TcpTermCase,
     TcpTermSetup,
+    restore_link_mtus,
+    set_link_mtu,
     start_server,
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
 from libraries.results.settings import parse_plan
-from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Node
-
-LOG = logging.getLogger(__name__)
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -31,7 +25,6 @@ class TcpTermKeywords:
 
     def __init__(self) -> None:
         self._setup = TcpTermSetup()
-        self._mtus: list[tuple[Node, str, int]] = []
 
     @keyword("Start Iperf3 Server On Node")
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
@@ -67,43 +60,9 @@ class TcpTermKeywords:
         dpdk) is left to VPP. Skips when the nodes share no link (e.g. the 1node loopback
         testbed) or the topology does not allow MTU changes (a lab without
         ``may_change: [mtu]``)."""
-        testbed = context.testbed()
-        a = testbed.topology.resolve_node(node_a)
-        b = testbed.topology.resolve_node(node_b)
-        if not testbed.topology.allows_change("mtu"):
-            raise SkipExecution(f"topology {testbed.topology.name} does not allow changing "
-                                "the lab's interface MTUs (add `may_change: [mtu]` to let the "
-                                "test set them and put them back)")
-        for link in testbed.topology.links:
-            ends = link.ends()
-            if {ends[0][0], ends[1][0]} == {a, b}:
-                break
-        else:
-            raise SkipExecution(f"topology {testbed.topology.name}: {a} and {b} share no "
-                                "link whose MTU could be raised (loopback only)")
-        for name, ifname, _ in ends:
-            declared = testbed.topology.nodes[name].interfaces.get(ifname)
-            if declared is not None and declared.vpp_driver == "dpdk":
-                LOG.info("%s:%s is a DPDK NIC, not a kernel interface: VPP sets its MTU",
-                         name, ifname)
-                continue
-            node = testbed.nodes[name]
-            current = int(node.run(f"cat /sys/class/net/{shlex.quote(ifname)}/mtu",
-                                   timeout=10).stdout)
-            node.run(f"ip link set dev {shlex.quote(ifname)} mtu {int(mtu)}", timeout=10,
-                     sudo=True)
-            self._mtus.append((node, ifname, current))
+        set_link_mtu(context.case_context(), self._setup, node_a, node_b, mtu)
 
     @keyword("Restore Link MTUs")
     def restore_link_mtus(self) -> None:
         """Put back every MTU changed by ``Set Link MTU Between Nodes``."""
-        errors = []
-        while self._mtus:
-            node, ifname, mtu = self._mtus.pop()
-            try:
-                node.run(f"ip link set dev {shlex.quote(ifname)} mtu {mtu}", timeout=10,
-                         sudo=True)
-            except HostStackError as error:
-                errors.append(str(error))
-        if errors:
-            raise HostStackError("; ".join(errors))
+        restore_link_mtus(self._setup)

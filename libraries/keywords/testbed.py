@@ -11,6 +11,7 @@ from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.cases.context import CaseContext
 from libraries.keywords.pool import PoolClient
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.interrupt import InterruptGuard
@@ -39,6 +40,8 @@ class TestbedKeywords:
         self._pool: PoolClient | None = None
         self._at_exit: functools.partial[None] | None = None
         self.versions: dict[str, dict[str, str]] = {}
+        self.case_context: CaseContext | None = None
+        """The cases' context of this suite, kept for :mod:`libraries.keywords.context`."""
 
     @property
     def testbed(self) -> Testbed:
