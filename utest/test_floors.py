@@ -1,6 +1,6 @@
 """Floors per stack (topologies/criteria.yaml), the floors check, and the latency chart's axis.
 
-The figures below are the ones measured on real builds (../shared/LAB-NOTES.md, "Measured on
+The figures below are the ones measured on real builds (the lab's notes, "Measured on
 real builds"): a healthy VPP build must pass every floor that judges it, and the faults the
 floors exist for (a proxy slowed 2x) must still fail.
 """

@@ -63,12 +63,13 @@ wrk2's (C, epoll) is about a third of vegeta's: on the 3node testbed it found th
 path's capacity at 27.3k requests/s where vegeta found 22.6k, and the direct path's at 58.6k
 where vegeta stopped at its own ~30k (benchmarks/README.md)."""
 PREFERENCE = ("vegeta", "oha", "wrk2")
-"""The latency pass's order: vegeta first, for its percentiles (wrk2's count its own
-millisecond timer: p50 1.21 ms where vegeta saw 0.15 ms at the same rate of the same path,
-LAB-NOTES). oha costs half vegeta's CPU per HTTPS request but counts its own start-up against
-the schedule (about one late request per trial: at 100 requests/s, 1 % of them over 10 ms) and
-has a wider tail at equal rates: its capacity searches failed their sanity check 3 times in 4
-where vegeta's held 4 in 4 (benchmarks/README.md); it is used where a lab declares only it."""
+"""The latency pass's order: vegeta first, for its percentiles (wrk2's count its own millisecond
+timer: p50 1.21 ms where vegeta saw 0.15 ms at the same rate of the same path, measured on
+this project's VM). oha costs half vegeta's CPU per HTTPS request but counts its own start-up
+against the schedule (about one late request per trial: at 100 requests/s, 1 % of them over
+10 ms) and has a wider tail at equal rates: its capacity searches failed their sanity check 3
+times in 4 where vegeta's held 4 in 4 (benchmarks/README.md); it is used where a lab declares
+only it."""
 
 
 def find_generator(node: Node, tools: dict[str, str], cpus: list[int] | None,

@@ -32,7 +32,8 @@ def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Us
 
 
 def worker_connections(env: dict[str, str] | None) -> int:
-    """nginx over VPP's LDP needs room for VCL's high fd numbers (LAB-NOTES: 10240)."""
+    """nginx over VPP's LDP needs room for VCL's high fd numbers (10240, as measured on a
+    VPP lab)."""
     return 10240 if env else 1024
 
 

@@ -2,7 +2,7 @@
 
 The sslsniff family runs seed 004's program under it (:mod:`libraries.tools.sslsniff.userspace`).
 
-Two processes (LAB-NOTES, checked with bpftime built from source here): ``bpftime load
+Two processes (checked with bpftime built from source): ``bpftime load
 <sslsniff> [ARGS]`` loads the program into bpftime's shared memory and keeps running;
 ``bpftime start /usr/sbin/nginx -c CONF -p PREFIX`` then starts nginx with bpftime's agent
 preloaded, which attaches the uprobes inside nginx only (master and workers; nothing in the

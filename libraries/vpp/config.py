@@ -1,9 +1,9 @@
 """Typed, validated parameters for the VCL config and VPP's startup.conf templates.
 
 Defaults follow the seeds: ``VclParams()`` is seed 000's VCL block (64M heap, 4 GB segments,
-4 MB fifos, global scope); ``VppStartupParams(no_hugepages=True)`` is the stanza set from
-LAB-NOTES that runs VPP without hugepages. A bad value raises RenderError naming the field
-and what was expected, on construction.
+4 MB fifos, global scope); ``VppStartupParams(no_hugepages=True)`` is the stanza set that
+runs VPP without hugepages (measured on a VM with none). A bad value raises RenderError
+naming the field and what was expected, on construction.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def vcl_for_program(program: str, namespace_id: str | None, secret: int | None,
                     socket_dir: str) -> VclParams:
     """The seeds' VCL block for ``program``: iperf3 as seed 001 (4 MB fifos only), nginx as
     seed 000 (64M heap, 4 GB segments, 4 MB fifos), wrk as seed 000's wrk2 (plus
-    ``use-mq-eventfd``: an event-driven app busy-polls without it, LAB-NOTES). nginx gets
-    ``use-mq-eventfd`` too (LAB-NOTES: without it preloaded nginx busy-polls a core)."""
+    ``use-mq-eventfd``: an event-driven app busy-polls without it, as measured). nginx gets
+    ``use-mq-eventfd`` too (measured: without it preloaded nginx busy-polls a core)."""
     socket = f"{socket_dir}/{namespace_id or 'default'}"
     common: dict[str, Any] = {"namespace_id": namespace_id, "namespace_secret": secret,
                               "app_socket_api": socket}
@@ -183,7 +183,7 @@ class VppStartupParams:
     ``net_af_packet0,iface=eth1``: rendered with ``no-pci``, so not together with
     dpdk_devices); with neither, dpdk_plugin.so is disabled.
     no_hugepages=True fills every page size left unset with '4k' and buffers_per_numa with
-    16384 (LAB-NOTES: runs without hugepages).
+    16384 (measured: VPP runs so without hugepages).
     extra_sections: (name, body) pairs appended at the end (an A/B side's sections; VPP reads
     a section given twice as one input, so a later key overrides an earlier one).
     """

@@ -82,7 +82,7 @@ def run_install(install: VppInstall, workdir: str) -> VppInstall:
 def startup_params(install: VppInstall, layout: VppLayout, workdir: str,
                    hugepages: bool) -> VppStartupParams:
     """startup.conf for ``install`` (its sockets: see :func:`run_install`) and ``layout``
-    (log in ``workdir``); 4k pages without ``hugepages`` (LAB-NOTES)."""
+    (log in ``workdir``); 4k pages without ``hugepages`` (how VPP runs on a VM with none)."""
     jumbo = layout.mtu is not None and layout.mtu > 1500
     return VppStartupParams(
         cli_listen=install.cli_socket, api_socket=install.api_socket,

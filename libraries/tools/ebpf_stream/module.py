@@ -104,10 +104,11 @@ def ebpf_module_in_test_output(exit_code: int, output: str, nginx_binary: str,
 def check_ebpf_config(params: StreamProxyParams) -> None:
     """Refuse a stream config the module would silently proxy natively.
 
-    Rules (LAB-NOTES, module README): at least one server proxies with eBPF (and the renderer
-    already refuses an eBPF server after a non-eBPF one), ``user root`` (an unprivileged
-    worker cannot load the program and falls back), ``worker_connections`` within
-    EBPF_MAP_SIZE, and no ``load_module`` (stream is compiled into that binary).
+    Rules (the module's README, and what its build showed): at least one server proxies with
+    eBPF (and the renderer already refuses an eBPF server after a non-eBPF one), ``user
+    root`` (an unprivileged worker cannot load the program and falls back),
+    ``worker_connections`` within EBPF_MAP_SIZE, and no ``load_module`` (stream is compiled
+    into that binary).
     """
     if not any(params.proxies_with_ebpf(s) for s in params.servers):
         raise RenderError("StreamProxyParams.servers: expected at least one server with eBPF "

@@ -62,7 +62,7 @@ class StreamProxyParams:
     ``ebpf_enable on|off`` inherited by servers whose ``ebpf`` is None; None: not rendered),
     ebpf_proxy_timeout (seconds, in the ``stream`` block as in seed 003; None: not rendered).
     A server that proxies with eBPF after one that does not is refused: the module would
-    silently proxy it natively (LAB-NOTES, eBPF).
+    silently proxy it natively (seen with the eBPF module built from source).
     """
 
     instance: NginxInstance
