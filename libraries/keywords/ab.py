@@ -186,8 +186,8 @@ class AbKeywords:
         ``Check Criteria`` of the results library calls it for an A/B result.
 
         Args:
-            measurement: An A/B test's measurement, as a case keyword (e.g. `Measure
-                HTTPS Load Through Proxy`) returned it in an A/B run.
+            measurement: An A/B test's measurement, as a case keyword (e.g. ``Measure
+                HTTPS Load Through Proxy``) returned it in an A/B run.
 
         Examples:
         | ${result} = | Measure TCP Throughput From Node | tg |

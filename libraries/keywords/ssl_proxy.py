@@ -215,7 +215,7 @@ class SslProxyKeywords:
         Adds the metrics ``capacity``, ``direct_capacity`` (each with its interval) and
         ``capacity_ratio`` to ``measurement``, with MLRsearch's result, the windows, their
         miss curve and every trial as evidence
-        (:func:`libraries.capacity.limits.search_paths_capacity`: the checks of the
+        (``libraries.capacity.limits.search_paths_capacity``: the checks of the
         recorded figures, generator-bound paths). An A/B test compares the closed-loop rate
         of its sides instead: its measurement comes back as it is.
 

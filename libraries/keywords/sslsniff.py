@@ -103,7 +103,7 @@ class SslsniffKeywords:
 
         Args:
             client: The node wrk runs on: a node name or a role. Default ``tg``.
-            path: The URL path of the file requested, as `Create Content File On Node`
+            path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
             per_event: ``${True}`` (default) prints one line per ``SSL_read``/``SSL_write``
@@ -167,7 +167,7 @@ class SslsniffKeywords:
 
         Args:
             client: The node wrk runs on: a node name or a role. Default ``tg``.
-            path: The URL path of the file requested, as `Create Content File On Node`
+            path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
             trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
@@ -204,7 +204,7 @@ class SslsniffKeywords:
 
         Args:
             client: The node wrk runs on: a node name or a role. Default ``tg``.
-            path: The URL path of the file requested, as `Create Content File On Node`
+            path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
             trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
