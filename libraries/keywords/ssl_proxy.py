@@ -104,7 +104,9 @@ class SslProxyKeywords:
                 signed by the run's CA (the upstream mutual-TLS variant: only the proxy,
                 started with ``mtls=${True}``, can then reach it). Default ``${False}``.
             stack: ``kernel`` (default) or ``vpp``: with ``vpp`` nginx runs on VPP's host
-                stack (LD_PRELOAD + VCL), without the stub_status counter.
+                stack (LD_PRELOAD + VCL, its config logged), without the stub_status
+                counter, where the suite runs VPP on the node; elsewhere (e.g. the server
+                node of ``3node``) on the kernel's.
 
         Fails when nginx does not start or does not listen on its ports.
 
@@ -129,7 +131,8 @@ class SslProxyKeywords:
             node: The node to run the proxy on: a node name or a role (e.g. ``dut``).
             upstream: The node the HTTPS server runs on. Default ``server``.
             stack: ``kernel`` (default) or ``vpp``: with ``vpp`` the proxy runs on VPP's
-                host stack and reaches the server at its address there.
+                host stack where the suite runs VPP on the node (else on the kernel's) and,
+                in the one-node loopback layout, reaches the server at its VPP address.
             mtls: ``${True}`` presents the run's client certificate to the upstream and
                 verifies the upstream's certificate against the run's CA (seed 002 in
                 today's nginx terms). Default ``${False}``.

@@ -60,8 +60,8 @@ class TcpTermKeywords:
             node: The node to run the server on: a node name of the topology or a role
                 (``dut``, ``tg``, ``server``...). Default ``dut``.
             stack: ``kernel`` (default) runs it on the Linux TCP stack; ``vpp`` runs it on
-                VPP's host stack (LD_PRELOAD + VCL, IPv4 only), which the suite must have
-                set up on the node first.
+                VPP's host stack (LD_PRELOAD + VCL, IPv4 only) where the suite runs VPP on
+                the node (``Set Up VPP Host Stack On Node``), else on the kernel's.
 
         Fails when port 5201 is taken on the node or the server does not listen.
 
