@@ -87,7 +87,9 @@ class ResultsKeywords:
     nightly runner passes it together with ``-d results/<id>``) to ``${OUTPUT
     DIR}/records.jsonl``. Criteria come from ``topologies/criteria.yaml`` or ``-v
     CRITERIA:<path>``. At the end of the run the library writes ``run-report.html`` beside
-    the records and stores the run in the history (``-v TREND_STORE``).
+    the records and, unless the nightly runner gave ``-v RUN_ID`` (it stores the run
+    itself), stores the run in the history: ``${OUTPUT DIR}/history``, ``-v
+    TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all.
 
     The library needs the testbed library (``Set Up Testbed``) in the same suite; suites
     import it through ``resources/measure.resource``, whose test ends:
