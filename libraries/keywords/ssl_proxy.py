@@ -252,8 +252,8 @@ class SslProxyKeywords:
         Returns:
             ``measurement`` with the capacity metrics and evidence added.
 
-        Skips the test where the load node has no constant-rate generator. Fails when the
-        paths were not measured first in this test, or a setting is out of its range
+        Skips the test where the load node has no constant-rate generator. Fails when `Measure
+        HTTPS Load Through Proxy` has not run first, or a setting is out of its range
         (naming the ``-v`` variable).
 
         Examples:

@@ -26,8 +26,8 @@ class SslsniffKeywords:
     """Keywords of the sslsniff overhead case (seed 004): HTTPS throughput with an SSL tracer.
 
     The case measures what tracing nginx's TLS calls costs: wrk loads an nginx HTTPS server
-    untraced and with a tracer on libssl's ``SSL_read``/``SSL_write``, interleaved round by
-    round in one run, and reports the throughput lost (``overhead_pct``). Three tracers:
+    untraced and with a tracer on libssl's ``SSL_read`` and ``SSL_write``, interleaved round
+    by round in one run, and reports the throughput lost (``overhead_pct``). Three tracers:
     the packaged kernel tracer (bcc's sslsniff where kernel headers exist, else the
     project's bpftrace script), the seed's own sslsniff program (bpftime's libbpf example)
     attached by the kernel, and the same program under bpftime in userspace. Each traced
@@ -92,8 +92,8 @@ class SslsniffKeywords:
 
         wrk from ``client`` loads the HTTPS server of ``Start HTTPS Server On Node``,
         untraced and with the tracer chosen by `Require Kernel SSL Tracer On Node` on
-        nginx's libssl ``SSL_read``/``SSL_write`` (entry and return probes), interleaved: a
-        warm-up, then ``trials`` rounds, and more while a pass criterion is inconclusive.
+        nginx's libssl ``SSL_read`` and ``SSL_write`` (entry and return probes), interleaved:
+        a warm-up, then ``trials`` rounds, and more while a pass criterion is inconclusive.
         The tracer is started before and stopped after every traced trial (failures
         included).
 
@@ -106,9 +106,9 @@ class SslsniffKeywords:
             path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
-            per_event: ``${True}`` (default) prints one line per ``SSL_read``/``SSL_write``
-                event, as sslsniff does; ``${False}`` only counts the events (the cost of
-                the probes alone).
+            per_event: ``${True}`` (default) prints one line per ``SSL_read`` or
+                ``SSL_write`` event, as sslsniff does; ``${False}`` only counts the events
+                (the cost of the probes alone).
             trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
             duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
             warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
