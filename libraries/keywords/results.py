@@ -73,11 +73,34 @@ def _project_revision() -> str:
 
 @library(scope="GLOBAL", auto_keywords=False, listener="SELF")
 class ResultsKeywords:
-    """Write every measuring test's result to ``records.jsonl`` and check its pass criteria.
+    """Keywords that record a measuring test's result and judge it by its pass criteria.
+
+    Every measuring suite checks its settings first (`Check Measurement Settings`); each
+    test hands the measurement its case keyword returned to `Record Result`, which appends
+    one JSON record to ``records.jsonl``, and to `Check Criteria`, which passes, fails or
+    skips the test by the criteria of the case on the running topology. The case keywords
+    also ask this library, while they measure, whether the criteria are conclusive yet
+    (trials, budget and alpha from ``-v TRIALS``, ``DURATION``, ``WARMUP``,
+    ``MAX_TRIALS``, ``MAX_SECONDS``, ``ALPHA``).
 
     Records go to ``${OUTPUT DIR}/<run-id>/records.jsonl``; with ``-v RUN_ID:<id>`` (the
-    nightly runner passes it together with ``-d results/<id>``) to ``${OUTPUT DIR}/records.jsonl``.
-    Criteria come from ``topologies/criteria.yaml`` or ``-v CRITERIA:<path>``.
+    nightly runner passes it together with ``-d results/<id>``) to ``${OUTPUT
+    DIR}/records.jsonl``. Criteria come from ``topologies/criteria.yaml`` or ``-v
+    CRITERIA:<path>``. At the end of the run the library writes ``run-report.html`` beside
+    the records and, unless the nightly runner gave ``-v RUN_ID`` (it stores the run
+    itself), stores the run in the history: ``${OUTPUT DIR}/history``, ``-v
+    TREND_STORE:<dir>`` elsewhere, ``NONE`` not at all.
+
+    The library needs the testbed library (``Set Up Testbed``) in the same suite; suites
+    import it through ``resources/measure.resource``, whose test ends:
+
+    | =Setting= | =Value= |
+    | Library | libraries.keywords.results.ResultsKeywords |
+
+    | =Keyword= | =Arguments= | |
+    | ${result} = | Measure TCP Throughput From Node | tg |
+    | Record Result | ${result} | |
+    | Check Criteria | ${result} | |
     """
 
     ROBOT_LISTENER_API_VERSION = 3
@@ -241,14 +264,25 @@ class ResultsKeywords:
 
     @keyword("Check Measurement Settings")
     def check_measurement_settings(self) -> None:
-        """Check ``${TRIALS}``, ``${DURATION}``, ``${WARMUP}``, the budget (``${MAX_TRIALS}``,
-        ``${MAX_SECONDS}`` or the topology's ``budget``), ``${ALPHA}`` and the criteria file
-        (``${CRITERIA}``, default ``topologies/criteria.yaml``) completely, before anything is
-        built or measured: whole numbers of trials and seconds (``-v DURATION:1.5`` is refused,
-        not truncated), a budget that allows the planned trials and a conclusive interval, an
-        alpha in (0, 1), valid YAML, known keys, and every criterion on a metric and parameters
-        its case really has (:mod:`libraries.results.catalogue`); in an A/B run (``${AB}``)
-        the ``AB_*`` settings, refused when their budget cannot reach a deciding look.
+        """Check the run's measurement settings and criteria file before anything is built.
+
+        Checks ``${TRIALS}``, ``${DURATION}``, ``${WARMUP}``, the budget (``${MAX_TRIALS}``,
+        ``${MAX_SECONDS}`` or the topology's ``budget``), ``${ALPHA}``, ``${EXTENDED}``,
+        ``${JUDGE}``, the profiling settings and the criteria file (``${CRITERIA}``, default
+        ``topologies/criteria.yaml``) completely: whole numbers of trials and seconds (``-v
+        DURATION:1.5`` is refused, not truncated), a budget that allows the planned trials
+        and a conclusive interval, an alpha in (0, 1), valid YAML, known keys, and every
+        criterion on a metric and parameters its case really has
+        (``libraries.results.catalogue``). In an A/B run (``${AB}``) the ``AB_*``
+        settings too, refused when their budget cannot reach a deciding look; in a capacity
+        suite (``${LATENCY_SLO}`` set) the ``CAPACITY_*`` settings. The plan and the
+        criteria found are logged.
+
+        Fails with the variable, its value and what was expected for the first bad
+        setting, or with the file and key for a bad criteria file.
+
+        Examples:
+        | Check Measurement Settings |
         """
         try:
             topology = load_topology(str(self._variable("TOPOLOGY", "3node")))
@@ -280,9 +314,17 @@ class ResultsKeywords:
 
     @keyword("Skip Extended Row Unless Asked")
     def skip_extended_row_unless_asked(self) -> None:
-        """Skip a test tagged ``EXTENDED`` unless ``-v EXTENDED:yes``: the default run keeps
-        one row per seed variant; extended rows (the kernel twins of VPP rows, more streams,
-        a counting tracer) run in CI's end-to-end job and the nightly."""
+        """Skip a test tagged ``EXTENDED`` unless the run asks for extended rows.
+
+        The default run keeps one row per seed variant; extended rows (the kernel twins of
+        VPP rows, more streams, a counting tracer) run with ``-v EXTENDED:yes``, as CI's
+        end-to-end job and the nightly do. A test without the tag always runs. Use it as
+        the test setup.
+
+        Examples:
+        | [Setup] | Skip Extended Row Unless Asked |
+        | Test Setup | Skip Extended Row Unless Asked |
+        """
         if "EXTENDED" in self._variable("TEST TAGS", []) and \
                 not parse_switch("EXTENDED", self._variable("EXTENDED", False)):
             raise SkipExecution("extended row: runs with -v EXTENDED:yes (CI's e2e job and "
@@ -291,10 +333,28 @@ class ResultsKeywords:
 
     @keyword("Record Result")
     def record_result(self, measurement: Measurement) -> str:
-        """Validate and append this test's record (metrics with every trial, parameters,
-        evidence, criteria verdict, versions) to ``records.jsonl``; return the file path.
+        """Validate and append the test's record to ``records.jsonl``; return the file's path.
 
-        The record is also logged as JSON, and a one-line summary per metric at INFO.
+        The record holds the metrics with every trial, the parameters, the evidence, the
+        criteria's verdict (an A/B record: each side's floors), the tool versions, the
+        topology, the run id and the project's revision; ``run.json`` beside it is
+        updated. The record is also logged as JSON (DEBUG), with one summary line per
+        metric (median, interval, min, max, cv, trials) at INFO, and the test's message
+        gets the result's headline figures.
+
+        Args:
+            measurement: The measurement a case keyword returned in this test (e.g.
+                ``Measure TCP Throughput From Node`` or ``Search Capacity Under Latency SLO``).
+
+        Returns:
+            The path of the ``records.jsonl`` the record was appended to.
+
+        Fails when the record does not validate against the record schema or cannot be
+        written (e.g. a full disk).
+
+        Examples:
+        | Record Result | ${result} |
+        | ${file} = | Record Result | ${result} |
         """
         topology, versions = self._testbed_context()
         criteria = [] if measurement.ab else self.judge().evaluate(measurement)
@@ -341,12 +401,26 @@ class ResultsKeywords:
 
     @keyword("Check Criteria")
     def check_criteria(self, measurement: Measurement) -> None:
-        """Fail with measured vs required for every criterion the result misses (an A/B
-        test: on a regression of the candidate, see ``Check A/B Verdict``); skip, after
-        that, a result the testbed could not measure (a latency goal under its floor).
+        """Pass, fail or skip the test by the pass criteria of its case on this topology.
 
-        A test with no criterion for this topology passes with a warning saying its result
-        was recorded but not judged.
+        In this order: fails on an invalid result (a trial whose proof failed), then with
+        measured vs required for every criterion the result misses (correctness criteria
+        first); skips a result the testbed could not measure (e.g. a latency goal under its
+        floor); passes with a warning, saying the result was recorded but not judged, when
+        the case has no criterion on this topology; fails when a criterion is still
+        inconclusive after the budget's trials. With ``-v JUDGE:correctness`` only the
+        correctness criteria are judged: performance bounds are logged, not failed on, and
+        an invalid result is a warning. An A/B result fails, naming the side, on an invalid
+        result or a broken correctness check of either side, then gets ``Check A/B
+        Verdict`` of the A/B library.
+
+        Args:
+            measurement: The measurement a case keyword returned in this test, after
+                `Record Result`.
+
+        Examples:
+        | Record Result | ${result} |
+        | Check Criteria | ${result} |
         """
         if measurement.ab:
             self._check_sides(measurement)

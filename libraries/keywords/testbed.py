@@ -26,13 +26,30 @@ LOG = logging.getLogger(__name__)
 
 @library(scope="SUITE", auto_keywords=False)
 class TestbedKeywords:
-    """Set up the testbed a topology describes, run commands on its nodes, tear it down.
+    """Keywords to set up the testbed a topology describes, reach its nodes and tear it down.
 
-    A topology is named with ``-v TOPOLOGY:<name>`` (``topologies/<name>.yaml``) or a path.
-    With ``provision: netns`` the testbed is built on this machine in network namespaces and
-    removed at teardown, failures included; a second Ctrl-C (Robot's forced stop, which skips
-    teardowns) removes it at once (:mod:`libraries.testbed.interrupt`), and an exit that skips
-    the teardown anyway (a third Ctrl-C) still removes it on the way out.
+    A topology file describes the nodes (their SSH address or, with ``provision: netns``,
+    network namespaces built on this machine), their links, roles, CPUs and tools. A suite
+    names it with ``-v TOPOLOGY:<name>`` (``topologies/<name>.yaml``: ``1node``, ``2node``,
+    ``3node``) or a path. `Set Up Testbed` loads it, builds a ``netns`` testbed, connects to
+    every node and records each node's tool versions as suite metadata; `Tear Down
+    Testbed` stops everything started and removes what was built, failures included. A
+    second Ctrl-C (Robot's forced stop, which skips teardowns) removes a built testbed at
+    once (``libraries.testbed.interrupt``), and an exit that skips the teardown anyway (a
+    third Ctrl-C) still removes it on the way out. Every other library of the suite reaches
+    the nodes through the testbed set up here.
+
+    Suites import it through ``resources/testbed.resource``:
+
+    | =Setting= | =Value= | |
+    | Library | libraries.keywords.testbed.TestbedKeywords | |
+    | Suite Setup | Set Up Testbed | ${TOPOLOGY} |
+    | Suite Teardown | Tear Down Testbed | |
+
+    | =Keyword= | =Arguments= | | |
+    | ${nodes} = | Get Nodes | | |
+    | Node Should Be Reachable | dut | | |
+    | ${kernel} = | Run On Node | dut | uname -r |
     """
 
     def __init__(self) -> None:
@@ -52,11 +69,26 @@ class TestbedKeywords:
 
     @keyword("Set Up Testbed")
     def set_up_testbed(self, topology: str = "3node") -> None:
-        """Load and validate ``topology``, build it when it says ``provision: netns``, connect
-        to every node and record each node's tool versions as suite metadata.
+        """Set up the testbed of a topology: build it if asked, connect, record versions.
 
-        Fails with the file, key path and expectation for a bad topology, or with host:port and
-        the SSH error for an unreachable node; nothing built is left behind on failure.
+        Loads and validates the topology, builds it when it says ``provision: netns``,
+        connects to every node over SSH and records each node's tool versions as suite
+        metadata (``Topology``, ``Versions <node>``). Call it once, in the suite setup; the
+        suite teardown calls `Tear Down Testbed`.
+
+        Args:
+            topology: A topology's name (``topologies/<name>.yaml``, e.g. ``1node``,
+                ``2node``, ``3node``) or a path to a topology file (``${TOPOLOGY}``, from
+                ``-v TOPOLOGY``). Default ``3node``.
+
+        Fails with the file, key path and expectation for a bad topology, or with
+        host:port and the SSH error for an unreachable node; nothing built is left behind
+        on failure. Fails when called twice in one suite.
+
+        Examples:
+        | Set Up Testbed | ${TOPOLOGY} |
+        | Set Up Testbed | 1node |
+        | Set Up Testbed | topologies/examples/lab-3node.yaml |
         """
         if self._testbed is not None:
             raise HostStackError("Set Up Testbed called twice in one suite")
@@ -86,12 +118,27 @@ class TestbedKeywords:
 
     @keyword("Set Up Testbed From Lab Pool")
     def set_up_testbed_from_lab_pool(self, tag: str) -> str:
-        """Acquire a free lab of the pabot pool ``tag`` (PabotLib value sets; waits while
-        every lab is busy) and set up its testbed; returns the lab's name.
+        """Acquire a free lab of a pabot lab pool and set up its testbed; return the lab's name.
 
-        A lab whose set-up fails (pre-flight: SSH, links, routes) is disabled for the rest of
-        the run and the next free lab is tried; with none left, fails naming each lab and
-        why. ``Tear Down Testbed`` releases the lab.
+        The pool is pabot's value sets (``pabot --resourcefile``; ``python -m
+        libraries.nightly --pool`` writes them): one set per lab, tagged ``tag``, its
+        ``topology`` value the lab's topology file. Waits while every lab is busy. A lab
+        whose set-up fails (pre-flight: SSH, links, routes) is disabled for the rest of the
+        run, with a warning, and the next free lab is tried. `Tear Down Testbed` gives the
+        lab back. Events go to ``-v POOL_LOG:<file>`` when given. The suite must import
+        ``pabot.PabotLib``.
+
+        Args:
+            tag: The pool's tag (``${LAB_POOL}``, from ``-v LAB_POOL:<tag>``).
+
+        Returns:
+            The name of the lab acquired (also the suite metadata ``Lab``).
+
+        Fails, naming each lab and why, when no lab of the pool is left; fails when called
+        twice in one suite.
+
+        Examples:
+        | ${lab} = | Set Up Testbed From Lab Pool | ${LAB_POOL} |
         """
         if self._pool is not None:
             raise HostStackError("Set Up Testbed From Lab Pool called twice in one suite")
@@ -129,8 +176,19 @@ class TestbedKeywords:
 
     @keyword("Tear Down Testbed")
     def tear_down_testbed(self) -> None:
-        """Stop every process started on any node, disconnect, and remove a built testbed;
-        give a lab acquired from the pool back, whatever happened."""
+        """Stop everything started on the nodes, disconnect and remove a built testbed.
+
+        Stops every process started on any node, disconnects and removes a testbed built
+        in namespaces; gives a lab acquired from the pool back, whatever happened. Does
+        nothing when no testbed was set up, so it is safe in a suite teardown after a
+        failed set-up.
+
+        Fails listing what could not be stopped or removed (the lab is given back all the
+        same).
+
+        Examples:
+        | Tear Down Testbed |
+        """
         pool, self._pool = self._pool, None
         try:
             if self._testbed is None:
@@ -164,10 +222,21 @@ class TestbedKeywords:
 
     @keyword("Stop Processes On All Nodes")
     def stop_processes_on_all_nodes(self, log_output: bool = False) -> None:
-        """Stop (TERM, then KILL) every process any keyword started on any node.
+        """Stop every process any keyword started on any node (TERM, then KILL).
 
-        With ``log_output`` (e.g. after a failure) each process's output tail is logged.
-        Nothing to do once an interrupt removed the testbed.
+        The processes are stopped newest first on each node. Nothing to do once an
+        interrupt removed the testbed. Use it in a test teardown.
+
+        Args:
+            log_output: ``${True}`` logs the tail of each process's output (e.g. after a
+                failure); ``${False}`` (default) does not.
+
+        Fails listing the processes that could not be stopped, after trying all of them.
+
+        Examples:
+        | Stop Processes On All Nodes | | |
+        | ${failed} = | Evaluate | $TEST_STATUS == "FAIL" |
+        | Stop Processes On All Nodes | log_output=${failed} | |
         """
         if self.testbed.removed:
             logger.info("no process to stop: the testbed was removed after the interrupt")
@@ -188,8 +257,22 @@ class TestbedKeywords:
 
     @keyword("Require Stack On Node")
     def require_stack_on_node(self, node: str, stack: str) -> None:
-        """Pass for ``kernel``; for ``vpp`` skip the test, with the reason, unless the
-        topology declares VPP on ``node`` and its binary is there."""
+        """Skip the test unless a node can run the stack it measures.
+
+        ``kernel`` always passes. ``vpp`` skips the test, with the reason, unless the
+        topology declares VPP on the node (its ``vpp:`` paths) and VPP's binary is there.
+
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+            stack: ``kernel`` or ``vpp``.
+
+        Fails on any other ``stack``.
+
+        Examples:
+        | Require Stack On Node | dut | vpp |
+        | Require Stack On Node | dut | ${stack} |
+        """
         if stack == "kernel":
             return
         if stack != "vpp":
@@ -206,21 +289,61 @@ class TestbedKeywords:
 
     @keyword("Get Topology Name")
     def get_topology_name(self) -> str:
-        """Name of the running testbed's topology (e.g. for tags)."""
+        """Return the name of the running testbed's topology (e.g. for tags).
+
+        Returns:
+            The topology's ``name``, e.g. ``3node``.
+
+        Fails when no testbed was set up in this suite.
+
+        Examples:
+        | ${name} = | Get Topology Name |
+        | Set Tags | ${name} |
+        """
         return self.testbed.topology.name
 
     @keyword("Run On Node")
     def run_on_node(self, node: str, command: str, timeout: float = 60.0,
                     sudo: bool = False) -> str:
-        """Run ``command`` on ``node`` (a node name or a role) and return its stdout.
+        """Run a shell command on a node and return its standard output.
 
-        Fails with the exit code and output when the command exits non-zero.
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+            command: The shell command line, run by the node's shell over SSH.
+            timeout: Seconds the command may take (default 60); past them it fails with
+                the output so far.
+            sudo: ``${True}`` runs it as root through sudo; ``${False}`` (default) as the
+                node's user.
+
+        Returns:
+            The command's standard output, as it printed it.
+
+        Fails with the exit code and output when the command exits non-zero, and when it
+        times out.
+
+        Examples:
+        | ${kernel} = | Run On Node | dut | uname -r | |
+        | Run On Node | dut | sysctl -w net.core.somaxconn=4096 | sudo=${True} | |
+        | ${out} = | Run On Node | tg | iperf3 --version | timeout=10 | |
         """
         return self.testbed.node(node).run(command, timeout=timeout, sudo=sudo).stdout
 
     @keyword("Node Should Be Reachable")
     def node_should_be_reachable(self, node: str) -> None:
-        """Run a command on ``node`` over SSH and check it answers with the node's kernel."""
+        """Check that a node answers over SSH with a Linux kernel.
+
+        Runs ``uname -sr`` on the node.
+
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+
+        Fails when the node cannot be reached or does not report a Linux kernel.
+
+        Examples:
+        | Node Should Be Reachable | dut |
+        """
         target = self.testbed.node(node)
         kernel = target.run("uname -sr", timeout=10).stdout.strip()
         if not kernel.startswith("Linux"):
@@ -228,21 +351,56 @@ class TestbedKeywords:
 
     @keyword("Get Nodes")
     def get_nodes(self) -> list[str]:
-        """Names of the topology's nodes."""
+        """Return the names of the topology's nodes.
+
+        Returns:
+            The node names, in the topology's order, e.g. ``['tg', 'dut', 'server']``.
+
+        Examples:
+        | ${nodes} = | Get Nodes | | |
+        | FOR | ${node} | IN | @{nodes} |
+        """
         return list(self.testbed.topology.nodes)
 
     @keyword("Get Declared Tools")
     def get_declared_tools(self, node: str) -> list[str]:
-        """Tools the topology declares on ``node``."""
+        """Return the names of the tools the topology declares on a node.
+
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+
+        Returns:
+            The names under the node's ``tools`` (e.g. ``nginx``, ``wrk``, ``iperf3``).
+
+        Examples:
+        | ${tools} = | Get Declared Tools | dut |
+        """
         name = self.testbed.topology.resolve_node(node)
         return list(self.testbed.topology.nodes[name].tools)
 
     @keyword("Tool Should Answer On Node")
     def tool_should_answer_on_node(self, node: str, tool: str) -> str:
-        """Ask ``tool`` on ``node`` for its version; fail with what it printed otherwise.
+        """Ask a tool on a node for its version and return it.
 
-        A tool the topology lists in ``optional_tools`` may be absent: then this returns
-        ``absent (optional): <reason>`` and logs a warning instead of failing.
+        Runs the tool's version command on the node.
+
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+            tool: A tool the topology declares on the node (a key of its ``tools``, e.g.
+                ``nginx``).
+
+        Returns:
+            The version the tool reported; for a tool the topology lists in
+            ``optional_tools`` that is absent, ``absent (optional): <reason>`` (and a
+            warning is logged).
+
+        Fails when the node declares no such tool, or the tool does not answer (with what
+        it printed).
+
+        Examples:
+        | ${version} = | Tool Should Answer On Node | dut | nginx |
         """
         name = self.testbed.topology.resolve_node(node)
         spec = self.testbed.topology.nodes[name]
@@ -260,9 +418,26 @@ class TestbedKeywords:
 
     @keyword("Require Tool On Node")
     def require_tool_on_node(self, node: str, tool: str) -> str:
-        """Return the absolute path of ``tool`` on ``node`` (a bare name resolved as the node
-        runs it, sudo's PATH included); skip the test, with the reason, when the topology
-        declares no such tool or it does not answer there."""
+        """Return the absolute path of a tool on a node, or skip the test.
+
+        The tool's binary from the topology is resolved as the node runs it, sudo's PATH
+        included, and must answer its version command.
+
+        Args:
+            node: The node: a node name of the topology or a role (``dut``, ``tg``,
+                ``server``...; the first node with that role).
+            tool: A tool name, a key of the node's ``tools`` (e.g. ``bpftrace``).
+
+        Returns:
+            The absolute path of the tool's binary on the node (the declared name when it
+            cannot be resolved).
+
+        Skips the test, with the reason, when the topology declares no such tool on the
+        node or it does not answer there.
+
+        Examples:
+        | ${bpftrace} = | Require Tool On Node | dut | bpftrace |
+        """
         name = self.testbed.topology.resolve_node(node)
         binary = self.testbed.topology.nodes[name].tools.get(tool)
         if binary is None:
