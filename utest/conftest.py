@@ -2,8 +2,8 @@
 
 ``integration`` tests start real processes (nginx, wrk, iperf3, vegeta, bpftrace, chromium,
 robot, sshd) or build namespace testbeds; the rest are plain Python. ``pytest -m "not
-integration"`` is the fast feedback (about 40 s); ``pytest -n 2`` (what tox runs) runs
-everything on two workers (pytest-xdist) with this file's scheduler, which keeps together what
+integration"`` is the fast feedback (``tox -e fast``: on two workers, 55 s); ``pytest -n 2``
+(what tox runs) runs everything on two workers (pytest-xdist) with this file's scheduler, which keeps together what
 must not overlap:
 
 * each e2e module (:data:`E2E_MODULES`) is one unit: its tests share module fixtures (a lab
