@@ -3,8 +3,8 @@
 ``integration`` tests start real processes (nginx, wrk, iperf3, vegeta, bpftrace, chromium,
 robot, sshd) or build namespace testbeds; the rest are plain Python. ``pytest -m "not
 integration"`` is the fast feedback (``tox -e fast``: on two workers, 55 s); ``pytest -n 2``
-(what tox runs) runs everything on two workers (pytest-xdist) with this file's scheduler, which keeps together what
-must not overlap:
+(what tox runs) runs everything on two workers (pytest-xdist) with this file's scheduler,
+which keeps together what must not overlap:
 
 * each e2e module (:data:`E2E_MODULES`) is one unit: its tests share module fixtures (a lab
   built once) and follow each other; two modules' testbeds have their own per-run names, so
