@@ -214,7 +214,8 @@ def test_ci_runs_the_jobs_the_readme_names() -> None:
     assert {"unit", "e2e", "docs"} <= set(envlist)  # what `tox p` (.ci/run) runs
     assert "mkdocs build --strict" in tox.get("testenv:docs", "commands")
     # `tox -e fast` runs a subset of what unit runs in CI: the tests that start no process
-    assert tox.get("testenv:fast", "commands").endswith('pytest -q -m "not integration" {posargs}')
+    assert tox.get("testenv:fast", "commands").endswith(
+        'pytest -q -n 2 -m "not integration" {posargs}')
     assert "pytest -q -n 2 {posargs}" in tox.get("testenv:unit", "commands")
 
 
