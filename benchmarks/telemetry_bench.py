@@ -22,8 +22,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from libraries.keywords.telemetry import TrialTelemetry
-from libraries.results.measurement import run_interleaved
+from libraries.cases.telemetry import TrialTelemetry
+from libraries.results.adaptive import run_interleaved
 from libraries.results.plan import TrialPlan
 from libraries.testbed.provision import Testbed
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
