@@ -20,6 +20,7 @@ found again with ``signal.getsignal``; no module state.
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -79,12 +80,13 @@ class InterruptGuard:
         names = ", ".join(self._cleanups)
         _say(f"Second signal: removing {names} now; the run ends without measuring "
              f"(a third signal forces the exit and leaves output.xml unreadable).")
-        for name, cleanup in list(self._cleanups.items()):
-            try:
-                cleanup()
-            except Exception as error:
-                _say(f"removing {name} after the signal failed: {error}")
-            self._cleanups.pop(name, None)
+        with _logging_to_stderr():
+            for name, cleanup in list(self._cleanups.items()):
+                try:
+                    cleanup()
+                except Exception as error:
+                    _say(f"removing {name} after the signal failed: {error}")
+                self._cleanups.pop(name, None)
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous.get(signum)
@@ -96,6 +98,24 @@ class InterruptGuard:
             signal.default_int_handler(signum, frame)
         else:
             raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _logging_to_stderr():
+    """While the emergency clean-ups run, the root logger writes warnings to stderr and
+    nothing to Robot: Robot's handler writes into output.xml, and the interrupted code may be
+    in the middle of writing an element there (a clean-up's ``LOG.info`` from the handler
+    put a ``<msg>`` inside an ``<arg>``: "Incompatible child element 'msg' for 'arg'", CI of
+    stop 58)."""
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    console = logging.StreamHandler(sys.__stderr__)
+    console.setLevel(logging.WARNING)
+    root.handlers = [console]
+    try:
+        yield
+    finally:
+        root.handlers = saved
 
 
 def _say(message: str) -> None:
