@@ -8,14 +8,14 @@ from libraries.results.settings import parse_switch
 from libraries.testbed.errors import HostStackError
 
 
-def skip_where_vpp_shares_its_cores(ctx: CaseContext, node: str, stack: str, ab: object,
+def skip_where_vpp_shares_its_cores(ctx: CaseContext, node: str, stack: str,
                                     shared_cores: object) -> None:
     """Skip the test where ``stack`` is ``vpp`` and VPP on ``node`` forwards on a core the
     topology also pins other programs to (``Topology.vpp_core_sharers``), or on cores it does
-    not pin. An A/B run (``ab``: ``-v AB``, non-empty) and the kernel stack are never skipped
+    not pin. An A/B run (the context's A/B session) and the kernel stack are never skipped
     here; ``shared_cores`` (``-v CAPACITY_SHARED_CORES``) ``yes`` measures anyway, with a
     warning naming the keys."""
-    if stack != "vpp" or ab:
+    if stack != "vpp" or ctx.ab is not None:
         return
     try:
         anyway = parse_switch("CAPACITY_SHARED_CORES", shared_cores)

@@ -1,75 +1,18 @@
-"""Keywords to run VPP's host stack on a node and place applications on it (LD_PRELOAD + VCL).
-
-Two layouts, as in seeds 000/001:
-
-* loopback (one node): one VPP loopback, IP table and app namespace per application (server,
-  proxy, client), cross-table routes between them; every application on the node runs over
-  VPP in its own namespace;
-* Ethernet (several nodes): VPP takes the DUT's link interfaces over, each as its topology
-  ``vpp_driver`` says (af_packet on a kernel interface, dpdk on a NIC by PCI address,
-  dpdk_vdev: DPDK on a kernel interface; ``libraries.vpp.ports``); applications on the DUT
-  use VPP's default app namespace; the other nodes stay on the kernel stack.
-"""
+"""Keywords to run VPP's host stack on a node and place applications on it (LD_PRELOAD + VCL):
+adapters of :class:`libraries.cases.vpp.VppHostStack`, which holds the logic and the layouts."""
 
 from __future__ import annotations
 
-import ipaddress
-import logging
+from typing import TYPE_CHECKING
 
-from robot.api import SkipExecution
 from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.cases.capacity import skip_where_vpp_shares_its_cores
-from libraries.keywords import context, log_folded
-from libraries.testbed.errors import HostStackError
-from libraries.testbed.node import Node
-from libraries.vpp.loopback import (
-    LoopbackHostStack,
-    LoopbackHostStackPlan,
-    NamespaceSpec,
-    configure_loopback_host_stack,
-    teardown_loopback_host_stack,
-)
-from libraries.vpp.node import (
-    VppLayout,
-    has_hugepages,
-    jumbo_needs_hugepages,
-    release_local_side,
-    start_vpp,
-    stop_vpp,
-    vpp_diagnostics,
-)
-from libraries.vpp.placement import SECRET, AppPlacement, VppPlacement
-from libraries.vpp.ports import (
-    AttachedPort,
-    VppPort,
-    attach_ports,
-    check_ports,
-    complete_peer_checksums,
-    detach_ports,
-    mtu_unsupported,
-    plan_ports,
-    restore_peer_checksums,
-    return_kernel_addresses,
-    startup_contribution,
-)
+from libraries.cases.vpp import VppHostStack
+from libraries.keywords import context
 
-LOG = logging.getLogger(__name__)
-# VPP loopback addresses for the one-node layout: inside VPP only, never in a kernel table.
-LOOPBACK_ADDRESSES = {"server": "198.18.101.1/24", "proxy": "198.18.102.1/24",
-                      "client": "198.18.103.1/24"}
-
-
-def _require_address_change(name: str) -> None:
-    """Skip, with the reason, unless the topology lets tests move ``name``'s link addresses
-    from the kernel into VPP (and back): a lab must say ``may_change: [addresses]``. DPDK NICs
-    (``vpp_driver: dpdk``) move no kernel address: they need no such permission."""
-    topology = context.testbed().topology
-    if topology.kernel_interfaces_for_vpp(name) and not topology.allows_change("addresses"):
-        raise SkipExecution(f"topology {topology.name} does not allow moving {name}'s link "
-                            "addresses from the kernel into VPP (add `may_change: [addresses]` "
-                            "to let the test move them and put them back)")
+if TYPE_CHECKING:
+    from libraries.vpp.placement import VppPlacement
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -104,12 +47,14 @@ class VppKeywords:
     """
 
     def __init__(self) -> None:
-        self.placement = VppPlacement()
-        """The VPPs this suite runs and where its applications sit on them (the cases read
-        it through :mod:`libraries.keywords.context`)."""
-        self._loopbacks: dict[str, LoopbackHostStack] = {}
-        self._ports: dict[str, list[AttachedPort]] = {}
-        self._peer_checksums: dict[str, list[tuple[Node, str]]] = {}
+        self.stack = VppHostStack()
+        """The VPPs this suite runs, what was set up on them and where its applications sit
+        (``stack.placement``: the cases read it through :mod:`libraries.keywords.context`)."""
+
+    @property
+    def placement(self) -> VppPlacement:
+        """Where this suite's applications sit on its VPPs."""
+        return self.stack.placement
 
     # -- keywords ------------------------------------------------------------------------------
 
@@ -141,28 +86,7 @@ class VppKeywords:
         | Start VPP On Node | dut | |
         | Start VPP On Node | dut | mtu=9000 |
         """
-        testbed = context.testbed()
-        name = testbed.topology.resolve_node(node)
-        install = testbed.topology.nodes[name].vpp
-        if install is None:
-            raise HostStackError(f"topology {testbed.topology.name}: {name} declares no vpp")
-        if name in self.placement.instances:
-            raise HostStackError(f"VPP already runs on {name}")
-        ports = self._planned_ports(name, mtu)
-        check_ports(testbed.nodes[name], ports)
-        main = testbed.topology.cpus_of(name, "vpp_main")
-        layout = VppLayout(main_core=main[0] if main else None,
-                           workers=tuple(testbed.topology.cpus_of(name, "vpp_workers") or ()),
-                           ports=startup_contribution(ports), mtu=int(mtu) if mtu else None,
-                           extra_sections=context.case_context().side_startup(name))
-        reason = mtu_unsupported(ports) or jumbo_needs_hugepages(
-            layout, has_hugepages(testbed.nodes[name]))
-        if reason:
-            raise SkipExecution(f"{name}: {reason}")
-        instance = start_vpp(testbed.nodes[name], install, layout=layout)
-        self.placement.instances[name] = instance
-        log_folded(f"{name}: VPP startup.conf",
-                   instance.node.get(instance.startup_path, sudo=True))
+        self.stack.start(context.case_context(), node, mtu=mtu)
 
     @keyword("Set Up VPP Host Stack On Node")
     def set_up_vpp_host_stack_on_node(self, node: str = "dut", *apps: str,
@@ -192,19 +116,7 @@ class VppKeywords:
         | Set Up VPP Host Stack On Node | dut | server | proxy | client |
         | Set Up VPP Host Stack On Node | dut | server | client | mtu=9000 |
         """
-        one_node = len(context.testbed().topology.nodes) == 1
-        name = context.testbed().topology.resolve_node(node)
-        if not one_node:
-            _require_address_change(name)
-        self.start_vpp_on_node(node, mtu=mtu)
-        if one_node:
-            self.configure_vpp_loopback_host_stack(node, apps or ("server", "proxy", "client"))
-        else:
-            self.give_node_interfaces_to_vpp(node, mtu=mtu)
-        # an A/B side with another VPP install or startup sections restarts it
-        context.case_context().component_started(
-            f"vpp-{name}", {("vpp", name)}, self.stop_vpp_on_all_nodes,
-            lambda: self.set_up_vpp_host_stack_on_node(node, *apps, mtu=mtu))
+        self.stack.set_up(context.case_context(), node, apps, mtu=mtu)
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",
@@ -231,17 +143,7 @@ class VppKeywords:
         | Start VPP On Node | dut | |
         | Configure VPP Loopback Host Stack | dut | ${apps} |
         """
-        name = context.testbed().topology.resolve_node(node)
-        instance = self.placement.instances[name]
-        specs = tuple(NamespaceSpec(app, index + 1, LOOPBACK_ADDRESSES[app], SECRET)
-                      for index, app in enumerate(apps))
-        links = tuple((a, b) for i, a in enumerate(apps) for b in apps[i + 1:])
-        stack = configure_loopback_host_stack(instance.hoststack,
-                                              LoopbackHostStackPlan(specs, links))
-        self._loopbacks[name] = stack
-        for spec in specs:
-            address = str(ipaddress.ip_interface(spec.address).ip)
-            self.placement.apps[spec.namespace_id] = AppPlacement(name, spec.namespace_id, address)
+        self.stack.configure_loopback(context.case_context(), node, tuple(apps))
 
     @keyword("Give Node Interfaces To VPP")
     def give_node_interfaces_to_vpp(self, node: str = "dut", mtu: int | None = None) -> None:
@@ -269,24 +171,11 @@ class VppKeywords:
         | Give Node Interfaces To VPP | dut | |
         | Give Node Interfaces To VPP | dut | mtu=9000 |
         """
-        testbed = context.testbed()
-        name = testbed.topology.resolve_node(node)
-        _require_address_change(name)
-        instance = self.placement.instances[name]
-        ports = self._planned_ports(name, mtu)
-        complete_peer_checksums(testbed.topology, testbed.nodes, name, ports,
-                                self._peer_checksums.setdefault(name, []))
-        attached = attach_ports(instance.node, instance.hoststack, ports)
-        self._ports.setdefault(name, []).extend(attached)
-
-    def _planned_ports(self, name: str, mtu: int | None) -> tuple[VppPort, ...]:
-        topology = context.testbed().topology
-        if len(topology.nodes) == 1:
-            return ()  # the loopback layout: no link interfaces
-        return plan_ports(topology, name, int(mtu) if mtu else None)
+        self.stack.give_interfaces(context.case_context(), node, mtu=mtu)
 
     @keyword("Skip Capacity Where VPP Shares Its Cores")
-    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str) -> None:
+    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str,
+                                                 shared_cores: str | bool = False) -> None:
         """Skip a capacity test where VPP would share its cores with other programs.
 
         Skips where ``stack`` is ``vpp`` and VPP on ``node`` forwards on a core the topology
@@ -302,22 +191,24 @@ class VppKeywords:
         refused its knee of 1,105 as far below the closed-loop maximum. The closed-loop
         rows are not affected (their interval carries the turn-taking). An A/B run
         (``${AB}``) compares closed-loop rates, not capacities, and is never skipped here;
-        the kernel stack neither. ``-v CAPACITY_SHARED_CORES:yes`` measures it anyway, with
-        a warning naming the keys. Call it before anything is started.
+        the kernel stack neither. ``shared_cores`` yes (``-v CAPACITY_SHARED_CORES:yes``)
+        measures it anyway, with a warning naming the keys. Call it before anything is
+        started.
 
         Args:
             node: The node VPP would run on: a node name or a role (e.g. ``dut``).
             stack: The test's stack: ``kernel`` (never skipped) or ``vpp``.
+            shared_cores: ``yes`` measures on shared cores anyway (a warning names
+                them); ``no`` (default) skips. Any yes/no spelling (true/false, on/off,
+                1/0).
 
-        Fails when ``${CAPACITY_SHARED_CORES}`` is not a yes/no value.
+        Fails when ``shared_cores`` is not a yes/no value.
 
         Examples:
-        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} |
-        | Skip Capacity Where VPP Shares Its Cores | dut | vpp |
+        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} | ${CAPACITY_SHARED_CORES} |
+        | Skip Capacity Where VPP Shares Its Cores | dut | vpp | shared_cores=yes |
         """
-        skip_where_vpp_shares_its_cores(
-            context.case_context(), node, stack, BuiltIn().get_variable_value("${AB}", ""),
-            BuiltIn().get_variable_value("${CAPACITY_SHARED_CORES}", False))
+        skip_where_vpp_shares_its_cores(context.case_context(), node, stack, shared_cores)
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
@@ -337,34 +228,5 @@ class VppKeywords:
         Examples:
         | Run Keyword And Continue On Failure | Stop VPP On All Nodes |
         """
-        errors: list[str] = []
-        if context.testbed().removed:
-            for instance in self.placement.instances.values():
-                release_local_side(instance)
-            self.placement.instances.clear()
-            self._ports.clear()
-            self._loopbacks.clear()
-            self._peer_checksums.clear()
-            self.placement.apps.clear()
-            return
-        for name, instance in list(self.placement.instances.items()):
-            for command, text in vpp_diagnostics(instance).items():
-                log_folded(f"{name}: vppctl {command}", text)
-            if name in self._loopbacks:
-                try:
-                    teardown_loopback_host_stack(instance.hoststack, self._loopbacks.pop(name))
-                except HostStackError as error:
-                    errors.append(str(error))
-            ports = self._ports.pop(name, [])
-            errors += detach_ports(instance.hoststack, ports)
-            try:
-                output = stop_vpp(instance)
-                log_folded(f"{name}: VPP output", output[-20000:])
-            except HostStackError as error:
-                errors.append(str(error))
-            errors += return_kernel_addresses(instance.node, ports)
-            errors += restore_peer_checksums(self._peer_checksums.pop(name, []))
-            del self.placement.instances[name]
-        self.placement.apps.clear()
-        if errors:
-            raise HostStackError("; ".join(errors))
+        if self.stack.placement.instances:
+            self.stack.stop_all(context.case_context())

@@ -171,7 +171,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CAPACITY_SHARED_CORES", "no", _SWITCH, "Search the capacity of a VPP row even "
             "where VPP's cores are shared with other processes (skipped otherwise), with a "
             "warning naming them.", "the capacity test, stack vpp, plain runs: "
-            "libraries.keywords.vpp (parse_switch)", "capacity"),
+            "libraries.cases.capacity (parse_switch)", "capacity"),
 )
 """Every ``-v`` setting, grouped by area in reading order."""
 
