@@ -32,8 +32,8 @@ from typing import Any
 from scipy.stats import binomtest
 
 from libraries.capacity.confirm import HOLD, confirm_capacity
+from libraries.capacity.settings import LatencyGoal, parse_goals
 from libraries.capacity.trials import CapacityTrial
-from libraries.results.settings import LatencyGoal, parse_goals
 
 BIN = 0.1
 """Windows are pooled by their rate's share of the knee in bins this wide."""

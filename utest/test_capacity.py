@@ -21,8 +21,7 @@ from libraries.capacity.search import (
     search_goals,
     undelivered,
 )
-from libraries.capacity.trials import CapacityTrial
-from libraries.results.settings import (
+from libraries.capacity.settings import (
     LatencyGoal,
     SearchSettings,
     parse_capacity_settings,
@@ -30,6 +29,7 @@ from libraries.results.settings import (
     parse_range,
     parse_slo,
 )
+from libraries.capacity.trials import CapacityTrial
 from libraries.testbed.errors import HostStackError
 
 

@@ -34,11 +34,11 @@ from libraries.capacity.sanity import (
     generator_bound,
     saturated,
 )
+from libraries.capacity.settings import LatencyGoal, parse_capacity_settings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement
 from libraries.results.records import build_record, validate_record
-from libraries.results.settings import LatencyGoal, parse_capacity_settings
 
 GOAL = LatencyGoal(0.99, 10.0)
 

@@ -14,8 +14,8 @@ import pytest
 
 from libraries.capacity.confirm import EXTRA, START, confirm_capacity, with_windows
 from libraries.capacity.misscurve import MissWindow, firth_fit, fit_miss_curve
+from libraries.capacity.settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
-from libraries.results.settings import LatencyGoal
 
 GOAL = LatencyGoal(0.99, 25.0)
 MIDDLE = 7000.0

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from libraries.ab.settings import ab_settings_from_variables
+from libraries.capacity import settings as parsing
 from libraries.cases.profile_settings import profile_settings_from_variables
-from libraries.results import settings as parsing
 from libraries.results.registry import SETTINGS, areas, markdown_table, setting
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def read_settings(root: Path = ROOT) -> dict[str, set[str]]:
             for name in pattern.findall(text):
                 if name not in ROBOT_BUILT_INS:
                     note(name, path)
-    settings_file = root / "libraries" / "results" / "settings.py"
+    settings_file = root / "libraries" / "capacity" / "settings.py"
     for name in parsing.VARIABLES.values():  # the capacity table, read by key
         note(name, settings_file)
     return found

@@ -15,7 +15,7 @@ probability at most a stated share, with its interval; the checks of that record
 limit), with more windows where evidence disagrees; the figures that stand and the ratio
 (``limits``); and a path whose windows gave no figure (``floor``).
 
-The goals and the search's settings are parsed in ``libraries.results.settings``. Imports only
-``libraries.testbed``, ``libraries.tools`` and ``libraries.results``; no Robot Framework (the
-keyword layer adapts it: a skip, the log, the A/B case).
+The goals and the searches' ``-v`` settings (``LATENCY_SLO``, ``CAPACITY_*``) are parsed in
+``settings``. Imports only ``libraries.testbed``, ``libraries.tools`` and ``libraries.results``;
+no Robot Framework (the keyword layer adapts it: a skip, the log, the A/B case).
 """

@@ -46,9 +46,9 @@ from libraries.capacity.misscurve import (
     point_crossing,
 )
 from libraries.capacity.search import Measure, delivered_trial
+from libraries.capacity.settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 from libraries.results.headline import figure
-from libraries.results.settings import LatencyGoal
 
 LOG = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, replace
 
 from libraries.capacity.search import DELIVERED, Measure, search_capacity
+from libraries.capacity.settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
-from libraries.results.settings import SearchSettings
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.node import Node
 from libraries.tools.oha import OhaOptions, oha_version, run_oha

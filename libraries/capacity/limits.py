@@ -31,10 +31,10 @@ from libraries.capacity.floor import judge_unconfirmed
 from libraries.capacity.generators import Generator, path_trials, search_paths
 from libraries.capacity.sanity import Evidence, challenge, check_figure, generator_bound
 from libraries.capacity.search import Measure
+from libraries.capacity.settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement
-from libraries.results.settings import SearchSettings
 
 LOG = logging.getLogger(__name__)
 LogFolded = Callable[[str, str], None]

@@ -36,8 +36,8 @@ from typing import Any
 
 from libraries.capacity.confirm import Confirmation, extend
 from libraries.capacity.search import Measure
+from libraries.capacity.settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
-from libraries.results.settings import LatencyGoal
 
 CEILING = 1.05
 """A figure above this share of the best closed-loop trial is above the maximum (5 % for the

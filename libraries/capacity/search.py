@@ -37,8 +37,8 @@ from MLRsearch import (
     SearchGoal,
 )
 
+from libraries.capacity.settings import LatencyGoal, SearchSettings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
-from libraries.results.settings import LatencyGoal, SearchSettings
 
 LOG = logging.getLogger(__name__)
 Measure = Callable[[str, float, float], CapacityTrial]

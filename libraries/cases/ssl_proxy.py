@@ -25,6 +25,7 @@ from libraries.capacity.generators import (
     latency_pass,
 )
 from libraries.capacity.limits import search_paths_capacity
+from libraries.capacity.settings import DEFAULT_RANGE, parse_capacity_settings, parse_goals
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import (
     add_path_metrics,
@@ -46,7 +47,6 @@ from libraries.results.efficiency import ProcessCost, RateCost, add_process_cost
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
-from libraries.results.settings import DEFAULT_RANGE, parse_capacity_settings, parse_goals
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -368,7 +368,7 @@ def search_capacity(ctx: CaseContext, measurement: Measurement, measured: SslPro
                     options: Mapping[str, object]) -> Measurement:
     """The capacity of the proxied and the direct path of ``measurement`` (``measured``: the
     test that measured them) under the search ``options`` (the arguments of
-    :func:`~libraries.results.settings.parse_capacity_settings`, by name;
+    :func:`~libraries.capacity.settings.parse_capacity_settings`, by name;
     :func:`libraries.capacity.limits.search_paths_capacity`); an A/B test's measurement as it
     is, a load node without a constant-rate generator a skip."""
     if measurement.ab:

@@ -17,6 +17,7 @@ from robot.libraries.BuiltIn import BuiltIn
 from robot.running.context import EXECUTION_CONTEXTS
 
 from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
+from libraries.capacity.settings import capacity_settings_from_variables
 from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
 from libraries.keywords import context
 from libraries.keywords.ab import check_ab_verdict
@@ -39,12 +40,7 @@ from libraries.results.records import (
     fixed_rounds,
     make_test_id,
 )
-from libraries.results.settings import (
-    capacity_settings_from_variables,
-    parse_judge,
-    parse_settings,
-    parse_switch,
-)
+from libraries.results.settings import parse_judge, parse_settings, parse_switch
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology

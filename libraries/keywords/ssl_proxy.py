@@ -6,6 +6,7 @@ from __future__ import annotations
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
+from libraries.capacity.settings import DEFAULT_RANGE, DEFAULT_SLO
 from libraries.cases.ssl_proxy import (
     LoadRequest,
     ProxySetup,
@@ -17,7 +18,7 @@ from libraries.cases.ssl_proxy import (
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import DEFAULT_RANGE, DEFAULT_SLO, parse_plan
+from libraries.results.settings import parse_plan
 from libraries.tools.nginx.service import NginxHandle
 
 

@@ -32,7 +32,7 @@ _MEASURE = "suite set-up (Check Measurement Settings): libraries.results.setting
 _AB = ("suite set-up (Check Measurement Settings, then Set Up A/B Comparison), A/B runs "
        "only: libraries.ab.settings.ab_settings_from_variables")
 _CAPACITY = ("suite set-up (Check Measurement Settings), suites with capacity tests: "
-             "libraries.results.settings.capacity_settings_from_variables")
+             "libraries.capacity.settings.capacity_settings_from_variables")
 _PROFILE = ("suite set-up (Check Measurement Settings): "
             "libraries.cases.profile_settings.profile_settings_from_variables")
 _SWITCH = "yes/no (also true/false, on/off, 1/0; any case)"
