@@ -24,7 +24,10 @@ lists hold every module that starts real processes.
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import PurePosixPath
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -33,7 +36,7 @@ from xdist.scheduler import LoadScopeScheduling
 E2E_MODULES = frozenset({
     "test_faults_e2e", "test_interrupt_e2e", "test_lab_pool", "test_reallab_e2e",
     "test_records_io", "test_short_trials_e2e", "test_telemetry_e2e", "test_testbed_e2e",
-    "test_vpp_node", "test_vpp_real", "test_ab_e2e",
+    "test_vpp_node", "test_vpp_real", "test_ab_e2e", "test_cases_vpp",
 })
 LOOPBACK_MODULES = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
@@ -67,6 +70,19 @@ def scope_of(nodeid: str) -> str:
     if module in LOOPBACK_MODULES:
         return "loopback"
     return nodeid
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A SIGTERM (a CI runner cancelling the job, ``kill``) ends the run as Ctrl-C does, in the
+    controller and in each xdist worker: pytest then tears every fixture down (the admin lab's
+    sshd, namespaces and bridge, testbeds, processes), which the default action (the process
+    killed at once) left behind."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
