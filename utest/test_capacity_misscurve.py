@@ -12,7 +12,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from libraries.capacity.confirm import EXTRA, START, confirm_capacity, with_windows
+from libraries.capacity.confirm import (
+    EXTRA,
+    START,
+    WindowPlan,
+    confirm_capacity,
+    resume,
+    with_windows,
+)
 from libraries.capacity.misscurve import MissWindow, firth_fit, fit_miss_curve
 from libraries.capacity.settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
@@ -213,3 +220,38 @@ def test_the_message_says_what_the_figure_claims():
 
 def _k(value: float) -> str:
     return f"{value / 1000:.3g}k"
+
+
+# kernel 3node, quiet, p99<=25ms (issue 52's held-out benchmark, its second test): the 12
+# planned windows (rate, missed) and the verification window at the figure, which missed
+REAL_PLAN = ((28121, True), (23903, False), (19684, False), (15466, False), (29527, True),
+             (25926, True), (24894, False), (25405, False), (25664, True), (22786, False),
+             (21304, False), (24878, False))
+REAL_VERIFICATION = (23587, True)
+
+
+def test_a_verification_that_undoes_the_fit_earns_the_plans_extra_windows():
+    """The 12 windows fitted a figure; the verification window at it missed and the 13 gave
+    no figure (the crossing's interval unbounded below), though every window under 22,800
+    held. The plan's extra windows then go where the refit lacks them and a figure stands,
+    inside the windows measured; without more windows there is none, as before."""
+    plan = WindowPlan("proxy", GOAL, 30.0, 28121.0, 1000.0, 28121.0 * 1.1, 0.1, 0.9, 12,
+                      trials=[window(rate, miss) for rate, miss in REAL_PLAN])
+    confirmation = plan.result()
+    assert confirmation.rate is not None  # what the plan fitted
+    verified = with_windows(confirmation, [window(*REAL_VERIFICATION)], "verification")
+    assert verified.rate is None and "unbounded" in verified.curve.why
+    asked: list[float] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        asked.append(rate)  # this testbed: held up to 23,000, missed above 25,500
+        return window(rate, rate > 25_500 or (rate > 23_000 and len(asked) % 2 == 0), seconds)
+
+    resumed = resume(verified, measure, plan)
+    assert 1 <= len(asked) <= EXTRA
+    assert resumed.rate is not None and 15_466 < resumed.rate < 23_587, resumed.semantics
+    assert resumed.kinds == (*verified.kinds, *["plan"] * len(asked))
+    assert resume(resumed, measure, plan) is resumed  # fitted: nothing more to run
+    spent = WindowPlan("proxy", GOAL, 30.0, 28121.0, 1000.0, 28121.0 * 1.1, 0.1, 0.9, 12,
+                       extra=EXTRA)
+    assert resume(verified, measure, spent) is verified

@@ -24,6 +24,7 @@ from libraries.capacity.confirm import (
     WindowPlan,
     goal_record,
     goal_trial,
+    resume,
     run_plans,
     with_windows,
 )
@@ -155,7 +156,11 @@ def _windows(measurement: Measurement, measure: Measure, found: dict[str, PathCa
                         settings.miss_share, level, settings.windows)
              for v, knee in knees.items()]
     done = run_plans(measure, plans)
+    fitted = {v for v, confirmation in done.items() if confirmation.curve.fitted}
     done = _verify(measurement, measure, done, settings)
+    for plan in plans:
+        if plan.path in fitted:  # a verification that undid the fit earns the plan's extras
+            done[plan.path] = resume(done[plan.path], measure, plan)
     checks = {}
     for variant in list(done):
         done[variant], checks[variant], notes = challenge(
