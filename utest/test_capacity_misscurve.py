@@ -114,6 +114,20 @@ def test_perfectly_separated_windows_still_give_a_finite_gentle_fit():
     assert curve.rate is not None and curve.rate < 6900 and curve.high < 7300
 
 
+def test_a_steep_separated_fit_converges_where_its_steps_only_creep():
+    """Simulated windows (a curve rising from 10 % to 90 % over 15 % of rate): all 15 under
+    19,700 held, the two above missed. The Newton steps crept on by 3e-8 at a slope of 22.5,
+    never under an absolute bound, and the test gave no figure ("did not converge")."""
+    windows = [(19831, True), (16857, False), (13882, False), (10907, False), (20823, True),
+               (18284, False), (19042, False), (19433, False), (19631, False), (13229, False),
+               (13324, False), (16245, False), (16087, False), (15721, False), (18699, False),
+               (18703, False), (18880, False)]
+    curve = fit_miss_curve([MissWindow(r, 30.0, 0.0, m) for r, m in windows])
+    assert curve.why == ""
+    assert curve.slope == pytest.approx(22.5, abs=0.1)
+    assert 11000 < curve.low < curve.rate < curve.high < 19831
+
+
 @pytest.mark.parametrize(("rates", "missed", "why"), [
     ([5000, 6000, 7000], [False, False, True],
      "only 3 windows of 30 s (at least 6 needed)"),

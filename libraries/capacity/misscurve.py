@@ -52,6 +52,11 @@ ITERATIONS = 100
 not fall)."""
 MAX_STEP = 4.0
 """Largest change of either coefficient in one Newton step."""
+TOLERANCE = 1e-8
+"""The fit has converged when no coefficient moves by more than this share of the largest
+(plus this much): at a steep slope the penalised likelihood's maximum is flat to rounding, and
+an absolute bound let the steps creep on for ever (simulated separated windows, 4-5 % of tests
+with a curve rising over 15-30 % of rate: a slope of 22.5 moving 3e-8 a step)."""
 CROSSINGS = 301
 """Grid points of ln(crossing) for the profile, over the rates measured and :data:`BEYOND`
 either side."""
@@ -163,7 +168,7 @@ def firth_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
                 and np.abs(step).max() > 1e-10:
             step = step / 2.0
         beta = beta + step
-        if np.abs(step).max() < 1e-8:
+        if np.abs(step).max() < TOLERANCE * (1.0 + np.abs(beta).max()):
             return float(beta[0]), float(beta[1])
     return math.nan, math.nan
 
