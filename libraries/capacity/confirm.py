@@ -70,8 +70,12 @@ GAP = 0.02
 window halves that gap (geometrically): a steep curve turns inside it, and a fit with no window
 there puts the crossing far below where the curve turns (Firth's fit of separated windows is a
 gentle slope)."""
-EXTRA = 4
-"""Windows added at most when the fit of the planned ones is refused."""
+EXTRA = 8
+"""Windows added at most when the fit of the planned ones is refused (simulated, 100 tests a
+curve, the plan's 12 windows and a verification: with 8 instead of 4 a figure stood in 100,
+97, 86 and 83 tests instead of 99, 89, 80 and 64, for curves rising from 10 % to 90 % over 15
+and 30 % of rate and, with a 3 % floor of misses at any rate, over 30 and 60 %; the interval
+covered the true rate in 86-90 % of them either way; the median test ran no extra window)."""
 HOLD = 0.5
 """A window short of its schedule by the generator missed the goal by its unsent requests when
 it lost more than this share of the goal's loss ratio (:func:`short_of_schedule`)."""
