@@ -8,6 +8,7 @@ test several times on the local 3node testbed, as a nightly runs it.
     python -m benchmarks.capacity_bench --runs 5 --holdout 10 --out holdout.jsonl \
         -- LATENCY_SLO:p99<=25ms
     python -m benchmarks.capacity_bench ... -- CAPACITY_WIDTH:0.03 CAPACITY_DURATION_SUM:6
+    python -m benchmarks.capacity_bench --simulate [--tests 100] [--seed 52]
 
 Per path (proxied, direct): each test's capacity (since issue 52 the rate at which a 30 s
 window misses the goal with probability at most 10 %, from the miss curve of its windows),
@@ -25,6 +26,10 @@ generator at >= 90 % of its cores) and how many recorded no figure (and why). A 
 N separate 30 s windows at its recorded rate, interleaved with windows at its interval's ends,
 never counted (``-v CAPACITY_HOLDOUT``); the analysis tells whether the figure's interval covers
 the share of them that missed (:mod:`benchmarks.capacity_holdout`), with the interval's width.
+
+``--simulate`` runs the suite's windows and miss curve on known curves instead of a testbed
+(:mod:`benchmarks.capacity_sim`): tests with a figure, intervals holding the true rate,
+widths.
 
 ``--analyze`` also pools the proxied path's whole-window trials of each file (confirmation
 trials and verification runs, per goal and length) by share of the knee and runs the suite's
@@ -46,6 +51,7 @@ from typing import Any
 import yaml
 
 from benchmarks.capacity_holdout import holdouts, rows
+from benchmarks.capacity_sim import table as simulated
 from benchmarks.capacity_windows import resample, table, windows
 from benchmarks.verdict_runs import REPO, Case, run_once
 
@@ -181,8 +187,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the only constant-rate generator the load node keeps")
     parser.add_argument("--holdout", type=int, default=0,
                         help="held-out 30 s windows at each figure (issue 52: 10 or more)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="the windows and miss curve on simulated curves (no testbed)")
+    parser.add_argument("--tests", type=int, default=100, help="with --simulate: per curve")
+    parser.add_argument("--seed", type=int, default=52, help="with --simulate")
     parser.add_argument("variables", nargs="*", help="after --: NAME:value Robot variables")
     args = parser.parse_args(argv)
+    if args.simulate:
+        sys.stdout.write(simulated(args.tests, args.seed))
+        return 0
     if args.analyze is None:
         settings: dict[str, Any] = {"trials": 5, "duration": 2, "warmup": 1,
                                     "capacity_verify": 30, "extended": "yes"}
