@@ -110,7 +110,7 @@ def rows(found: list[Holdout]) -> str:
         low, high = _interval(h.missed, h.count)
         lines.append(
             f"| {h.rate:.0f} | [{h.low:.0f}, {h.high:.0f}] | {(h.high - h.low) / h.rate:.0%} | "
-            f"{h.share:.0%} [{h.share_low:.0%}, {h.share_high:.0%}] | {h.missed}/{h.count} "
+            f"{h.share:.0%} [{_share(h.share_low)}, {_share(h.share_high)}] | {h.missed}/{h.count} "
             f"({low:.0%}-{high:.0%}) | {'yes' if h.covered else 'no'} | "
             f"{'yes' if h.consistent else 'no'} | {h.at_low[0]}/{h.at_low[1]} | "
             f"{h.at_high[0]}/{h.at_high[1]} | {'yes' if h.ends_agree else 'no'} |")
@@ -119,4 +119,16 @@ def rows(found: list[Holdout]) -> str:
     lines.append(f"\nthe curve's share interval covered the held-out share in {covered} of "
                  f"{len(found)} tests ({consistent} of {len(found)} within the binomial noise "
                  "of their windows); issue 52 asks for at least 4 of 5")
+    missed, count = sum(h.missed for h in found), sum(h.count for h in found)
+    if count:
+        low, high = _interval(missed, count)
+        claims = sorted({f"{h.share:.0%}" for h in found})
+        lines.append(f"pooled: {missed} of {count} held-out windows at the figures missed "
+                     f"({missed / count:.0%}, 90 % interval {low:.0%}-{high:.0%}), against a "
+                     f"claim of at most {', '.join(claims)} at each figure")
     return "\n".join(lines) + "\n"
+
+
+def _share(value: float) -> str:
+    """A share as a percentage, with a decimal under 1 % (0.2 %, not 0 %)."""
+    return f"{value:.1%}" if 0.0 < value < 0.01 else f"{value:.0%}"

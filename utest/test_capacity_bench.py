@@ -101,6 +101,8 @@ def test_held_out_windows_say_whether_the_interval_covers_the_share_they_missed(
            "2/2 | yes |" in report
     assert "covered the held-out share in 3 of 5 tests (4 of 5 within the binomial noise" in \
         report
+    assert "pooled: 12 of 50 held-out windows at the figures missed (24%, 90 % interval " \
+           "14%-36%), against a claim of at most 10% at each figure" in report
 
 
 def test_the_holdout_mode_asks_the_test_for_its_held_out_windows(monkeypatch, tmp_path):
