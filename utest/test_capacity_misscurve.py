@@ -221,6 +221,40 @@ def test_the_plan_starts_from_the_knee_then_halves_the_gap_where_a_steep_curve_t
     assert [t["kind"] for t in record["trials"]] == ["plan"] * len(asked)
 
 
+def test_with_one_miss_under_windows_that_held_the_plan_climbs_past_them():
+    """The direct path on this VM (issue 52's benchmark): the knee window at 22,520 held, the
+    one at 19,142 missed, and every window above it held up to 24,000. The plan ran its next
+    16 windows all at 20,099 (1.05 x the one miss), never a second miss and no figure; now each
+    goes above every rate tried until a second window misses."""
+    asked: list[float] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        asked.append(rate)
+        return window(rate, rate > 24_000.0 or abs(rate - 19_142.0) < 1.0, seconds)
+
+    confirmation = confirm_capacity(measure, "direct", 22_520.0, GOAL, 30.0, 1000.0,
+                                    top=30_000.0)
+    assert asked[1] == pytest.approx(19_142.0)
+    assert asked[len(START):len(START) + 2] == pytest.approx([22_520 * 1.05,
+                                                             22_520 * 1.05 ** 2])
+    assert max(asked.count(rate) for rate in asked) <= 3
+    assert confirmation.curve.missed >= 2 and confirmation.rate is not None
+
+
+def test_with_one_hold_over_windows_that_missed_the_plan_descends_past_them():
+    asked: list[float] = []
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        asked.append(rate)
+        return window(rate, rate > 4_000.0 and abs(rate - 5_600.0) > 1.0, seconds)
+
+    confirmation = confirm_capacity(measure, "proxy", 8000.0, GOAL, 30.0, 1000.0,
+                                    top=11000.0)
+    assert asked[len(START)] == pytest.approx(4_400.0 / 1.05)
+    assert max(asked.count(rate) for rate in asked) <= 3
+    assert confirmation.curve.missed >= 2 and len(asked) - confirmation.curve.missed >= 2
+
+
 def test_the_message_says_what_the_figure_claims():
     confirmation = confirm_capacity(drawn(30.0, 3), "proxy", 8000.0, GOAL, 30.0, 1000.0,
                                     top=11000.0)
