@@ -81,7 +81,8 @@ EXTRA = 8
 curve, the plan's 12 windows and a verification: with 8 instead of 4 a figure stood in 100,
 97, 86 and 83 tests instead of 99, 89, 80 and 64, for curves rising from 10 % to 90 % over 15
 and 30 % of rate and, with a 3 % floor of misses at any rate, over 30 and 60 %; the interval
-covered the true rate in 86-90 % of them either way; the median test ran no extra window)."""
+covered the true rate in 86-90 % of them either way; the median test ran no extra window;
+:data:`LACKING`'s rule then raised them to 100, 100, 92 and 85)."""
 HOLD = 0.5
 """A window short of its schedule by the generator missed the goal by its unsent requests when
 it lost more than this share of the goal's loss ratio (:func:`short_of_schedule`)."""
