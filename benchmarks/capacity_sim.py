@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
-from scipy.stats import binomtest
 
+from benchmarks.capacity_holdout import Holdout
 from libraries.capacity.confirm import WindowPlan, extend, resume, run_plans
 from libraries.capacity.settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
@@ -115,12 +115,11 @@ def one_test(curve: Curve, rng: np.random.Generator, windows: int = 12) -> Outco
         return Outcome(fit.why, fit.windows)
     assert fit.share_low is not None and fit.share_high is not None
     true_share = curve.miss(fit.rate)
-    missed = int(rng.binomial(HOLDOUT, true_share))
-    low, high = binomtest(missed, HOLDOUT).proportion_ci(0.9)
+    held_out = Holdout(fit.rate, fit.low, fit.high, fit.share, fit.share_low, fit.share_high,
+                       HOLDOUT, int(rng.binomial(HOLDOUT, true_share)), (0, 0), (0, 0))
     return Outcome("", fit.windows, fit.low <= curve.crossing(fit.share) <= fit.high,
-                   (fit.high - fit.low) / fit.rate, true_share, missed,
-                   fit.share_low <= missed / HOLDOUT <= fit.share_high,
-                   not (high < fit.share_low or low > fit.share_high))
+                   (fit.high - fit.low) / fit.rate, true_share, held_out.missed,
+                   held_out.covered, held_out.consistent)
 
 
 def simulate(curve: Curve, tests: int, seed: int) -> list[Outcome]:
