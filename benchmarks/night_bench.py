@@ -23,6 +23,14 @@ reference's first) with at least one false failure or exit 3, the share flagged 
 second rule (persistent) alone, and the share of step series flagged (a failed test or the
 gate) by night k+1, k+5 and k+10 (k: the step's first night; flags before k do not count).
 
+With ``--ages`` the step cells are drawn instead at a level's given ages (a step on night
+k = age of a series, the level starting on night 0; age 20 is the cells above) and by
+k+1/5/10/30; with ``--second`` a -5 % first step on night 20 is followed ``g`` nights later
+(2-5) by the planted step, which counts only when a flag of a step starting after the first
+one's night is found on the second's night or later. The young-level cells (issue 60):
+
+    python -m benchmarks.night_bench --ages 2 4 10 20 --second 2 3 4 5 --spreads 0.024
+
 With ``--null-step 0.01`` every all-A/A series takes a true step of -1 % (the margin) on night
 k as well: a change within the margin, so every flag on any night is still false. That is the
 gate's worst case (``--base`` moves both sides of a level alike, which the gate never sees).
@@ -62,6 +70,10 @@ STEP_NIGHT = 20
 AFTER = 11
 """Nights simulated from k on (k..k+10)."""
 BY = (1, 5, 10)
+AGED_BY = (1, 5, 10, 30)
+"""The horizons of the young-level and second-step cells."""
+FIRST_STEP = 0.05
+"""The first step of the second-step cells (flagged by k+1 in nearly every series)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +168,75 @@ def run_cell(spread: float, scatter: float, histories: int, steps: int,
                 {by: first[by] / steps for by in BY}, steps)
 
 
+@dataclass(frozen=True)
+class AgedCell:
+    """A step at a level's ``age`` (or ``gap`` nights after a first step): the share flagged
+    by each of :data:`AGED_BY` nights after it."""
+
+    spread: float
+    scatter: float
+    step: float
+    age: int
+    second: bool
+    detected: dict[int, float]
+    series: int
+    tails: str = "normal"
+
+
+def draw_scatter(rng: np.random.Generator, scatter: float, size: int, tails: str) -> np.ndarray:
+    """Night-to-night log-ratio moves of standard deviation ``scatter``: ``normal`` or ``t3``
+    (Student's t with 3 degrees of freedom, scaled to the same standard deviation)."""
+    if tails == "t3":
+        return rng.standard_t(3, size) * scatter / np.sqrt(3.0)
+    return rng.normal(0.0, scatter, size)
+
+
+def run_aged(spread: float, scatter: float, age: int, steps: int, rng: np.random.Generator,
+             second: bool = False, tails: str = "normal") -> AgedCell:
+    """``steps`` series whose planted step falls on night ``age`` of a level starting on
+    night 0 (``second``: ``age`` nights after a -5 % first step on night 20, the level being
+    the first step's), each judged by its A/B test and the gate until 30 nights after it."""
+    settings = night_settings()
+    frame = pd.DataFrame({"start_time": [0], "run_id": ["tonight"]})
+    alpha, _ = ratio_alpha([("ab_rps_ratio", "ratio", frame)] * SERIES)
+    first = STEP_NIGHT if second else None
+    k = STEP_NIGHT + age if second else age
+    nights = k + AGED_BY[-1] + 1
+    step = STEPS[spread]
+    hits = {by: 0 for by in AGED_BY}
+    for _ in range(steps):
+        truth = np.exp(draw_scatter(rng, scatter, nights, tails))
+        if first is not None:
+            truth[first:] *= 1.0 - FIRST_STEP
+        truth[k:] *= 1.0 - step
+        rows, failed = simulate_series(truth, spread, rng, settings)
+        flagged = np.zeros(nights, bool)
+        for found in find_steps(rows, "higher_is_better", alpha=alpha):
+            if found.result.verdict == "regression" and (first is None or found.start > first):
+                flagged[found.found] = True
+        # a failed A/B test counts for a step in a young series; after a first step every
+        # night's test fails on the first one, so there only the gate can tell the second
+        seen = np.flatnonzero((flagged if second else flagged | failed)[k:])
+        for by in AGED_BY:
+            hits[by] += bool(seen.size and seen[0] <= by)
+    return AgedCell(spread, scatter, step, age, second, {by: hits[by] / steps for by in AGED_BY},
+                    steps, tails)
+
+
+def aged_table(cells: Sequence[AgedCell]) -> str:
+    """The markdown table of the young-level and second-step cells."""
+    lines = ["| per-round spread | night-to-night spread | planted step | falls on | "
+             + " | ".join(f"flagged by k+{by}" for by in AGED_BY) + " |",
+             "|---|---|---|---|" + "---|" * len(AGED_BY)]
+    for c in cells:
+        where = (f"{c.age} nights after a flagged -{FIRST_STEP:.0%}" if c.second else
+                 f"night {c.age} of a level")
+        tails = "" if c.tails == "normal" else f" ({c.tails})"
+        lines.append(f"| {c.spread:.1%} | {c.scatter:.1%}{tails} | -{c.step:.0%} | {where} | "
+                     + " | ".join(f"{c.detected[by]:.1%}" for by in AGED_BY) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def table(cells: Sequence[Cell]) -> str:
     """The markdown table of the cells."""
     lines = ["| per-round spread | night-to-night spread | nights with a false failure or "
@@ -186,9 +267,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--null-step", type=float, default=0.0,
                         help="a true step within the margin on night k in every all-A/A "
                         "series (0.01: -1 %%, the margin: the gate's worst case)")
+    parser.add_argument("--ages", type=int, nargs="+", default=[],
+                        help="instead of the cells above: a step on night AGE of a level "
+                        "(young-level cells), flagged by k+1/5/10/30")
+    parser.add_argument("--second", type=int, nargs="+", default=[],
+                        help="with --ages or alone: a step GAP nights after a flagged -5 %% "
+                        "first step")
+    parser.add_argument("--tails", choices=("normal", "t3"), default="normal",
+                        help="the night-to-night scatter's distribution (t3: Student's t "
+                        "with 3 degrees of freedom, same standard deviation)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
+    if args.ages or args.second:
+        aged = [run_aged(spread, scatter, age, args.steps, rng, second, args.tails)
+                for spread in args.spreads for scatter in args.scatters
+                for second, ages in ((False, args.ages), (True, args.second)) for age in ages]
+        sys.stdout.write(aged_table(aged))
+        sys.stdout.write(f"\n{args.steps} series per cell, {ROUNDS} rounds a night, seed "
+                         f"{args.seed}: {time.monotonic() - started:.0f} s\n")
+        return 0
     cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base,
                       args.null_step)
              for spread in args.spreads for scatter in args.scatters]

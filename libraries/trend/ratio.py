@@ -15,17 +15,32 @@ its nights' ``y``. The spread ``s`` of single nights around a level is:
 
 A change of a level is judged by :func:`libraries.results.verdict.classify` on the interval
 ``mean(new) - mean(base) +- q * s * sqrt(1/W + 1/B)`` against the margin (a statistically
-clear 1 % is no finding). Two rules, each at its share of the series' night level ``alpha``
+clear 1 % is no finding). Three rules, at shares of the series' night level ``alpha``
 (:mod:`libraries.results.family`: the night's family-wise level spread over its series):
 
 1. **step** (half of ``alpha``): the newest :data:`NEW_NIGHTS` nights against the level's
    newest :data:`BASELINE` nights before them; each of the new nights must also have moved
    beyond the margin on its own (one wild night beside a normal one is no level). A step
    starting on night k is flagged on night k + 1.
-2. **persistent** (the other half, split over :data:`PERSISTENT`): the newest ``W`` nights
-   against the level as it was pinned, its first :data:`BASELINE` nights (older than the
-   window). A step the first rule missed is not absorbed: it is flagged once ``W`` of its
-   nights stand against the pinned level.
+2. **persistent** (a quarter, once it has a window to test): the newest ``W`` nights
+   (:data:`PERSISTENT`) against the level as it was pinned, its first :data:`BASELINE`
+   nights, once the window lies wholly after them. A step on the level's night
+   :data:`BASELINE` or later that the first rule missed is not absorbed: it is flagged once
+   ``W`` of its nights stand against the pinned level.
+3. **young** (the last quarter, and rule 2's while it has none, split over its
+   candidates): a step on a night ``c`` of the
+   level's first :data:`BASELINE` nights (a series' first nights, a level just after a
+   flagged step) has no pinned level of its own: the level's nights :data:`YOUNG_STARTS` with
+   :data:`YOUNG_NIGHTS` or more after them are candidates, and each tests
+   **all** the nights from ``c`` to tonight against the level's nights before ``c`` (only
+   nights before it: nothing after a step enters its baseline). The scatter of such a test
+   is pooled from both sides' nights around their own means (a step does not inflate it),
+   so a young level borrows its estimate from the nights after the candidate; the window
+   grows every night, so a persistent step is flagged eventually wherever it fell, as far
+   as the few nights before it allow (the bound below).
+
+Rules 2 and 3 together judge every night of a level as a candidate start exactly once:
+nights ``< BASELINE`` by rule 3, later ones by rule 2's window (rule 1 covers the newest).
 
 Why these windows (``benchmarks/night_bench.py``, README "Methodology"): a step from night k
 has 2 nights by k + 1 and 6 by k + 5, the horizons the goals name; one
@@ -38,7 +53,8 @@ margin measured 1.4 times its share, as the choice favours low nights.
 The margin is the A/B tests' own: a level is the same quantity (the build's ratio to the
 reference) averaged over nights, and a change within it is no finding here either.
 
-A flagged change restarts the level at its first night. A level needs :data:`MIN_BASELINE`
+A flagged change restarts the level at its first night (:func:`best_split`: the split that
+fits the nights best, near the flagging window's start). A level needs :data:`MIN_BASELINE`
 nights before a change from it is judged. Rows that are ``excluded`` (a failed, invalid or
 partial night, :mod:`libraries.history.load`) are drawn but never judged nor used as a
 baseline. The newest night beyond the margin that no rule confirmed yet is **pending**
@@ -69,6 +85,14 @@ NEW_NIGHTS = 2
 """Rule 1: a new level of this many nights (ending tonight) is tested each night."""
 PERSISTENT = (6,)
 """Rule 2: the newest this many nights are tested against the pinned level each night."""
+YOUNG_NIGHTS = 3
+"""Rule 3: a candidate step in a young level is tested once it has this many nights (rule 1
+judges two)."""
+YOUNG_STARTS = (2, 3, 4, 5, 6, 8, 10, 12, 15, 18)
+"""Rule 3's candidate starts, as nights of the level: dense where a baseline is short, sparse
+where a night more or less hardly changes it. A step between two of them is tested from the
+one before it (its window takes a night or two of the old level in, which the growing window
+dilutes) with every night before that as its baseline."""
 MIN_BASELINE = 2
 """A level needs this many nights before a change from it is judged."""
 BASELINE = 20
@@ -137,11 +161,33 @@ def scatter(y: np.ndarray, se: np.ndarray) -> tuple[float, int | None]:
     return max(own, math.hypot(floor, SCATTER_PRIOR)), None
 
 
+def pooled_scatter(base: np.ndarray, new: np.ndarray, se: np.ndarray
+                   ) -> tuple[float, int | None]:
+    """The spread of single nights from both sides of a candidate step, each side around its
+    own mean (a two-sample test's pooled estimate: a step between them does not inflate it),
+    with ``B + W - 2`` degrees of freedom; the prior while those are fewer than
+    :data:`NOISE_NIGHTS` - 1 (as :func:`scatter`); never below the nights' median ``se``."""
+    floor = float(np.median(se)) if se.size else 0.0
+    df = base.size + new.size - 2
+    squares = float(np.sum((base - base.mean()) ** 2) + np.sum((new - new.mean()) ** 2))
+    own = math.sqrt(squares / df) if df > 0 else 0.0
+    if df >= NOISE_NIGHTS - 1:
+        return max(own, floor), df
+    return max(own, math.hypot(floor, SCATTER_PRIOR)), None
+
+
 def level_change(base: np.ndarray, base_se: np.ndarray, new: np.ndarray, direction: str,
-                 alpha: float, margin: float = RATIO_MARGIN) -> AbResult:
+                 alpha: float, margin: float = RATIO_MARGIN, pooled: bool = False,
+                 new_se: np.ndarray | None = None) -> AbResult:
     """The verdict on a new level (nights ``new``, log ratios) against a baseline's nights
-    (``base`` with their ``base_se``) at two-sided ``alpha`` (see the module)."""
-    spread, df = scatter(base, base_se)
+    (``base`` with their ``base_se``) at two-sided ``alpha`` (see the module); ``pooled``:
+    the scatter from both sides (:func:`pooled_scatter`, with ``new_se``), else from the
+    baseline alone (:func:`scatter`)."""
+    if pooled:
+        both = base_se if new_se is None else np.concatenate([base_se, new_se])
+        spread, df = pooled_scatter(base, new, both)
+    else:
+        spread, df = scatter(base, base_se)
     diff = float(np.mean(new) - np.mean(base))
     error = spread * math.sqrt(1.0 / new.size + 1.0 / base.size)
     half = _quantile(alpha, df) * error
@@ -149,7 +195,8 @@ def level_change(base: np.ndarray, base_se: np.ndarray, new: np.ndarray, directi
     z = abs(diff) / error if error > 0 else math.inf
     p_value = math.erfc(z / math.sqrt(2)) if df is None else float(2 * stdtr(df, -z))
     verdict = classify(math.exp(diff), low, high, direction, margin)
-    basis = (f"the level's own scatter {spread:.2%}, t at {df} df" if df is not None else
+    own = "both sides' pooled scatter" if pooled else "the level's own scatter"
+    basis = (f"{own} {spread:.2%}, t at {df} df" if df is not None else
              f"the prior scatter {SCATTER_PRIOR:.0%} (under {NOISE_NIGHTS} nights): "
              f"{spread:.2%}, normal quantile")
     test = (f"mean of {new.size} night(s) against {base.size} baseline night(s) at "
@@ -167,6 +214,14 @@ def _moved(nights: np.ndarray, base_mean: float, change: float, margin: float) -
     return int(np.count_nonzero(~beyond)) <= nights.size // 5
 
 
+def _median_moved(nights: np.ndarray, base_mean: float, change: float, margin: float) -> bool:
+    """Whether the median of a young candidate's nights moved beyond the margin the way the
+    level did (rule 3's window starts up to a few nights before the step it tests, so "each
+    night" would refuse it; its median still refuses one wild night carrying a window)."""
+    moved = math.exp(float(np.median(nights)) - base_mean)
+    return moved < 1.0 - margin if change < 1.0 else moved > 1.0 + margin
+
+
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
                alpha: float = NIGHT_LEVEL) -> list[Step]:
     """The changes of a ratio series' ``rows`` (oldest first), walking the nights in order
@@ -179,10 +234,35 @@ def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
     for at in range(len(judged)):
         step = _step_at(y, se, level, at, direction, margin, alpha)
         if step is not None:
-            start = int(judged[step.start])
-            steps.append(Step(start, step.result, int(judged[at]), step.rule))
-            level = step.start
+            first = best_split(y, level, step.start, at)
+            steps.append(Step(int(judged[first]), step.result, int(judged[at]), step.rule))
+            level = first
     return steps
+
+
+def best_split(y: np.ndarray, level: int, start: int, at: int) -> int:
+    """The first night of a flagged change whose test window starts at ``start``: the split
+    of the level's nights ``level..at`` into two means that fits them best (least squares),
+    searched within :data:`NEW_NIGHTS` nights either side of ``start`` with at least
+    :data:`MIN_BASELINE` nights of the old level kept. A change flagged a night late (its
+    window starting one night after the step) would leave the new level a night short, and
+    a second step soon after it without the nights before it (``benchmarks/night_bench.py``
+    ``--second``)."""
+    low = max(level + MIN_BASELINE, start - NEW_NIGHTS)
+    high = min(at, start + NEW_NIGHTS)
+    if low >= high:
+        return start
+    nights = y[level:at + 1]
+    total, squares, count = np.cumsum(nights), np.cumsum(nights ** 2), np.arange(1, nights.size + 1)
+
+    def cost(split: int) -> float:
+        left = split - level
+        right_sum, right_n = total[-1] - total[left - 1], nights.size - left
+        right_sq = squares[-1] - squares[left - 1]
+        return float(squares[left - 1] - total[left - 1] ** 2 / count[left - 1]
+                     + right_sq - right_sum ** 2 / right_n)
+
+    return min(range(low, high + 1), key=lambda split: (cost(split), abs(split - start)))
 
 
 def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
@@ -199,19 +279,47 @@ def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
         if result.verdict in ("regression", "progression") and _moved(
                 y[start:at + 1], float(np.mean(base)), result.change.ratio, margin):
             found.append(Step(start, result, at, "step"))
+    pinned = False
     for window in PERSISTENT:
         start = at + 1 - window
-        if start - level < MIN_BASELINE:
-            continue
-        end = min(start, level + BASELINE)
+        if start - level < BASELINE:
+            continue  # the window reaches into the level's first nights: rule 3's
+        pinned = True
+        end = level + BASELINE
         result = level_change(y[level:end], se[level:end], y[start:at + 1], direction,
-                              alpha / 2 / len(PERSISTENT), margin)
+                              alpha / 4 / len(PERSISTENT), margin)
         if result.verdict in ("regression", "progression") and _moved(
                 y[start:at + 1], float(np.mean(y[level:end])), result.change.ratio, margin):
             found.append(Step(start, result, at, "persistent"))
+    found.extend(_young_steps(y, se, level, at, direction, margin,
+                              alpha / 4 if pinned else alpha / 2))
     if not found:
         return None
     return max(found, key=lambda s: abs(math.log(s.result.change.ratio)))
+
+
+def young_candidates(level: int, at: int) -> list[int]:
+    """Rule 3's candidate starts on judged night ``at`` of the level starting at ``level``:
+    the level's nights :data:`YOUNG_STARTS` that have :data:`YOUNG_NIGHTS` nights from them
+    to tonight."""
+    return [level + age for age in YOUNG_STARTS if level + age <= at + 1 - YOUNG_NIGHTS]
+
+
+def _young_steps(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
+                 margin: float, alpha: float) -> list[Step]:
+    """Rule 3: each candidate start of :func:`young_candidates`, all its nights to tonight
+    against the level's nights before it, at ``alpha`` split over the candidates (Bonferroni:
+    the bound holds whichever candidate is the true one)."""
+    candidates = young_candidates(level, at)
+    found = []
+    for start in candidates:
+        base, new = y[level:start], y[start:at + 1]
+        result = level_change(base, se[level:start], new, direction, alpha / len(candidates),
+                              margin, pooled=True, new_se=se[start:at + 1])
+        if result.verdict in ("regression", "progression") and _median_moved(
+                new, float(np.mean(base)), result.change.ratio, margin):
+            found.append(Step(start, result, at, "young"))
+    return found
 
 
 def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
