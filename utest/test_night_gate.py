@@ -15,7 +15,13 @@ import pandas as pd
 import pytest
 
 from libraries.ab.comparison import ComparisonFile, load_comparison
-from libraries.ab.fingerprint import hash_command, parse_hashes, side_files, side_paths
+from libraries.ab.fingerprint import (
+    SideFiles,
+    hash_command,
+    parse_node_files,
+    side_files,
+    side_paths,
+)
 from libraries.ab.rounds import judge_at_looks
 from libraries.ab.settings import ab_settings_from_variables
 from libraries.history.load import excluded_reason, load_records
@@ -178,7 +184,7 @@ def test_a_folder_and_a_file_hash_by_content_in_one_command(tmp_path: Path) -> N
     def run() -> dict[str, str]:
         out = subprocess.run(["bash", "-c", hash_command(paths)], capture_output=True,
                              text=True, timeout=30, check=True).stdout
-        return parse_hashes(out, paths, "here")
+        return parse_node_files(out, paths, "here").named
 
     first = run()
     assert first[str(binary)] == hashlib.sha256(b"v1").hexdigest()
@@ -187,8 +193,8 @@ def test_a_folder_and_a_file_hash_by_content_in_one_command(tmp_path: Path) -> N
     second = run()
     assert second[str(binary)] != first[str(binary)]
     assert second[str(folder)] != first[str(folder)]
-    with pytest.raises(HostStackError, match="expected one sha256 per path"):
-        parse_hashes("oops\n", paths, "dut")
+    with pytest.raises(HostStackError, match="dut: expected one sha256 for x"):
+        parse_node_files("#fp hash x\noops\n", ["x"], "dut")
 
 
 def test_the_paths_a_side_names_are_hashed_on_their_node(tmp_path: Path) -> None:
@@ -202,12 +208,15 @@ def test_the_paths_a_side_names_are_hashed_on_their_node(tmp_path: Path) -> None
 
     def run(command: str, timeout: float, check: bool, quiet: bool) -> SimpleNamespace:
         seen.append((command, timeout))
-        return SimpleNamespace(exit_code=0, stdout="1" * 64 + "  -\n" + "2" * 64 + "  -\n",
-                               stderr="")
+        return SimpleNamespace(exit_code=0, stderr="", stdout=(
+            f"#fp hash /opt/ref/nginx\n{'1' * 64}  -\n#fp hash /opt/ref/plugins\n{'2' * 64}  -\n"
+            "#fp ldd /opt/ref/nginx\n\tstatically linked\n#fp exit 0\n"
+            "#fp dir /opt/ref/plugins\n"))
 
-    testbed = SimpleNamespace(nodes={"dut": SimpleNamespace(run=run)})
+    testbed = SimpleNamespace(nodes={"dut": SimpleNamespace(run=run)}, topology=topology)
     assert side_files(testbed, loaded) == {
-        "a": {"dut:/opt/ref/nginx": "1" * 64, "dut:/opt/ref/plugins": "2" * 64}, "b": {}}
+        "a": SideFiles({"dut:/opt/ref/nginx": "1" * 64, "dut:/opt/ref/plugins": "2" * 64}),
+        "b": SideFiles()}
     assert len(seen) == 1 and seen[0][1] > 0  # one command per node, with a timeout
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from libraries.ab.comparison import ComparisonFile
+from libraries.ab.fingerprint import SideFiles
 from libraries.ab.rounds import AbOutcome, MetricComparison, resolution
 from libraries.results.plan import AbSettings
 
@@ -13,10 +14,11 @@ Versions = dict[str, dict[str, dict[str, str]]]
 
 
 def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
-             outcome: AbOutcome, files: dict[str, dict[str, str]] | None = None
+             outcome: AbOutcome, files: dict[str, SideFiles] | None = None
              ) -> dict[str, Any]:
     """The record's ``ab`` block: the file (path, sha256, text), both sides (name, what they
-    change, their binaries' versions, the sha256 of the ``files`` they name:
+    change, their binaries' versions, the sha256 of the ``files`` they name and of the
+    libraries those load, ``loaded_by`` telling the libraries apart:
     :mod:`libraries.ab.fingerprint`), per metric the per-round ratios, interval and verdict,
     the worst verdict, the rounds and looks, and the cost of switching sides."""
     files = files or {}
@@ -27,7 +29,7 @@ def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
                        "name": loaded.title, "aa": loaded.comparison.aa},
         "sides": {key: {"name": side.name, "changes": side.changes(),
                         "versions": versions.get(key, {}),
-                        **({"files": files[key]} if files.get(key) else {})}
+                        **(files[key].record() if key in files else {})}
                   for key, side in sides.items()},
         "metrics": {m: _metric_record(c, settings.margin)
                     for m, c in outcome.comparisons.items()},

@@ -24,6 +24,7 @@ from typing import Any
 from libraries.ab.comparison import ComparisonFile, Side, side_topology
 from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.duet_link import DuetLink
+from libraries.ab.fingerprint import SideFiles
 from libraries.ab.record import ab_block, ab_message
 from libraries.ab.rounds import AbOutcome, measure_ab
 from libraries.results.adaptive import trial_name
@@ -99,7 +100,7 @@ class AbSession:
     def __init__(self, loaded: ComparisonFile, testbed: Testbed, settings: AbSettings,
                  originals: dict[str, dict[str, str]],
                  versions: dict[str, dict[str, dict[str, str]]],
-                 duet: DuetLink | None = None, files: dict[str, dict[str, str]] | None = None):
+                 duet: DuetLink | None = None, files: dict[str, SideFiles] | None = None):
         self.loaded, self.testbed, self.settings = loaded, testbed, settings
         self.files = files or {}
         self.base = testbed.topology

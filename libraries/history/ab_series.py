@@ -13,8 +13,8 @@ def ab_series_suffix(record: dict[str, Any]) -> str:
     """What keeps an A/B record's series apart: `` [A/B <comparison name> <sha256[:12]>]``
     after its test id (a plain run of the same test, and A/B runs of other comparison files or
     another version of the file, are other series), with `` files:<digest>`` before the ``]``
-    when its sides name files (:func:`files_digest`: a binary replaced at the same path starts
-    a new series); empty for a plain record."""
+    when its sides name files (:func:`files_digest`: a binary replaced at the same path, or a
+    library it loads upgraded, starts a new series); empty for a plain record."""
     ab = record.get("ab")
     if not isinstance(ab, dict):
         return ""
@@ -26,7 +26,10 @@ def ab_series_suffix(record: dict[str, Any]) -> str:
 
 def files_digest(sides: dict[str, Any]) -> str:
     """The first 12 hex digits of the sha256 over every side's ``files`` (``"node:path" ->
-    sha256``, :mod:`libraries.ab.fingerprint`), or ``""`` when no side has any."""
+    sha256``, :mod:`libraries.ab.fingerprint`: the paths a side names and the libraries they
+    load, alike), or ``""`` when no side has any. ``loaded_by`` (which entries are
+    libraries) is not in it: a series is keyed by content, and a record from before
+    libraries were keyed keeps its digest."""
     lines = sorted(f"{key} {path} {digest}" for key, side in sides.items()
                    if isinstance(side, dict)
                    for path, digest in (side.get("files") or {}).items())
@@ -35,10 +38,17 @@ def files_digest(sides: dict[str, Any]) -> str:
 
 def files_text(record: dict[str, Any]) -> str:
     """An A/B record's sides' ``files`` as JSON text (sorted keys; ``""`` without any): the
-    history's ``files`` column, from which the dashboard tells which file changed."""
+    history's ``files`` column, from which the dashboard tells which file changed
+    (``{"a": {"dut:/opt/ref/nginx": <sha256>, ...}}``), with ``"loaded_by"``: ``{"a": {<a
+    library's key>: [<the named entries loading it>]}}`` when a side has libraries, so the
+    dashboard can say a changed file is a library and which binary loads it."""
     sides = (record.get("ab") or {}).get("sides") or {}
-    files = {key: side["files"] for key, side in sides.items()
-             if isinstance(side, dict) and side.get("files")}
+    files: dict[str, Any] = {key: side["files"] for key, side in sides.items()
+                             if isinstance(side, dict) and side.get("files")}
+    loaded_by = {key: side["loaded_by"] for key, side in sides.items()
+                 if isinstance(side, dict) and side.get("files") and side.get("loaded_by")}
+    if loaded_by:
+        files["loaded_by"] = loaded_by
     return json.dumps(files, sort_keys=True) if files else ""
 
 

@@ -1,7 +1,8 @@
 """Notes on A/B series that started anew: the comparison file changed, or a file a side names
-(a binary, a library, a VPP folder) was replaced at the same path
-(:mod:`libraries.ab.fingerprint`). Each such series is a new one in the history; its note on
-the dashboard says what changed and since when."""
+(a binary, a library, a VPP folder) was replaced at the same path, or a shared library one of
+them loads changed (:mod:`libraries.ab.fingerprint`). Each such series is a new one in the
+history; its note on the dashboard says what changed (a library by its file name and the
+binary that loads it) and since when."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 
@@ -33,25 +35,44 @@ def _when(micros: int) -> str:
     return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _files(trend: SeriesTrend, row: int) -> dict[str, dict[str, str]]:
-    """The sides' hashed files of one of the series' rows (``{}`` without any)."""
+def _files(trend: SeriesTrend, row: int) -> dict[str, Any]:
+    """The sides' hashed files of one of the series' rows (``{}`` without any), with
+    ``loaded_by`` (:func:`libraries.history.ab_series.files_text`) when it has libraries."""
     if "files" not in trend.samples.columns or not len(trend.samples):
         return {}
     text = trend.samples["files"].iloc[row]
     return json.loads(text) if isinstance(text, str) and text else {}
 
 
-def _changed_files(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]
-                   ) -> list[str]:
-    """``a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c -> 9b1c22d0`` per file that differs."""
+def _changed_files(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Per file that differs, ``a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c -> 9b1c22d0``, or for
+    a library one of its named entries loads, ``a libssl.so.3 (dut:/usr/lib/.../libssl.so.3,
+    a library loaded by dut:/opt/nginx-ref/sbin/nginx) 3f2a1b0c -> 9b1c22d0``. A side whose
+    earlier row keyed no library at all (recorded before libraries were keyed) gets one
+    ``a: now also keyed by the 9 libraries its files load`` for its new libraries."""
     changed = []
-    for side in sorted(set(before) | set(after)):
+    for side in sorted((set(before) | set(after)) - {"loaded_by"}):
         old, new = before.get(side, {}), after.get(side, {})
-        for path in sorted(set(old) | set(new)):
+        old_by = before.get("loaded_by", {}).get(side, {})
+        by = {**old_by, **after.get("loaded_by", {}).get(side, {})}
+        first = [] if old_by else [path for path in new if path in by and path not in old]
+        for path in sorted((set(old) | set(new)) - set(first)):
             if old.get(path) != new.get(path):
-                changed.append(f"{side} {path} {old.get(path, 'none')[:8]} -> "
+                changed.append(f"{side} {_entry(path, by)}{old.get(path, 'none')[:8]} -> "
                                f"{new.get(path, 'none')[:8]}")
+        if first:
+            changed.append(f"{side}: now also keyed by the {len(first)} libraries its files "
+                           "load")
     return changed
+
+
+def _entry(path: str, loaded_by: dict[str, list[str]]) -> str:
+    """``dut:/opt/ref/nginx `` for a named file; for a library, its file name first:
+    ``libssl.so.3 (dut:/usr/lib/.../libssl.so.3, a library loaded by dut:/opt/ref/nginx) ``."""
+    if path not in loaded_by:
+        return f"{path} "
+    return (f"{path.rsplit('/', 1)[-1]} ({path}, a library loaded by "
+            f"{', '.join(loaded_by[path])}) ")
 
 
 def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
@@ -59,7 +80,8 @@ def comparison_changes(trends: Sequence[SeriesTrend]) -> dict[str, str]:
     the same test and comparison name: another comparison file (``new comparison file since
     2026-11-20 02:00 UTC; before: 3f2a...``) or the same file whose sides' files changed
     (``files changed since 2026-11-20 02:00 UTC: a dut:/opt/nginx-ref/sbin/nginx 3f2a1b0c ->
-    9b1c22d0``). Series are ordered by their first sample's time, not its day."""
+    9b1c22d0``; a library named by its file name and what loads it:
+    :func:`_changed_files`). Series are ordered by their first sample's time, not its day."""
     started: dict[tuple[str, str], dict[tuple[str, str], tuple[int, SeriesTrend]]] = \
         defaultdict(dict)
     for trend in trends:
