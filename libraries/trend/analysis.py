@@ -117,16 +117,18 @@ def _percent(new: float, old: float) -> float | None:
 
 def judge(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group], recent: int,
           min_samples: int, history: History | None = None,
-          alpha: float = NIGHT_LEVEL) -> SeriesTrend:
+          alpha: float = NIGHT_LEVEL, nights: pd.DataFrame | None = None) -> SeriesTrend:
     """The trend of one series from its jumpavg ``groups``: ``rows`` are its samples, oldest
     first (with ``history``: its newest samples, ``history`` holding all of them); ``alpha``:
     an A/B ratio series' level on this night (the night's level over its ratio series,
-    :func:`ratio_alpha`). A newest sample that is ``excluded`` (a failed, invalid or partial
-    night) is never flagged."""
+    :func:`ratio_alpha`); ``nights``: an A/B ratio series' every night (``value``,
+    ``stdev``, ``excluded``) when ``rows`` holds only the newest, so its steps are found
+    walking the whole series, as from the full table. A newest sample that is ``excluded``
+    (a failed, invalid or partial night) is never flagged."""
     size = len(history.t) if history is not None else len(rows)
     direction = str(rows["direction"].iloc[-1])
     if is_ratio_metric(key[1], str(rows["unit"].iloc[-1])):
-        return _judge_ratio(key, rows, groups, size, history, alpha)
+        return _judge_ratio(key, rows, size, history, alpha, nights)
     excluded = _excluded(rows)
     if is_side_metric(key[1]) or excluded:
         min_samples = size + 1  # one side's own figure: shown beside the ratio, never gated
@@ -174,26 +176,29 @@ def _excluded(rows: pd.DataFrame) -> str:
     return "" if value is None or pd.isna(value) else str(value)
 
 
-def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, groups: Sequence[Group],
-                 size: int, history: History | None, alpha: float) -> SeriesTrend:
-    """The trend of an A/B ratio series (:mod:`libraries.trend.ratio`): its steps over the
-    rows (the newest samples) replace jumpavg's groups there; older groups are kept."""
+def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, size: int,
+                 history: History | None, alpha: float,
+                 nights: pd.DataFrame | None) -> SeriesTrend:
+    """The trend of an A/B ratio series (:mod:`libraries.trend.ratio`): its steps over every
+    night (``nights``, else ``rows`` when they are the whole series); the groups are its
+    levels between the steps."""
     direction = str(rows["direction"].iloc[-1])
-    offset = size - len(rows)
-    steps = find_steps(rows.reset_index(drop=True), direction, alpha=alpha)
-    values = rows["value"].to_numpy(float)
-    older = [Group(g.start, min(g.end, offset - 1), g.avg, g.label)
-             for g in groups if g.start < offset]
-    own = segments(values, steps, offset, direction)
-    flagged = newest_step(steps, len(rows))
+    whole = rows.reset_index(drop=True) if nights is None else nights.reset_index(drop=True)
+    if len(whole) != size:
+        raise ValueError(f"{key[0]} [{key[1]}]: {len(whole)} nights to walk, expected the "
+                         f"series' {size}")
+    steps = find_steps(whole, direction, alpha=alpha)
+    values = whole["value"].to_numpy(float)
+    own = segments(values, steps, 0, direction)
+    flagged = newest_step(steps, size)
     confirmation = flagged.result if flagged is not None else None
-    waiting = pending(rows, steps, direction, alpha=alpha)
+    waiting = pending(whole, steps, direction, alpha=alpha)
     classification = confirmation.verdict if confirmation is not None else \
         "pending" if waiting is not None else "normal"
     return SeriesTrend(
         test_id=key[0], metric=key[1], unit=str(rows["unit"].iloc[-1]), direction=direction,
-        samples=rows, groups=tuple(older + own),
-        anomalies={s.start + offset: s.result.verdict for s in steps},
+        samples=rows, groups=tuple(own),
+        anomalies={s.start: s.result.verdict for s in steps},
         classification=classification,
         last_value=float(values[-1]), trend_avg=own[-1].avg,
         change_pct=confirmation.pct if confirmation is not None else

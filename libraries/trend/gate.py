@@ -5,9 +5,11 @@
 series' groups from it, reads the newest :data:`TAIL` samples of every series with all their
 columns from the Parquet files of the runs they belong to (DuckDB), and judges each series
 with :func:`libraries.trend.analysis.judge`, the same function :func:`analysis.analyse` uses on
-a full table. A :class:`SeriesTrend` from here has ``samples`` = those newest rows and
-``history`` = every sample's time, value and trial range (for the dashboard's downsampled
-older points).
+a full table. An A/B ratio series' steps are found walking all its nights (the cache holds
+each night's value, standard error and whether it is judged), so the gate and ``--engine
+jumpavg`` over the full table flag the same nights. A :class:`SeriesTrend` from here has
+``samples`` = those newest rows and ``history`` = every sample's time, value and trial range
+(for the dashboard's downsampled older points).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from libraries.history.ab_series import is_ratio_metric
 from libraries.history.store import Store
 from libraries.results.records import RecordError
 from libraries.trend.analysis import (
@@ -67,8 +70,12 @@ def analyse_store(store: Store, recent: int = 5, min_samples: int = 5,
                               f"{expected} samples the cache lists; delete "
                               f"{store.cache_dir} to rebuild it")
         history = History(series.t, series.value, series.low, series.high)
+        unit = str(samples["unit"].iloc[-1])
+        nights = pd.DataFrame({"value": series.value, "stdev": series.stdev,
+                               "excluded": np.where(series.judged, "", "excluded")}) \
+            if is_ratio_metric(key[1], unit) else None
         trends.append(judge(key, samples, series.groups(), recent, min_samples, history,
-                            alpha=alpha))
+                            alpha=alpha, nights=nights))
     return StoreTrends(rank(trends), report, len(cache.files))
 
 

@@ -222,6 +222,49 @@ def _median_moved(nights: np.ndarray, base_mean: float, change: float, margin: f
     return moved < 1.0 - margin if change < 1.0 else moved > 1.0 + margin
 
 
+@dataclass(frozen=True)
+class _Sums:
+    """Prefix sums of a series' judged nights ``y``: a screen of each test in constant time
+    (a level of thousands of nights is walked in a fraction of a second)."""
+
+    total: np.ndarray
+    squares: np.ndarray
+
+    @classmethod
+    def of(cls, y: np.ndarray) -> _Sums:
+        return cls(np.concatenate([[0.0], np.cumsum(y)]),
+                   np.concatenate([[0.0], np.cumsum(y * y)]))
+
+    def mean(self, a: int, b: int) -> float:
+        return float(self.total[b] - self.total[a]) / (b - a)
+
+    def deviations(self, a: int, b: int) -> float:
+        """The sum of squared deviations of nights ``a..b-1`` from their mean."""
+        total = float(self.total[b] - self.total[a])
+        return max(0.0, float(self.squares[b] - self.squares[a]) - total * total / (b - a))
+
+
+def _may_clear(sums: _Sums, base: tuple[int, int], new: tuple[int, int], alpha: float,
+               margin: float, pooled: bool) -> bool:
+    """Whether :func:`level_change` of the nights ``new`` against ``base`` (index ranges) at
+    ``alpha`` could lie beyond the margin: the same interval without the ``se`` floor, so
+    never narrower-tested than the real one (a screen: False means the test cannot flag)."""
+    n_base, n_new = base[1] - base[0], new[1] - new[0]
+    if pooled:
+        df: int | None = n_base + n_new - 2
+        own = math.sqrt((sums.deviations(*base) + sums.deviations(*new)) / df) if df else 0.0
+        if df < NOISE_NIGHTS - 1:
+            df, own = None, max(own, SCATTER_PRIOR)
+    else:
+        own = math.sqrt(sums.deviations(*base) / (n_base - 1)) if n_base > 1 else 0.0
+        df = n_base - 1 if n_base >= NOISE_NIGHTS else None
+        if df is None:
+            own = max(own, SCATTER_PRIOR)
+    diff = sums.mean(*new) - sums.mean(*base)
+    half = _quantile(alpha, df) * own * math.sqrt(1.0 / n_new + 1.0 / n_base)
+    return math.exp(diff + half) < 1.0 - margin or math.exp(diff - half) > 1.0 + margin
+
+
 def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
                alpha: float = NIGHT_LEVEL) -> list[Step]:
     """The changes of a ratio series' ``rows`` (oldest first), walking the nights in order
@@ -230,9 +273,10 @@ def find_steps(rows: pd.DataFrame, direction: str, margin: float = RATIO_MARGIN,
     judged = np.flatnonzero(nights.judged)
     y, se = nights.y[judged], nights.se[judged]
     steps: list[Step] = []
+    sums = _Sums.of(y)
     level = 0  # index into the judged nights
     for at in range(len(judged)):
-        step = _step_at(y, se, level, at, direction, margin, alpha)
+        step = _step_at(y, se, sums, level, at, direction, margin, alpha)
         if step is not None:
             first = best_split(y, level, step.start, at)
             steps.append(Step(int(judged[first]), step.result, int(judged[at]), step.rule))
@@ -265,14 +309,15 @@ def best_split(y: np.ndarray, level: int, start: int, at: int) -> int:
     return min(range(low, high + 1), key=lambda split: (cost(split), abs(split - start)))
 
 
-def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
-             margin: float, alpha: float) -> Step | None:
+def _step_at(y: np.ndarray, se: np.ndarray, sums: _Sums, level: int, at: int,
+             direction: str, margin: float, alpha: float) -> Step | None:
     """The change found on judged night ``at`` of the level starting at ``level``, if any
     (indexes into the judged nights)."""
     found = []
     start = at + 1 - NEW_NIGHTS
-    if start - level >= MIN_BASELINE:
-        first = max(level, start - BASELINE)
+    first = max(level, start - BASELINE)
+    if start - level >= MIN_BASELINE and _may_clear(sums, (first, start), (start, at + 1),
+                                                    alpha / 2, margin, pooled=False):
         base = y[first:start]
         result = level_change(base, se[first:start], y[start:at + 1], direction, alpha / 2,
                               margin)
@@ -286,12 +331,15 @@ def _step_at(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
             continue  # the window reaches into the level's first nights: rule 3's
         pinned = True
         end = level + BASELINE
+        if not _may_clear(sums, (level, end), (start, at + 1), alpha / 4 / len(PERSISTENT),
+                          margin, pooled=False):
+            continue
         result = level_change(y[level:end], se[level:end], y[start:at + 1], direction,
                               alpha / 4 / len(PERSISTENT), margin)
         if result.verdict in ("regression", "progression") and _moved(
                 y[start:at + 1], float(np.mean(y[level:end])), result.change.ratio, margin):
             found.append(Step(start, result, at, "persistent"))
-    found.extend(_young_steps(y, se, level, at, direction, margin,
+    found.extend(_young_steps(y, se, sums, level, at, direction, margin,
                               alpha / 4 if pinned else alpha / 2))
     if not found:
         return None
@@ -305,14 +353,17 @@ def young_candidates(level: int, at: int) -> list[int]:
     return [level + age for age in YOUNG_STARTS if level + age <= at + 1 - YOUNG_NIGHTS]
 
 
-def _young_steps(y: np.ndarray, se: np.ndarray, level: int, at: int, direction: str,
-                 margin: float, alpha: float) -> list[Step]:
+def _young_steps(y: np.ndarray, se: np.ndarray, sums: _Sums, level: int, at: int,
+                 direction: str, margin: float, alpha: float) -> list[Step]:
     """Rule 3: each candidate start of :func:`young_candidates`, all its nights to tonight
     against the level's nights before it, at ``alpha`` split over the candidates (Bonferroni:
     the bound holds whichever candidate is the true one)."""
     candidates = young_candidates(level, at)
     found = []
     for start in candidates:
+        if not _may_clear(sums, (level, start), (start, at + 1), alpha / len(candidates),
+                          margin, pooled=True):
+            continue
         base, new = y[level:start], y[start:at + 1]
         result = level_change(base, se[level:start], new, direction, alpha / len(candidates),
                               margin, pooled=True, new_se=se[start:at + 1])
