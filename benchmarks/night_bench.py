@@ -129,23 +129,24 @@ def gate_flags(rows: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray
 
 
 def run_cell(spread: float, scatter: float, histories: int, steps: int,
-             rng: np.random.Generator, base: float = 1.0, null_step: float = 0.0) -> Cell:
+             rng: np.random.Generator, base: float = 1.0, null_step: float = 0.0,
+             series: int = SERIES, tails: str = "normal") -> Cell:
     """One cell: ``histories`` all-A/A histories of SERIES series, ``steps`` step series;
     ``base``: the build's true ratio before any step (1: no change; 0.99: a true -1 % in every
     series, at the A/B tests' margin, the worst case their level bounds); ``null_step``: a
     true step within the margin on night k in every all-A/A series (0.01: at the margin, the
-    gate's worst case)."""
-    settings = night_settings()
+    gate's worst case); ``series`` a night, their scatter's ``tails`` (:func:`draw_scatter`)."""
+    settings = night_settings(series)
     nights = STEP_NIGHT + AFTER
     frame = pd.DataFrame({"start_time": [0], "run_id": ["tonight"]})
-    alpha, _ = ratio_alpha([("ab_rps_ratio", "ratio", frame)] * SERIES)
+    alpha, _ = ratio_alpha([("ab_rps_ratio", "ratio", frame)] * series)
     any_false = np.zeros((histories, nights), bool)
     test_false = np.zeros((histories, nights), bool)
     gate_false = np.zeros((histories, nights), bool)
     rule2_false = np.zeros((histories, nights), bool)
     for history in range(histories):
-        for _ in range(SERIES):
-            truth = base * np.exp(rng.normal(0.0, scatter, nights))
+        for _ in range(series):
+            truth = base * np.exp(draw_scatter(rng, scatter, nights, tails))
             truth[STEP_NIGHT:] *= 1.0 - null_step
             rows, failed = simulate_series(truth, spread, rng, settings)
             flagged, persistent = gate_flags(rows, alpha)
@@ -156,7 +157,7 @@ def run_cell(spread: float, scatter: float, histories: int, steps: int,
     step = STEPS[spread]
     first = {by: 0 for by in BY}
     for _ in range(steps):
-        truth = base * np.exp(rng.normal(0.0, scatter, nights))
+        truth = base * np.exp(draw_scatter(rng, scatter, nights, tails))
         truth[STEP_NIGHT:] *= 1.0 - step
         rows, failed = simulate_series(truth, spread, rng, settings)
         flagged, _ = gate_flags(rows, alpha)
@@ -273,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--second", type=int, nargs="+", default=[],
                         help="with --ages or alone: a step GAP nights after a flagged -5 %% "
                         "first step")
+    parser.add_argument("--series", type=int, default=SERIES,
+                        help="A/B series a night (each test's and each series' share of the "
+                        "night's level is split over them)")
     parser.add_argument("--tails", choices=("normal", "t3"), default="normal",
                         help="the night-to-night scatter's distribution (t3: Student's t "
                         "with 3 degrees of freedom, same standard deviation)")
@@ -288,12 +292,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{args.seed}: {time.monotonic() - started:.0f} s\n")
         return 0
     cells = [run_cell(spread, scatter, args.histories, args.steps, rng, args.base,
-                      args.null_step)
+                      args.null_step, args.series, args.tails)
              for spread in args.spreads for scatter in args.scatters]
     sys.stdout.write(table(cells))
-    sys.stdout.write(f"\n{args.histories} histories x {SERIES} series x "
+    sys.stdout.write(f"\n{args.histories} histories x {args.series} series x "
                      f"{STEP_NIGHT + AFTER} nights (A/A) and {args.steps} step series per "
-                     f"cell, {ROUNDS} rounds a night, true ratio {args.base:g} before the "
+                     f"cell, {ROUNDS} rounds a night, {args.tails} scatter, true ratio "
+                     f"{args.base:g} before the "
                      f"step, a step of -{args.null_step:g} in the A/A series, seed {args.seed}: "
                      f"{time.monotonic() - started:.0f} s\n")
     return 0

@@ -74,14 +74,32 @@ def test_the_trend_summary_and_run_report_state_the_family_wise_level(tmp_path: 
                   name=f"reference {test}")
     trends = analyse(load_records([tmp_path]))
     text = family_statement(trends)
-    assert text.startswith("3 A/B ratio series judged by the gate; the night's family-wise "
-                           "level 0.04 (Bonferroni) for the gate's share; the night's A/B "
-                           "tests hold the other 0.01 of 0.05")
+    each = 2 * 0.8 * 0.05 / 3 / 2
+    assert text == (f"3 A/B ratio series judged by the gate at {each:.3g} each: 0.04 of the "
+                    "night's family-wise level 0.05 (Bonferroni), the gate's share; the "
+                    "night's A/B tests were given the other 0.01, and what they spent is "
+                    "stated in the night's run report")
     assert text in markdown_summary(trends, text)
     assert ratio_alpha([(t.metric, t.unit, t.samples) for t in trends])[1] == 3
     record = {"ab": {"rounds": {"alpha": 0.01}, "metrics": {"rps": {}, "p99": {}}}}
-    assert run_family([record] * 3) == ("6 A/B series judged; the night's family-wise level "
+    # a one-off run has no night: its statement is the run's
+    assert run_family([record] * 3) == ("6 A/B series judged; the run's family-wise level "
                                         "0.03 (Bonferroni)")
+    # a nightly's: against the tests' share of the night's level, and over it when more
+    # series ran than the night was planned for
+    night_of = NightFamily(0.05, 6).as_dict()
+    fitted = {"ab": {"rounds": {"alpha": night_of["test_alpha"]}, "metrics": {"rps": {}}}}
+    assert run_family([fitted] * 6, night_of) == (
+        "6 A/B series judged by tonight's tests: 0.01 of the night's family-wise level 0.05 "
+        "(Bonferroni), within the tests' share 0.01; the gate holds the other 0.04 (trend "
+        "summary)")
+    assert "0.02 of the night's family-wise level 0.05 (Bonferroni), OVER (planned for 6 " \
+        "series) the tests' share 0.01" in run_family([fitted] * 12, night_of)
+    # a record that keeps no level is counted apart, never given 0.05
+    unrecorded = {"ab": {"rounds": {}, "metrics": {"rps": {}}}}
+    assert run_family([record, unrecorded]) == (
+        "2 A/B series judged; the run's family-wise level 0.01 (Bonferroni); 1 more without "
+        "a recorded level (not counted)")
 
 
 def test_a_night_verdict_tolerates_the_scatter_of_the_true_ratio() -> None:

@@ -8,7 +8,9 @@ ratios as ``ab_rps_ratio``, both sides' figures in ``evidence.sides``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from libraries.ab.comparison import load_comparison
 from libraries.history.ab_series import is_side_metric
 from libraries.history.load import load_records
+from libraries.nightly.planned import PlanError, planned_tests
 from libraries.nightly.reference import TODAY, comparison_text, load_reference
 from libraries.nightly.runner import Options, build_plan, main
 from libraries.report.dashboard import comparison_changes
@@ -85,13 +88,34 @@ def test_the_nightly_runs_every_suite_against_the_reference(fakes, tmp_path: Pat
     assert f"AB:{comparison}" in argv
     joined = " ".join(argv)
     assert ("--variable AB_INCONCLUSIVE:pass --variable AB_UNUSED:plain --variable "
-            "AB_ALPHA:0.000666667 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
+            "AB_ALPHA:0.0025 --variable AB_SCATTER:1 --variable AB_LOOK:20 -v "
             "AB_UNUSED:skip") in joined  # the user's own settings come last and win
-    # each A/B test at its share of the night's family-wise level, 0.05 over 30 series
+    # each A/B test at its share of the night's family-wise level: 0.05 over the 8 tests
+    # tests/tcp_term holds (2 x 0.2 x 0.05 / 8), counted before the night ran
     assert comparison.read_text() == comparison_text(load_reference(path))
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["reference"]["sha256"] == hashlib.sha256(REFERENCE.encode()).hexdigest()
     assert meta["reference"]["name"] == "nginx-ref"
+
+
+def test_the_nights_family_is_the_tests_it_selects_unless_given(tmp_path: Path) -> None:
+    suite = tmp_path / "night.robot"
+    suite.write_text("*** Test Cases ***\nOne\n    [Tags]    KERNEL\n    No Operation\n"
+                     "Two\n    [Tags]    VPP\n    No Operation\n"
+                     "Three\n    [Tags]    KERNEL    MTLS\n    No Operation\n")
+    assert planned_tests([str(suite)], []) == 3
+    assert planned_tests([str(suite)], ["-v", "X:1", "-i", "KERNEL", "-e", "MTLS"]) == 1
+    assert planned_tests([str(suite)], ["--test", "T*"], topologies=2) == 4
+    path = reference_file(tmp_path)
+    argv = ["--results", str(tmp_path / "r"), "--reference", str(path), "--suites", str(suite),
+            "--dry-run"]
+    for extra, alpha in (([], 2 * 0.2 * 0.05 / 3), (["--series", "10"], 2 * 0.2 * 0.05 / 10),
+                         (["--", "-i", "VPP"], 2 * 0.2 * 0.05)):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert main([*argv, *extra]) == 0
+        assert f"AB_ALPHA:{alpha:.6g}" in out.getvalue(), extra
+    with pytest.raises(PlanError, match="counting the night's tests in .*missing.robot"):
+        planned_tests([str(tmp_path / "missing.robot")], [])
 
 
 def test_a_nightly_with_a_bad_reference_runs_nothing(fakes, tmp_path: Path) -> None:  # noqa: F811

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student
 
 from libraries.results.adaptive import run_rounds, warm_up
 from libraries.results.measurement import (
@@ -95,6 +96,23 @@ def _z(level: float) -> float:
     return float(norm.ppf(1 - (1 - level) / 2))
 
 
+SCATTER_DF = 5
+"""The degrees of freedom of the night-to-night scatter's assumed tails (Student's t scaled
+to ``AB_SCATTER``'s standard deviation): nights of shared machines are not normal, and at a
+night's small levels the tails decide. Measured (``benchmarks/night_bench.py --tails t3
+--series 60``): with scatter drawn from t at 3 degrees of freedom, a normal quantile let the
+A/B tests fail far more nights than their share; see benchmarks/README.md, issue 60."""
+
+
+@cache
+def scatter_quantile(level: float, df: int | None = SCATTER_DF) -> float:
+    """The two-sided quantile at ``level`` of the night-to-night scatter in units of its
+    standard deviation: Student's t at ``df`` scaled to unit variance (normal when None)."""
+    if df is None:
+        return _z(level)
+    return float(student.ppf(1 - (1 - level) / 2, df) * math.sqrt((df - 2) / df))
+
+
 @dataclass(frozen=True)
 class RatioInterval:
     """The Hodges-Lehmann ratio (``change``) of ``n`` per-round ratios, with its signed-rank
@@ -125,12 +143,13 @@ def ratio_interval(ratios: Sequence[float], alpha: float) -> RatioInterval:
 def widen(interval: RatioInterval, scatter: float) -> RatioInterval:
     """The interval of the change a build makes when the true ratio itself moves from night
     to night by ``scatter`` (a spread of the log ratio): both ends moved out by
-    ``exp(z * scatter)``, ``z`` the normal quantile at the interval's own level (added to
-    the rounds' own uncertainty, not combined in quadrature: a bound that holds whatever the
-    rounds' spread). ``scatter`` 0 leaves it as it is."""
+    ``exp(q * scatter)``, ``q`` the scatter's heavy-tailed quantile at the interval's own
+    level (:func:`scatter_quantile`; added to the rounds' own uncertainty, not combined in
+    quadrature: a bound that holds whatever the rounds' spread). ``scatter`` 0 leaves it as
+    it is."""
     if not scatter or interval.low is None or interval.high is None:
         return interval
-    factor = math.exp(_z(interval.level) * scatter)
+    factor = math.exp(scatter_quantile(interval.level) * scatter)
     return RatioInterval(interval.change, interval.low / factor, interval.high * factor,
                          interval.level, interval.n)
 

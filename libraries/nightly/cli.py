@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from libraries.results.family import NIGHT_LEVEL, NIGHT_SERIES
+from libraries.results.family import NIGHT_LEVEL
 
 
 def _level(text: str) -> float:
@@ -47,9 +47,11 @@ def parser(description: str) -> argparse.ArgumentParser:
                         help="with --reference: the night's family-wise level, the chance a "
                         "night with no change fails an A/B test or exits 3 (default "
                         f"{NIGHT_LEVEL:g}; a fifth to the tests, the rest to the gate)")
-    parser.add_argument("--series", type=_count, default=NIGHT_SERIES, metavar="N",
+    parser.add_argument("--series", type=_count, default=None, metavar="N",
                         help="with --reference: the A/B series a night judges, over which "
-                        f"the tests' fifth of --night-level is split (default {NIGHT_SERIES})")
+                        "the tests' fifth of --night-level is split (default: the tests the "
+                        "night's suites and selection hold, counted before it runs, times "
+                        "its topologies)")
     parser.add_argument("--suites", nargs="+", default=["tests"], help="suite paths")
     parser.add_argument("--processes", type=int, default=1, help="pabot processes (>1: pabot)")
     parser.add_argument("--pabot", action="store_true", help="use pabot even with 1 process")

@@ -52,6 +52,7 @@ from pathlib import Path
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
 from libraries.nightly.cli import parser
+from libraries.nightly.planned import PlanError, night_family
 from libraries.nightly.pool import (
     EVENTS_FILE,
     POOL_TAG,
@@ -368,8 +369,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra=tuple(extra), robot=args.robot or resolve_tool("robot"),
         pabot_cmd=args.pabot_command or resolve_tool("pabot"),
         rebot=args.rebot or resolve_tool("rebot"), timeout=args.timeout,
-        pool=tuple(args.pool), store=args.store, reference=args.reference, duet=args.duet,
-        family=NightFamily(args.night_level, args.series))
+        pool=tuple(args.pool), store=args.store, reference=args.reference, duet=args.duet)
+    if options.reference is not None:
+        try:
+            options = replace(options, family=night_family(args.night_level, args.series,
+                                                           options))
+        except PlanError as error:
+            LOG.error("--series: %s", error)
+            return EXIT_RUN_ERROR
     if options.duet and (options.reference is None or options.pool or
                          options.pabot or options.processes > 1):
         LOG.error("--duet: needs --reference, and runs one robot per side (not with --pool, "

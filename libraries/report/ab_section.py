@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from libraries.report.profile_section import profile_section
-from libraries.results.family import family_level, statement
+from libraries.results.family import tests_statement
 from libraries.results.headline import figure as figure_text
 
 VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
@@ -90,20 +90,28 @@ def _row(record: dict[str, Any], test: dict[str, Any] | None, link: str) -> str:
     return "".join(cells)
 
 
-def run_family(records: list[dict[str, Any]]) -> str:
-    """``"N A/B series judged; the night's family-wise level X (Bonferroni)"``: every A/B
-    metric of the run is a series judged at its test's ``ALPHA`` (a false regression at most
-    half of it); X bounds the run's chance of any false regression among them
-    (:mod:`libraries.results.family`; the nightly's gate holds a share of its own)."""
-    levels = [float(r["ab"]["rounds"].get("alpha", 0.05)) / 2 for r in records
-              for _ in r["ab"]["metrics"]]
-    return statement(len(levels), family_level(levels), "A/B series judged")
+def run_family(records: list[dict[str, Any]], family: dict[str, Any] | None = None) -> str:
+    """What the run's A/B verdicts spent (:func:`libraries.results.family.tests_statement`):
+    every A/B metric of the run is a series judged at its test's ``ALPHA`` (a false
+    regression at most half of it); ``family``: a nightly's (its ``run.json``), whose share
+    the sum is held against. A record without its ``ALPHA`` is counted apart, never given
+    one."""
+    levels, unrecorded = [], 0
+    for record in records:
+        alpha = record["ab"]["rounds"].get("alpha")
+        for _ in record["ab"]["metrics"]:
+            if alpha is None:
+                unrecorded += 1
+            else:
+                levels.append(float(alpha) / 2)
+    return tests_statement(levels, family, unrecorded)
 
 
 def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
-               charts: list[str], link: Any) -> str:
+               charts: list[str], link: Any, family: dict[str, Any] | None = None) -> str:
     """The section of the A/B records (empty when there are none); ``link(test)`` gives the
-    log link of a test, ``charts`` collects the charts' JSON as the page draws them."""
+    log link of a test, ``charts`` collects the charts' JSON as the page draws them;
+    ``family``: a nightly's night family (``run.json``), else None."""
     if not records:
         return ""
     blocks = []
@@ -122,7 +130,7 @@ def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
             "back, in an order drawn per round; the change is the Hodges-Lehmann median of "
             "the per-round ratios candidate / baseline, with its signed-rank interval at the "
             "looks' level."
-            "</p>" + f"<p>{html.escape(run_family(records))}.</p>" + "".join(blocks)
+            "</p>" + f"<p>{html.escape(run_family(records, family))}.</p>" + "".join(blocks)
             + "<table><tr><th>test</th><th>metric</th><th>baseline (a)</th><th>candidate (b)"
               "</th><th>change [interval]</th><th>verdict</th><th>rounds</th><th>switches</th>"
               "<th>message</th><th></th></tr>" + rows + "</table>"

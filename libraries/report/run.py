@@ -300,7 +300,7 @@ def render_run_report(run_dir: Path) -> str:
     sections = [_case_section(case, by_case[case], latest_tests, charts)
                 for case in sorted(by_case)]
     sections.insert(0, ab_section([r for r in records if r.get("ab")], latest_tests, charts,
-                                  _log_link))
+                                  _log_link, run.get("family")))
     statuses = [t["status"] for t in latest_tests.values()]
     counts = ", ".join(f"{statuses.count(s)} {s.lower()}" for s in ("PASS", "FAIL", "SKIP")
                        if s in statuses) or f"{len(records)} record(s)"

@@ -89,6 +89,30 @@ def family_level(one_sided: list[float]) -> float:
     return min(1.0, float(sum(one_sided)))
 
 
-def statement(judged: int, level: float, what: str = "series judged") -> str:
-    """``"30 series judged; the night's family-wise level 5%"`` (Bonferroni bound)."""
-    return f"{judged} {what}; the night's family-wise level {level:.3g} (Bonferroni)"
+def statement(judged: int, level: float, what: str = "series judged",
+              scope: str = "night") -> str:
+    """``"30 series judged; the night's family-wise level 0.05 (Bonferroni)"``: ``scope``
+    ``night`` for a nightly's statement, ``run`` for any other run (a one-off A/B or duet
+    run has no night)."""
+    return f"{judged} {what}; the {scope}'s family-wise level {level:.3g} (Bonferroni)"
+
+
+def tests_statement(levels: list[float], family: dict | None, unrecorded: int = 0) -> str:
+    """What a run's A/B verdicts spent: ``levels`` are their one-sided false-regression
+    levels (each metric's ``ALPHA / 2``). In a nightly (``family``: its ``run.json``
+    ``family``, :meth:`NightFamily.as_dict`), the spend against the tests' share of the
+    night's level, and where the rest is held; ``unrecorded``: verdicts whose records keep no
+    level (counted in none of the figures)."""
+    spent = family_level(levels)
+    missing = (f"; {unrecorded} more without a recorded level (not counted)"
+               if unrecorded else "")
+    if not family:
+        return statement(len(levels), spent, "A/B series judged", "run") + missing
+    level = float(family["level"])
+    share = TEST_SHARE * level
+    verdict = ("within" if spent <= share * (1 + 1e-9) else
+               f"OVER (planned for {family['size']} series)")
+    return (f"{len(levels)} A/B series judged by tonight's tests: {spent:.3g} of the night's "
+            f"family-wise level {level:g} (Bonferroni), {verdict} the tests' share "
+            f"{share:.3g}; the gate holds the other {level - share:.3g} (trend summary)"
+            + missing)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from libraries.history.ab_series import is_ratio_metric, is_side_metric
-from libraries.results.family import NIGHT_LEVEL, TEST_SHARE, gate_alpha, statement
+from libraries.results.family import NIGHT_LEVEL, TEST_SHARE, gate_alpha
 from libraries.results.verdict import AbResult
 from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import (
@@ -222,14 +222,17 @@ def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
 
 
 def family_statement(trends: Sequence[SeriesTrend], level: float = NIGHT_LEVEL) -> str:
-    """``"N A/B ratio series judged; ..."``: the gate's share of the night's family-wise
-    level (Bonferroni: each series at a false regression of ``alpha / 2``)."""
+    """``"N A/B ratio series judged by the gate ..."``: what the gate spent of the night's
+    family-wise level (Bonferroni: each series at a false regression of ``alpha / 2``); the
+    night's A/B tests' own spend is the run report's to state (they ran at the ``AB_ALPHA``
+    the nightly gave them, which this history does not keep)."""
     alpha, judged = ratio_alpha([(t.metric, t.unit, t.samples) for t in trends], level)
     if not judged:
         return ""
-    return statement(judged, judged * alpha / 2, "A/B ratio series judged by the gate") + \
-        (" for the gate's share; the night's A/B tests hold the other "
-         f"{TEST_SHARE * level:g} of {level:g} (run report)")
+    return (f"{judged} A/B ratio series judged by the gate at {alpha / 2:.3g} each: "
+            f"{judged * alpha / 2:.3g} of the night's family-wise level {level:g} "
+            f"(Bonferroni), the gate's share; the night's A/B tests were given the other "
+            f"{TEST_SHARE * level:g}, and what they spent is stated in the night's run report")
 
 
 def rank(trends: Sequence[SeriesTrend]) -> list[SeriesTrend]:
