@@ -14,7 +14,7 @@ from libraries.history.ingest import ingest
 from libraries.history.load import load_records
 from libraries.history.store import Store
 from libraries.report.cli import main as report_main
-from libraries.trend.analysis import analyse
+from libraries.trend.analysis import analyse, confirmation_text, markdown_summary
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import YOUNG_STARTS, find_steps, young_candidates
 from utest.test_nightly_reference import night
@@ -104,3 +104,22 @@ def test_the_gate_and_the_full_walk_flag_the_same_nights(tmp_path: Path) -> None
     assert [(g.start, g.end, g.label) for g in gated.groups] == \
         [(g.start, g.end, g.label) for g in full.groups]
     assert gated.classification == full.classification
+
+
+def test_a_young_series_says_what_it_flags_now(tmp_path: Path) -> None:
+    """Three A/A nights: the summary says the level is young and the step it flags now, the
+    larger for its few nights; with twenty nights, no such note."""
+    rng = np.random.default_rng(3)
+    for day in range(3):
+        night(tmp_path, day, list(np.exp(rng.normal(0.0, 0.01, 30))))
+    (trend,) = [t for t in analyse(load_records([tmp_path])) if t.metric == "ab_rps_ratio"]
+    assert trend.young is not None and trend.young.nights == 3
+    assert trend.young.now > trend.young.grown > 0.01
+    text = confirmation_text(trend)
+    assert text.startswith("young level (3 nights): a step beyond ") and "once it has 20 " \
+        "nights" in text
+    assert text in markdown_summary([trend])
+    for day in range(3, 21):
+        night(tmp_path, day, list(np.exp(rng.normal(0.0, 0.01, 30))))
+    (grown,) = [t for t in analyse(load_records([tmp_path])) if t.metric == "ab_rps_ratio"]
+    assert grown.young is None and confirmation_text(grown) == "-"

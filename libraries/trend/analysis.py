@@ -33,7 +33,7 @@ from libraries.trend.detect import (
     classify_with_jumpavg,
     spread_groups,
 )
-from libraries.trend.ratio import find_steps, newest_step, pending, segments
+from libraries.trend.ratio import Youth, find_steps, newest_step, pending, segments, youth
 
 LOG = logging.getLogger(__name__)
 
@@ -80,6 +80,9 @@ class SeriesTrend:
     (classification ``pending``)."""
     excluded: str = ""
     """Why the newest night was not judged (a failed, invalid or partial night), else empty."""
+    young: Youth | None = None
+    """An A/B ratio series whose newest level is younger than the gate's baseline: what it
+    flags now (:func:`libraries.trend.ratio.youth`)."""
 
     @property
     def key(self) -> str:
@@ -204,7 +207,7 @@ def _judge_ratio(key: tuple[str, str], rows: pd.DataFrame, size: int,
         change_pct=confirmation.pct if confirmation is not None else
         waiting.pct if waiting is not None else _percent(float(values[-1]), own[-1].avg),
         history=history, confirmation=confirmation, pending=waiting,
-        excluded=_excluded(rows))
+        excluded=_excluded(rows), young=youth(whole, steps, alpha))
 
 
 def ratio_alpha(series: Sequence[tuple[str, str, pd.DataFrame]],
@@ -309,9 +312,12 @@ def confirmation_text(trend: SeriesTrend) -> str:
     """The interval check of a jumpavg step: ``-20.1% [-25.3%, -14.0%] regression`` (the
     verdict of the trials), or ``-`` when the newest group did not move; a pending night:
     ``-13.6% [-16.0%, -11.1%] pending: confirmed or cleared by the next night``; an excluded
-    newest night: ``not judged: <why>``."""
+    newest night: ``not judged: <why>``; an A/B ratio series with a young newest level and
+    nothing else to say: what it flags now (:class:`libraries.trend.ratio.Youth`)."""
     if trend.excluded:
         return f"not judged: {trend.excluded}"
+    if trend.confirmation is None and trend.pending is None and trend.young is not None:
+        return trend.young.text()
     result = trend.confirmation
     if result is None and trend.pending is not None:
         interval = trend.pending.interval_pct

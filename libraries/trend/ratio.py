@@ -398,6 +398,43 @@ def pending(rows: pd.DataFrame, steps: Sequence[Step], direction: str,
     return result if result.verdict in ("regression", "progression") else None
 
 
+@dataclass(frozen=True)
+class Youth:
+    """A level younger than :data:`BASELINE` nights: its ``nights`` and the smallest step
+    (relative, e.g. 0.046) rule 1 flags on the step's second night ``now`` and ``grown``,
+    once the level has :data:`BASELINE` nights at the same scatter."""
+
+    nights: int
+    now: float
+    grown: float
+
+    def text(self) -> str:
+        """``young level (3 nights): a step beyond 4.6 % is flagged on its second night
+        (beyond 3.1 % once it has 20 nights; smaller ones beyond the 1 % margin as their
+        nights accumulate)``."""
+        return (f"young level ({self.nights} night{'s' * (self.nights != 1)}): a step beyond "
+                f"{self.now:.1%} is flagged on its second night (beyond {self.grown:.1%} once "
+                f"it has {BASELINE} nights; smaller ones beyond the {RATIO_MARGIN:.0%} margin "
+                "as their nights accumulate)")
+
+
+def youth(rows: pd.DataFrame, steps: Sequence[Step], alpha: float = NIGHT_LEVEL,
+          margin: float = RATIO_MARGIN) -> Youth | None:
+    """The newest level's youth (None once it has :data:`BASELINE` judged nights): what
+    rule 1 can flag now from it, at its scatter (the prior while it is young)."""
+    nights = Nights.of(rows.reset_index(drop=True))
+    level = steps[-1].start if steps else 0
+    judged = np.flatnonzero(nights.judged[level:]) + level
+    if judged.size >= BASELINE or judged.size == 0:
+        return None
+    spread, df = scatter(nights.y[judged], nights.se[judged])
+    size = max(judged.size, MIN_BASELINE)
+    now = margin + _quantile(alpha / 2, df) * spread * math.sqrt(1 / NEW_NIGHTS + 1 / size)
+    grown = margin + _quantile(alpha / 2, BASELINE - 1) * spread * math.sqrt(
+        1 / NEW_NIGHTS + 1 / BASELINE)
+    return Youth(int(judged.size), math.expm1(now), math.expm1(grown))
+
+
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
              direction: str) -> list[Group]:
     """The levels between ``steps`` as groups (the median of their nights; indexes shifted
