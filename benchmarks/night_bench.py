@@ -118,13 +118,13 @@ def simulate_series(truth: np.ndarray, spread: float, rng: np.random.Generator,
 
 def gate_flags(rows: pd.DataFrame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per night: whether the gate exited 3 on it (a regression found that night), and
-    whether the second rule found it."""
+    whether the second or third rule (persistent, young) found it."""
     flagged = np.zeros(len(rows), bool)
     persistent = np.zeros(len(rows), bool)
     for step in find_steps(rows, "higher_is_better", alpha=alpha):
         if step.result.verdict == "regression":
             flagged[step.found] = True
-            persistent[step.found] |= step.rule == "persistent"
+            persistent[step.found] |= step.rule != "step"
     return flagged, persistent
 
 
@@ -241,7 +241,7 @@ def aged_table(cells: Sequence[AgedCell]) -> str:
 def table(cells: Sequence[Cell]) -> str:
     """The markdown table of the cells."""
     lines = ["| per-round spread | night-to-night spread | nights with a false failure or "
-             "exit 3 | of which A/B test / gate / rule 2 | planted step | flagged by k+1 | "
+             "exit 3 | of which A/B test / gate / rule 2 or 3 | planted step | flagged by k+1 | "
              "by k+5 | by k+10 |", "|---|---|---|---|---|---|---|---|"]
     for c in cells:
         lines.append(
