@@ -238,6 +238,21 @@ def aged_table(cells: Sequence[AgedCell]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def walk_seconds(nights: int, repeat: int, rng: np.random.Generator) -> list[float]:
+    """Seconds the gate takes to walk one A/B ratio series of ``nights`` nights (1 % scatter,
+    a -4 % step in the middle), ``repeat`` times: what one series costs the gate at that
+    history (the gate walks every night of every ratio series)."""
+    times = []
+    for _ in range(repeat):
+        values = np.exp(rng.normal(0.0, 0.01, nights))
+        values[nights // 2:] *= 0.96
+        rows = pd.DataFrame({"value": values, "stdev": np.full(nights, 0.003)})
+        started = time.perf_counter()
+        find_steps(rows, "higher_is_better", alpha=2 * 0.8 * NIGHT_LEVEL / SERIES)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def table(cells: Sequence[Cell]) -> str:
     """The markdown table of the cells."""
     lines = ["| per-round spread | night-to-night spread | nights with a false failure or "
@@ -280,9 +295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tails", choices=("normal", "t3"), default="normal",
                         help="the night-to-night scatter's distribution (t3: Student's t "
                         "with 3 degrees of freedom, same standard deviation)")
+    parser.add_argument("--walk", type=int, default=0, metavar="NIGHTS",
+                        help="only time the gate's walk over one series of NIGHTS nights "
+                        "(5 times)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
+    if args.walk:
+        times = walk_seconds(args.walk, 5, rng)
+        sys.stdout.write(f"one series of {args.walk} nights: median "
+                         f"{sorted(times)[2]:.2f} s (min {min(times):.2f}, max "
+                         f"{max(times):.2f})\n")
+        return 0
     if args.ages or args.second:
         aged = [run_aged(spread, scatter, age, args.steps, rng, second, args.tails)
                 for spread in args.spreads for scatter in args.scatters

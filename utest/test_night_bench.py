@@ -41,3 +41,31 @@ def test_a_tiny_cell_gives_shares_and_the_table_names_them() -> None:
     assert cell.detected[5] == 1.0  # a 3 % step at 2.4 % and no scatter: caught every time
     text = night_bench.table([cell])
     assert "| 2.4% | 0.0% |" in text and "flagged by k+1" in text
+
+
+def test_heavy_tailed_scatter_keeps_its_standard_deviation() -> None:
+    rng = np.random.default_rng(4)
+    normal = night_bench.draw_scatter(rng, 0.01, 200_000, "normal")
+    heavy = night_bench.draw_scatter(rng, 0.01, 200_000, "t3")
+    assert np.std(normal) == pytest.approx(0.01, rel=0.02)
+    assert np.std(heavy) == pytest.approx(0.01, rel=0.15)  # t3: a slowly settling variance
+    # same spread, far longer tails: beyond 4 standard deviations
+    assert np.mean(np.abs(heavy) > 0.04) > 20 * np.mean(np.abs(normal) > 0.04)
+
+
+def test_young_and_second_step_cells_count_flags_after_the_step() -> None:
+    rng = np.random.default_rng(5)
+    young = night_bench.run_aged(0.024, 0.0, 4, steps=4, rng=rng)
+    second = night_bench.run_aged(0.024, 0.0, 5, steps=4, rng=rng, second=True)
+    for cell in (young, second):
+        shares = [cell.detected[by] for by in night_bench.AGED_BY]
+        assert shares == sorted(shares) and all(0.0 <= s <= 1.0 for s in shares)
+    assert young.detected[30] == 1.0  # a 3 % step on night 4, no scatter: never absorbed
+    text = night_bench.aged_table([young, second])
+    assert "night 4 of a level" in text and "5 nights after a flagged -5%" in text
+    assert "flagged by k+30" in text
+
+
+def test_the_walk_is_timed_over_the_nights_asked() -> None:
+    times = night_bench.walk_seconds(200, 2, np.random.default_rng(6))
+    assert len(times) == 2 and all(t > 0 for t in times)
