@@ -129,8 +129,9 @@ def spread_text(pair: Outcome, known: Outcome, why: str, clear: bool) -> str:
 
 def same_files(a: int, b: int) -> Outcome:
     """The outcome of builds ``a`` and ``b`` found to be the same files: not measured."""
-    return Outcome(a, b, SAME, 0.0, 0.0, 0.0, detail="not measured: every file the two builds "
-                   "name and load has the same sha256, and they set the same things")
+    return Outcome(a, b, SAME, 0.0, 0.0, 0.0, detail="not measured: every file the A/B "
+                   "fingerprint hashes for the two builds (what they name, and what it finds "
+                   "they load) has the same sha256, and they set the same things")
 
 
 def clear_words(outcome: Outcome, margin_pct: float | None) -> str:
