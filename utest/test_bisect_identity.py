@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from libraries.ab.comparison import Side
+from libraries.bisect import cli
 from libraries.bisect.builds import load_builds
 from libraries.bisect.identity import Identities, content_key, hash_before
 from libraries.bisect.runner import RobotComparisons, find_test, record_files
@@ -130,3 +132,62 @@ def test_a_comparison_teaches_which_files_its_two_builds_ran(tmp_path, copies):
     assert record_files(runs.made[0], "1kb-10c-kernel-ssl-proxy") == {
         "a": {f"dut:{tmp_path}/r1/nginx": A}, "b": {f"dut:{tmp_path}/r2/nginx": A}}
     assert record_files(tmp_path / "nowhere", "1kb-10c-kernel-ssl-proxy") == {}
+
+
+SLOW_ROBOT = r'''
+import json, sys, pathlib, yaml
+args = sys.argv[1:]
+out = pathlib.Path(args[args.index("-d") + 1])
+given = dict(value.split(":", 1) for flag, value in zip(args, args[1:]) if flag == "-v")
+comparison = yaml.safe_load(pathlib.Path(given["AB"]).read_text())
+record = json.loads(pathlib.Path(sys.argv[1]).read_text())
+record["name"] = args[args.index("-t") + 1]
+level = {side: 0.9 if comparison[side]["name"] in ("r3", "r4") else 1.0 for side in "ab"}
+ratio = level["b"] / level["a"]
+verdict = "regression" if ratio < 0.97 else "no change"
+record["ab"]["metrics"] = {"rps": {"change": ratio, "change_pct": (ratio - 1) * 100,
+                                   "low": ratio - 0.01, "high": ratio + 0.01,
+                                   "verdict": verdict, "direction": "higher_is_better",
+                                   "ratios": [ratio] * 20, "level": 0.95, "method": "HL"}}
+record["ab"]["rounds"]["run"] = 20
+(out / "run").mkdir()
+(out / "run" / "records.jsonl").write_text(json.dumps(record) + "\n")
+'''
+
+
+def test_the_command_hashes_the_builds_and_compares_only_what_differs(tmp_path, monkeypatch,
+                                                                     capsys):
+    """r1 = r2 and r3 = r4 (copies), r3 10 % slower: one comparison, the ends'; exit 3 with
+    every build checked."""
+    for name, source in (("r1", "true"), ("r2", "true"), ("r3", "false"), ("r4", "false")):
+        (tmp_path / name).mkdir()
+        shutil.copy2(shutil.which(source) or f"/bin/{source}", tmp_path / name / "nginx")
+    builds = tmp_path / "builds.yaml"
+    builds.write_text("builds:\n" + "".join(
+        f"  - {{name: {n}, tools: {{dut: {{nginx: {tmp_path}/{n}/nginx}}}}}}\n"
+        for n in ("r1", "r2", "r3", "r4")))
+    script = tmp_path / "robot.py"
+    script.write_text(SLOW_ROBOT)
+    fixture = Path(__file__).parent / "fixtures" / "records" / "ab_record.json"
+    topology = load_topology("3node")
+    testbed = SimpleNamespace(topology=topology, down=lambda: None,
+                              nodes={n: LocalNode(str(tmp_path), n) for n in topology.nodes})
+    monkeypatch.setattr(cli, "hash_before", lambda b, t, known: hash_before(
+        b, t, known, up=lambda _: testbed))
+    monkeypatch.setattr(cli, "RobotComparisons", partial(
+        RobotComparisons, robot=(sys.executable, str(script), str(fixture))))
+    monkeypatch.setattr(cli, "check_builds", lambda *_: ([], set()))  # `true` is no nginx
+    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
+                     str(builds), "--results", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 3, printed
+    assert "bisect: hashed 4 of 4 builds before the search: the same files: r1 = r2; r3 = r4" \
+        in printed
+    assert "1 comparisons" in printed
+    assert "regression: last good r2, first bad r3: -10.0 % [-11.0, -9.0] after 20 rounds" \
+        in printed
+    assert "clear: r1 .. r2: the same files (not measured); every build checked" in printed
+    assert printed.rstrip().endswith("exit 3: culprit found, and every other build checked: "
+                                     "each range beside the culprits proven clear of a "
+                                     "regression beyond the margin pair by pair or shown to "
+                                     "be the same files")
