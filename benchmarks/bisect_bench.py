@@ -5,12 +5,17 @@
     python -m benchmarks.bisect_bench --levels /opt/nginx-o2 --builds 8 --scenario none ...
     python -m benchmarks.bisect_bench --levels A B C --builds 8 --scenario two ...
     python -m benchmarks.bisect_bench --analyze results/bench/bisect.jsonl
-    python -m benchmarks.bisect_bench --simulate [--searches 1000] [--builds 17] [--seed 52]
+    python -m benchmarks.bisect_bench --simulate [--searches 1000] [--builds 17] [--seed 52] \
+        [--inside 2]
 
 ``--simulate`` runs the project's own search over simulated ranges (no testbed, one core, a
-few minutes: :mod:`benchmarks.bisect_sim`) and prints the table of benchmarks/README.md: two
-steps (-8 % then -4 %, -12 % then -4 %) and one step beside a build that does not run, at
-per-round spreads 2.4, 5.6 and 8.3 %.
+few minutes: :mod:`benchmarks.bisect_sim`) and prints the tables of benchmarks/README.md: two
+steps (-8 % then -4 %, -12 % then -4 %) and one step beside a build that does not run; then
+what the result claims (a -4 % step undone by a +4 % one before a -8 % step: exit 3 only where
+every range it calls clear was checked or is said clear end to end) and one step with copies
+of one build on each side (known the same files before the search, learned from the records,
+or not known): exits, comparisons and minutes; at per-round spreads 2.4, 5.6 and 8.3 %.
+``--inside`` is the search's budget for looking inside ranges clear only end to end.
 
 ``--levels`` are nginx install folders (``<prefix>/sbin/nginx``) built outside the repo,
 fastest first: one per performance level (the same source at ``-O2`` and at ``-O0``, a real
@@ -47,6 +52,7 @@ from typing import Any
 import yaml
 
 from benchmarks.bisect_sim import simulate
+from libraries.bisect.search import INSIDE
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = {"none": 1, "step": 2, "two": 3}
@@ -188,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rounds", type=int, default=60)
     parser.add_argument("--budget", type=float, default=600.0)
     parser.add_argument("--margin", type=float, default=3.0, help="percent (bisect's --margin)")
+    parser.add_argument("--inside", type=int, default=INSIDE,
+                        help="simulated: the search's --inside budget (comparisons)")
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="seconds one bisection may take before it is stopped")
     parser.add_argument("--out", type=Path, default=Path("results/bench/bisect.jsonl"))
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.simulate:
         print(simulate(args.searches, args.builds or 17, 52 if args.seed is None else args.seed,
-                       args.max_rounds, args.margin))
+                       args.max_rounds, args.margin, args.inside))
         return 0
     args.builds = args.builds or 8
     args.seed = 1 if args.seed is None else args.seed

@@ -94,7 +94,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         0: "no regression between the ends beyond the margin (or only progressions)",
         2: "bad input: refused before anything was measured",
         3: "culprit found, and every other range proven clear of a regression beyond the "
-           "margin",
+           "margin: build by build, or only end to end where the result says so (a -/+ pair "
+           "of steps could hide inside such a range)",
         4: "could not decide: no culprit found, and an end or a range stayed undecided",
         5: "culprit found, but some ranges stayed undecided (another step may hide there: see "
            "the undecided ranges)",

@@ -90,7 +90,7 @@ def test_one_step_anywhere_costs_at_most_log2_n_plus_4_comparisons(count):
     for step in range(1, count):
         levels = [100.0] * step + [95.0] * (count - step)
         compare, calls = simulated(levels)
-        result = bisect(count, compare)
+        result = bisect(count, compare, inside=0)  # the search itself, no look inside
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert (step - 1, step, 1) in calls  # sized by a direct A/B of the pair
         assert len(calls) <= math.ceil(math.log2(count)) + 4, (step, calls)
@@ -151,7 +151,7 @@ def test_an_undecided_first_half_that_cannot_hold_the_step_sends_the_search_on(c
             assert result.undecided and result.exit_code == CULPRIT_AND_UNDECIDED, step
         # with the bisection's margin at 4 %, their +-3 % intervals clear them at once
         compare, calls = simulated(levels, margin=0.01, noise=0.03)
-        result = bisect(count, compare, margin_pct=4.0)
+        result = bisect(count, compare, margin_pct=4.0, inside=0)
         assert [(c.good, c.bad) for c in result.culprits] == [(step - 1, step)], step
         assert not result.undecided and result.exit_code == CULPRIT
         assert all(attempt == 1 for *_, attempt in calls), calls  # no second attempts
@@ -186,7 +186,7 @@ def test_a_half_clear_of_a_regression_beyond_the_margin_needs_no_second_attempt(
         return compare, calls
 
     compare, calls = compare_with(3.0)
-    result = bisect(len(levels), compare, margin_pct=3.0)
+    result = bisect(len(levels), compare, margin_pct=3.0, inside=0)
     assert sorted((c.good, c.bad) for c in result.culprits) == [(1, 2), (6, 7)]
     assert (7, 11, 1) in calls and (7, 11, 2) not in calls and result.undecided == []
     assert (7, 11, "clear") in result.coverage() and result.exit_code == CULPRIT
@@ -364,7 +364,7 @@ def test_culprits_that_do_not_account_for_the_ends_leave_the_range_undecided():
             return Outcome(a, b, "no change", -0.5, -2.9, 1.9, rounds=20)
         return base(a, b, attempt)
 
-    result = bisect(len(levels), compare, margin_pct=3.0)
+    result = bisect(len(levels), compare, margin_pct=3.0, inside=0)
     assert [(c.good, c.bad) for c in result.culprits] == [(3, 4)]  # -12.0 % [-12.5, -11.5]
     assert result.undecided == [(0, 7, "the culprits found (-12.0 % [-12.5, -11.5] together) "
                                  "do not account for the ends' -15.5 % [-16.0, -15.0]: "

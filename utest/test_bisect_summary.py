@@ -22,7 +22,12 @@ def test_a_culprit_with_its_change_and_the_exit_code(tmp_path: Path):
     assert lines[0] == "# Bisect nginx 1.25.0..1.25.7: culprit found (exit 3)"
     assert "Test `ssl_proxy/x` on `3node`, metric rps: 4 builds (r0 .. r3, " in lines[2]
     assert lines[2].endswith("[bisect.html](bisect.html) · [bisect.json](bisect.json)")
-    assert f"Exit 3: {EXIT_CODES[3]}." in text
+    # both ranges beside the culprit are pairs: checked, and the exit says so (not "end to end")
+    assert ("Exit 3: culprit found, and every other build checked: each range beside the "
+            "culprits proven clear of a regression beyond the margin pair by pair or shown to "
+            "be the same files.") in text
+    assert "## Clear ranges (2)\n\n- `r0` .. `r1`: measured the same: +0.0 % [+0.0, +0.0], " \
+        "within the A/B margin; every build checked\n" in text
     assert "## Culprits (1)\n\n- **regression**: last good `r1`, first bad `r2`: -10.0 % " \
         "[-10.0 %, -10.0 %] after " in text
     assert "Undecided" not in text and "Skipped builds" not in text

@@ -2,23 +2,28 @@
 
     python -m libraries.bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy \\
         --builds builds.yaml [--metric rps] [--results results/bisect] \\
-        [--max-rounds 60] [--budget 600] [--margin 3] [-- -v DURATION:2 ...]
+        [--max-rounds 60] [--budget 600] [--margin 3] [--inside 2] [-- -v DURATION:2 ...]
 
 ``--builds`` lists the builds oldest first (:mod:`libraries.bisect.builds`); ``--test`` is a
 test name, ``<case>/<name>`` or a record's test id. Everything is checked before anything is
 measured: the topology, the test, the builds file against the topology, and on a local
 topology every binary a build names (it exists and answers its version command, unless a build
-command can make it). Then the ends are compared; a regression between them is bisected
-(:mod:`libraries.bisect.search`), each comparison one Robot A/B run
-(:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``. The result goes
-to ``bisect.json`` and ``bisect.html`` there, and to the exit code
-(:data:`libraries.bisect.search.EXIT_CODES`, listed by ``--help``):
+command can make it). Then every build is hashed on a testbed brought up for it and taken down
+(:mod:`libraries.bisect.identity`: builds that are the same files need no comparison; where
+that fails, each comparison's record tells). Then the ends are compared; a regression between
+them is bisected (:mod:`libraries.bisect.search`), each comparison one Robot A/B run
+(:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``, and up to
+``--inside`` comparisons look inside ranges proven clear only end to end. The result goes to
+``bisect.json``, ``bisect.html`` and ``summary.md`` there, and to the exit code
+(:data:`libraries.bisect.search.EXIT_CODES`, listed by ``--help``; the last line printed and
+``exit_meaning`` say what it means for the run: which ranges are clear only end to end):
 
     0 no regression between the ends beyond --margin (or only progressions)
     2 bad input: refused before anything was measured (a file, the test, settings whose
       second attempt could not decide)
     3 a culprit found (the last good and first bad build, printed), and every other stretch
-      of the range proven clear of a regression beyond the margin
+      of the range proven clear of a regression beyond the margin: build by build, or only
+      end to end where the result says so (a -/+ pair of steps could hide inside)
     4 could not decide: no culprit, and an end or a range stayed undecided
     5 a culprit found, but some ranges stayed undecided (listed: another step may be there)
 """
@@ -35,9 +40,11 @@ from pathlib import Path
 
 from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
 from libraries.bisect.builds import check_builds, load_builds, make_build
-from libraries.bisect.report import write_report
+from libraries.bisect.identity import Identities, hash_before
+from libraries.bisect.report import clear_entries, write_report
 from libraries.bisect.runner import RobotComparisons, _safe, find_test
-from libraries.bisect.search import BAD_INPUT, EXIT_CODES, bisect
+from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, bisect
+from libraries.bisect.summary import clear_line
 from libraries.results.plan import TrialPlan
 from libraries.results.settings import parse_plan
 from libraries.testbed.errors import TopologyError
@@ -68,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
                         "must be clearly larger, e.g. 5 %%; the A/B runs' own default of 1 %% "
                         "leaves a build pair without a change undecided for hundreds of rounds "
                         "on a noisy machine)")
+    parser.add_argument("--inside", type=int, default=INSIDE, metavar="N",
+                        help="comparisons to spend, once the culprits are found, looking "
+                        f"inside ranges proven clear only end to end (default {INSIDE}; 0: "
+                        "none; the result names every range left clear only end to end)")
     parser.add_argument("robot_args", nargs="*", help="after --: extra robot arguments")
     return parser
 
@@ -130,9 +141,9 @@ def attempts_problems(max_rounds: int, budget: float, margin: float,
 
 def _refusals(args: argparse.Namespace) -> list[str]:
     """Why the options are refused before anything runs (empty: they are fine)."""
-    if args.max_rounds < 1 or args.budget <= 0 or not 0 < args.margin < 100:
-        return ["--max-rounds and --budget must be positive, --margin a percentage in "
-                "(0, 100)"]
+    if args.max_rounds < 1 or args.budget <= 0 or not 0 < args.margin < 100 or args.inside < 0:
+        return ["--max-rounds and --budget must be positive, --inside not negative, --margin a "
+                "percentage in (0, 100)"]
     if any("AB_MARGIN:" in arg for arg in args.robot_args):
         return ["give the A/B margin with --margin, not -v AB_MARGIN"]
     return attempts_problems(args.max_rounds, args.budget, args.margin, args.robot_args)
@@ -161,10 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Robot runs from the repository: a topology given as a file keeps pointing at it
     where = Path(args.topology)
     topology_arg = str(where.resolve()) if where.is_file() else args.topology
+    identities = Identities(builds.sides)
+    print(f"bisect: {hash_before(builds, topology, identities)}")
     compare = RobotComparisons(topology=topology_arg, test=test, builds=builds, out=out,
                                metric=args.metric, max_rounds=args.max_rounds,
                                margin_pct=args.margin, budget_s=args.budget,
-                               extra=tuple(args.robot_args))
+                               extra=tuple(args.robot_args), identities=identities)
 
     def available(index: int) -> bool | str:
         if index not in missing:
@@ -177,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
           f"on {args.topology}; comparisons in {out}")
     try:
-        result = bisect(len(builds.sides), compare, available, args.margin)
+        result = bisect(len(builds.sides), compare, available, args.margin, identities.same,
+                        args.inside)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return BAD_INPUT
@@ -196,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{names[culprit.bad]}")
     for a, b, why in result.undecided:
         print(f"undecided between {names[a]} and {names[b]}: {why}")
+    if result.culprits:
+        for entry in clear_entries(result, names, args.margin):
+            print(f"clear: {clear_line(entry).replace('`', '')}")
     for index, why in result.skipped.items():
         print(f"skipped build {names[index]}: {why}")
     if not result.culprits and not result.undecided and result.ends is not None:
@@ -206,5 +223,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no regression between {names[0]} and {names[-1]}: {ends.verdict}{beyond}")
     print(f"{len(result.comparisons)} comparisons, {result.minutes:.1f} min: {json_path}, "
           f"{html_path}")
-    print(f"exit {result.exit_code}: {EXIT_CODES[result.exit_code]}")
+    print(f"exit {result.exit_code}: {result.meaning(names)}")
     return result.exit_code

@@ -1,11 +1,18 @@
 """One comparison of a bisection and what it proves: its :class:`Outcome`, whether it proves a
 range clear of a regression beyond the margin (:func:`proven_clear`), whether an undecided
-half cannot hold the step looked for (:func:`rules_out`), and the texts that say why. Pure."""
+half cannot hold the step looked for (:func:`rules_out`), and the texts that say why, in plain
+words (:func:`clear_words`: "the same files", "measured the same within +-3 %", "no
+regression beyond 3 %"). A range whose ends are the same files (:data:`SAME`) is clear without
+a comparison: its outcome is made, not measured. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+SAME = "same files"
+"""The verdict of a range whose two ends run the same files (by content: every file they name
+and load has the same sha256, and they set the same things): clear without measuring."""
 
 
 @dataclass(frozen=True)
@@ -13,8 +20,10 @@ class Outcome:
     """One A/B comparison of builds ``a`` (baseline) and ``b`` (indices in the range).
 
     ``verdict``: the A/B engine's for the metric followed (``regression``, ``progression``,
-    ``no change``, ``inconclusive``), or ``failed`` when the run gave no verdict (``detail``
-    says why). Changes are b against a, in percent, with the interval's ends."""
+    ``no change``, ``inconclusive``), ``failed`` when the run gave no verdict (``detail``
+    says why), or :data:`SAME` when the two builds are the same files (not measured: no
+    change, rounds or minutes). Changes are b against a, in percent, with the interval's
+    ends."""
 
     a: int
     b: int
@@ -70,8 +79,11 @@ def show(change: Outcome | tuple[float, float, float]) -> str:
 
 
 def proven_clear(outcome: Outcome, margin_pct: float | None) -> bool:
-    """True when ``outcome`` proves its range holds no regression beyond the margin: with the
-    margin given, :func:`clear_of_regression`; without it, a ``no change`` verdict."""
+    """True when ``outcome`` proves its range holds no regression beyond the margin: the same
+    files at both ends (:data:`SAME`); with the margin given, :func:`clear_of_regression`;
+    without it, a ``no change`` verdict."""
+    if outcome.verdict == SAME:
+        return True
     if margin_pct is None:
         return outcome.verdict == "no change"
     return clear_of_regression(outcome, margin_pct)
@@ -113,3 +125,25 @@ def spread_text(pair: Outcome, known: Outcome, why: str, clear: bool) -> str:
     return (f"{known.a} -> {known.b} changed ({show(known)}), but no part of it shows the "
             f"change ({pair.a} -> {pair.b}: {why}): the step is spread over several builds, "
             "within each comparison's margin, or missed by one of them")
+
+
+def same_files(a: int, b: int) -> Outcome:
+    """The outcome of builds ``a`` and ``b`` found to be the same files: not measured."""
+    return Outcome(a, b, SAME, 0.0, 0.0, 0.0, detail="not measured: every file the A/B "
+                   "fingerprint hashes for the two builds (what they name, and what it finds "
+                   "they load) has the same sha256, and they set the same things")
+
+
+def clear_words(outcome: Outcome, margin_pct: float | None) -> str:
+    """How ``outcome`` proved its range clear, in plain words: the same files (not measured),
+    measured the same (``no change``: the interval inside +-the margin), or no regression
+    beyond the margin (an interval above minus the margin that reaches past plus it: b may be
+    faster)."""
+    if outcome.verdict == SAME:
+        return "the same files (not measured)"
+    interval = show(outcome) if outcome.low_pct is not None else ""
+    if outcome.verdict == "no change":
+        within = f"+-{margin_pct:g} %" if margin_pct is not None else "the A/B margin"
+        return f"measured the same: {interval}, within {within}".replace(": ,", ",")
+    return (f"no regression beyond {margin_pct:g} %: {interval} (above -{margin_pct:g} %; it "
+            "may be faster)" if margin_pct is not None else f"{outcome.verdict} {interval}")

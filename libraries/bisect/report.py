@@ -2,24 +2,28 @@
 
 The page, like the run report, is self-contained: the verdict (culprits, each with its direct
 A/B change and interval; ranges left undecided; builds skipped, each with why; the stretches
-proven clear), the exit code and what it means, a chart of the followed metric's ratio at each
-build against the first (chained through the comparisons made, with the chained interval where
-every link has one), and the table of every comparison (sides, rounds, verdict, minutes).
-"""
+proven clear, each with how in plain words, "the same files", "measured the same" or "no
+regression beyond the margin", and whether every build in it was checked or only its ends),
+the exit code and what it means for this run (:meth:`Bisection.meaning`), a chart of the
+followed metric's ratio at each build against the first (chained through the comparisons made,
+with the chained interval where every link has one), and the table of every comparison (sides,
+rounds, verdict, minutes)."""
 
 from __future__ import annotations
 
 import html
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from libraries.bisect.search import EXIT_CODES, Bisection, Outcome
-from libraries.bisect.summary import SUMMARY, bisect_summary
+from libraries.bisect.outcome import SAME, clear_words
+from libraries.bisect.search import Bisection, Outcome
+from libraries.bisect.summary import SUMMARY, bisect_summary, clear_line
 
 STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
           5: "culprit found, ranges undecided"}
@@ -28,10 +32,15 @@ STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
 
 def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, float, float]]:
     """Per build reachable from build 0 through decided comparisons (each link a ``a -> b``
-    comparison with a change): the ratio to build 0 (product of the links' changes), with the
-    interval ends multiplied the same way (a rough chain: each link's interval at its own
-    level)."""
-    latest = {(o.a, o.b): o for o in result.comparisons if o.change_pct is not None}
+    comparison with a change, or a range of the same files: ratio 1 to each build in it, or to
+    its far end where only its ends are known the same): the ratio to build 0 (product of the
+    links' changes), with the interval ends multiplied the same way (a rough chain: each link's
+    interval at its own level)."""
+    loose = {(a, b) for a, b, _ in result.end_to_end}
+    made = [replace(o, b=i) for o in result.clear if o.verdict == SAME
+            for i in (range(o.a + 1, o.b + 1) if (o.a, o.b) not in loose else [o.b])]
+    made += [c.outcome for c in result.culprits]  # one may be another pair's comparison
+    latest = {(o.a, o.b): o for o in [*made, *result.comparisons] if o.change_pct is not None}
     links: dict[int, list[Outcome]] = {}
     for outcome in latest.values():  # a pair's last attempt: the one with the most rounds
         links.setdefault(outcome.a, []).append(outcome)
@@ -52,13 +61,26 @@ def chained_ratios(result: Bisection, count: int) -> dict[int, tuple[float, floa
     return known
 
 
+def clear_entries(result: Bisection, names: list[str],
+                  margin_pct: float | None) -> list[dict[str, Any]]:
+    """The stretches proven clear, in order: the comparison (or :data:`~libraries.bisect.
+    outcome.SAME`) that proved each, how in plain words, whether every build in it was
+    checked, and for one clear only end to end what a look inside found."""
+    loose = {(a, b): note for a, b, note in result.end_to_end}
+    return [{"from": names[o.a], "to": names[o.b], "verdict": o.verdict,
+             "change_pct": o.change_pct, "low_pct": o.low_pct, "high_pct": o.high_pct,
+             "how": clear_words(o, margin_pct), "checked": (o.a, o.b) not in loose,
+             "inside": loose.get((o.a, o.b), "")} for o in result.clear]
+
+
 def as_json(result: Bisection, names: list[str], meta: dict[str, Any]) -> dict[str, Any]:
-    """The JSON document: the inputs (``meta``), the builds, the status, exit code and its
-    meaning, the culprits, the undecided ranges, the skipped builds with why, the stretches
-    proven clear, every comparison, the chained ratios."""
+    """The JSON document: the inputs (``meta``), the builds, the status, exit code and what
+    it means for this run, the culprits, the undecided ranges, the skipped builds with why,
+    the stretches proven clear (:func:`clear_entries`), every comparison, the chained
+    ratios."""
     return {
         **meta, "builds": names, "status": STATUS[result.exit_code],
-        "exit_code": result.exit_code, "exit_meaning": EXIT_CODES[result.exit_code],
+        "exit_code": result.exit_code, "exit_meaning": result.meaning(names),
         "minutes": round(result.minutes, 2),
         "ends": result.ends.as_record(names) if result.ends else None,
         "culprits": [{"last_good": names[c.good], "first_bad": names[c.bad],
@@ -71,9 +93,7 @@ def as_json(result: Bisection, names: list[str], meta: dict[str, Any]) -> dict[s
                       for a, b, why in result.undecided],
         "unbuildable": [names[i] for i in result.unbuildable],
         "skipped": [{"build": names[i], "why": why} for i, why in result.skipped.items()],
-        "clear": [{"from": names[o.a], "to": names[o.b], "verdict": o.verdict,
-                   "change_pct": o.change_pct, "low_pct": o.low_pct, "high_pct": o.high_pct}
-                  for o in result.clear],
+        "clear": clear_entries(result, names, meta.get("margin_pct")),
         "comparisons": [o.as_record(names) for o in result.comparisons],
         "ratio_to_first": {names[i]: {"ratio": r, "low": lo, "high": hi}
                            for i, (r, lo, hi) in sorted(chained_ratios(
@@ -102,10 +122,7 @@ def _summary(doc: dict[str, Any]) -> str:
         lines.append(f"<li>skipped build <code>{html.escape(s['build'])}</code>: "
                      f"{html.escape(s['why'])}</li>")
     for c in doc.get("clear", []) if doc["culprits"] else []:
-        lines.append(f"<li>clear between <code>{html.escape(c['from'])}</code> and "
-                     f"<code>{html.escape(c['to'])}</code>: {html.escape(c['verdict'])} "
-                     f"{_pct(c['change_pct'])} [{_pct(c['low_pct'])}, {_pct(c['high_pct'])}]"
-                     "</li>")
+        lines.append(f"<li>clear: {html.escape(clear_line(c)).replace('`', '')}</li>")
     if not doc["culprits"] and not doc["undecided"]:
         ends = doc["ends"] or {}
         beyond = (f" [{_pct(ends.get('low_pct'))}, {_pct(ends.get('high_pct'))}]: none beyond "

@@ -6,7 +6,10 @@ folder of the test's case, and reads the A/B verdict of the followed metric from
 the run wrote. A second attempt (after an inconclusive first) runs with the round count and
 the budget doubled. Every comparison is its own Robot run: its suite setup builds the testbed
 and its teardown removes it, failures included, so nothing stays running or configured between
-comparisons.
+comparisons. The files each side ran (the record's ``ab.sides.<side>.files``: the sha256 the A/B
+session took of every file a side names and loads) go to the bisection's
+:class:`~libraries.bisect.identity.Identities`, so builds found to be the same files need no
+further comparison.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import yaml
 from robot.api import TestSuiteBuilder
 
 from libraries.bisect.builds import Builds
+from libraries.bisect.identity import Identities
 from libraries.bisect.search import Outcome
 from libraries.results.records import RecordError, find_record_files, iter_records
 
@@ -76,7 +80,8 @@ def find_test(wanted: str, tests_dir: Path = REPO / "tests") -> TestRef:
 class RobotComparisons:
     """How to run the comparisons: topology, test, followed metric (None: the test's first
     A/B metric), the A/B round limit, margin (percent: a change within it is "no change") and
-    budget of a first attempt, the output folder, extra Robot arguments (``-v DURATION:...``)."""
+    budget of a first attempt, the output folder, extra Robot arguments (``-v DURATION:...``),
+    and where the files each side ran are learned (``identities``)."""
 
     topology: str
     test: TestRef
@@ -89,6 +94,7 @@ class RobotComparisons:
     extra: tuple[str, ...] = ()
     robot: tuple[str, ...] = (sys.executable, "-m", "robot")
     made: list[Path] = field(default_factory=list)
+    identities: Identities | None = None
 
     def __call__(self, a: int, b: int, attempt: int) -> Outcome:
         """Compare build ``a`` with build ``b`` (see the module docstring)."""
@@ -113,6 +119,11 @@ class RobotComparisons:
         with (folder / "console.log").open("w", encoding="utf-8") as console:
             exit_code = run_robot(command, console, budget + ROBOT_MARGIN_S)
         minutes = (time.monotonic() - started) / 60
+        if self.identities is not None:
+            ran = record_files(folder, self.test.name)
+            for key, index in (("a", a), ("b", b)):
+                if key in ran:
+                    self.identities.learn(index, ran[key], f"the record of {folder.name}")
         return read_outcome(folder, self.test.name, self.metric, a, b, attempt, minutes,
                             exit_code)
 
@@ -143,11 +154,9 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:40]
 
 
-def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, attempt: int,
-                 minutes: float, exit_code: int | str) -> Outcome:
-    """The followed metric's A/B verdict in the record ``folder``'s run wrote for ``test``;
-    ``failed`` with why when there is none (the test's message from ``tests.jsonl``)."""
-    base = {"a": a, "b": b, "attempt": attempt, "minutes": minutes}
+def _last_record(folder: Path, test: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """The last record ``folder``'s run wrote for ``test`` (None: none), and the problems of
+    the unreadable ones."""
     records = []
     problems: list[str] = []
     try:
@@ -155,7 +164,30 @@ def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, at
             records += [r for r in iter_records(path, problems) if r.get("name") == test]
     except RecordError as error:
         problems.append(str(error))
-    record = records[-1] if records else None
+    return (records[-1] if records else None), problems
+
+
+def record_files(folder: Path, test: str) -> dict[str, dict[str, str]]:
+    """Per side (``a``, ``b``) the files it ran, as the record ``folder``'s run wrote for
+    ``test`` holds them (``ab.sides.<side>.files``; a side that names no file has none)."""
+    record, _ = _last_record(folder, test)
+    sides = ((record or {}).get("ab") or {}).get("sides") or {}
+    found = {}
+    for key in ("a", "b"):
+        side = sides.get(key)
+        if isinstance(side, dict):
+            files = side.get("files") or {}
+            if isinstance(files, dict):
+                found[key] = {str(k): str(v) for k, v in files.items()}
+    return found
+
+
+def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, attempt: int,
+                 minutes: float, exit_code: int | str) -> Outcome:
+    """The followed metric's A/B verdict in the record ``folder``'s run wrote for ``test``;
+    ``failed`` with why when there is none (the test's message from ``tests.jsonl``)."""
+    base = {"a": a, "b": b, "attempt": attempt, "minutes": minutes}
+    record, problems = _last_record(folder, test)
     block = (record or {}).get("ab") or {}
     metrics = block.get("metrics") or {}
     chosen = metric or next(iter(metrics), None)

@@ -1,7 +1,9 @@
 """A bisection's ``summary.md`` (beside ``bisect.json`` and ``bisect.html``): the exit code and
-what it means, each culprit with its direct A/B change and interval, the ranges left
-undecided and why, the builds skipped and why, or the ends' verdict when nothing was found;
-short enough for a CI job summary. Rendered from the JSON document
+what it means for this run, each culprit with its direct A/B change and interval, the ranges
+left undecided and why, the ranges proven clear and how, in plain words ("the same files",
+"measured the same", "no regression beyond 3 %"; every build checked, or only end to end,
+where a -/+ pair of steps could hide), the builds skipped and why, or the ends' verdict when
+nothing was found; short enough for a CI job summary. Rendered from the JSON document
 (:func:`libraries.bisect.report.as_json`), nothing else.
 """
 
@@ -22,6 +24,16 @@ def _interval(entry: dict[str, Any]) -> str:
         return _pct(entry.get("change_pct"))
     return (f"{_pct(entry.get('change_pct'))} [{_pct(entry['low_pct'])}, "
             f"{_pct(entry['high_pct'])}]")
+
+
+def clear_line(entry: dict[str, Any]) -> str:
+    """One range proven clear (an entry of the JSON's ``clear``), in plain words."""
+    said = f"`{entry['from']}` .. `{entry['to']}`: {entry.get('how') or entry['verdict']}"
+    if entry.get("checked", True):
+        return f"{said}; every build checked"
+    inside = f" ({entry['inside']})" if entry.get("inside") else ""
+    return (f"{said}; clear end to end only: its ends shown clear, not every build inside (a -/+ "
+            f"pair of steps could hide there){inside}")
 
 
 def bisect_summary(doc: dict[str, Any]) -> str:
@@ -46,6 +58,10 @@ def bisect_summary(doc: dict[str, Any]) -> str:
     if doc["undecided"]:
         lines += [f"## Undecided ranges ({len(doc['undecided'])})", ""]
         lines += [f"- `{u['from']}` .. `{u['to']}`: {u['why']}" for u in doc["undecided"]]
+        lines.append("")
+    if doc["culprits"] and doc.get("clear"):
+        lines += [f"## Clear ranges ({len(doc['clear'])})", ""]
+        lines += [f"- {clear_line(c)}" for c in doc["clear"]]
         lines.append("")
     if doc.get("skipped"):
         lines += [f"## Skipped builds ({len(doc['skipped'])})", ""]
