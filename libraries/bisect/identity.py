@@ -109,7 +109,7 @@ def hash_builds(builds: Builds, testbed: Testbed, indices: list[int]
         loaded = ComparisonFile(builds.path, "", "", Comparison(
             name=f"bisect {builds.title}: hashing {side.name}", aa=True, a=side, b=side))
         try:
-            files[index] = side_files(testbed, loaded)["a"]
+            files[index] = side_files(testbed, loaded)["a"].files
         except HostStackError as error:
             problems[index] = str(error)
     return files, problems
