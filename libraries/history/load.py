@@ -29,6 +29,7 @@ from libraries.history.ab_series import (
     ab_series_suffix,
     files_text,
     is_ratio_metric,
+    ratio_night,
     side_metrics,
 )
 from libraries.results.records import (
@@ -338,8 +339,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
             if not math.isfinite(value) or not math.isfinite(high - low):
                 raise RecordError(f"{path}:{number}: metrics.{name}: expected finite numbers, "
                                   f"got value {metric['value']!r}, trials {metric['trials']!r}")
-            if is_ratio_metric(name, metric["unit"]):
-                stdev = stdev / math.sqrt(len(metric["trials"]))
+            if is_ratio_metric(name, metric["unit"]):  # the night's estimate, as reported
+                value, stdev = ratio_night(metric["trials"], value, stdev)
                 cv = stdev / abs(value) if value else 0.0
             else:
                 cv = metric.get("cv")
