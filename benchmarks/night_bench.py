@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from libraries.ab.rounds import judge_at_looks
+from libraries.history.ab_series import ratio_night
 from libraries.nightly.reference import NIGHT_LOOK, SCATTER_PCT
 from libraries.results.family import NIGHT_LEVEL, NightFamily
 from libraries.results.plan import AbSettings
@@ -109,8 +110,9 @@ def simulate_series(truth: np.ndarray, spread: float, rng: np.random.Generator,
     for night in ratios:
         verdict, used = judge_at_looks(night, settings)
         taken = night[:used]
-        values.append(float(np.median(taken)))
-        errors.append(float(np.std(taken, ddof=1) / np.sqrt(used)))
+        value, error = ratio_night(taken, 0.0, 0.0)  # as the history stores the night
+        values.append(value)
+        errors.append(error)
         failed.append(verdict == "regression")
     rows = pd.DataFrame({"value": values, "stdev": errors, "direction": "higher_is_better"})
     return rows, np.asarray(failed)

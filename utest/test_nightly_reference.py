@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from libraries.ab.comparison import load_comparison
+from libraries.ab.rounds import ratio_interval
 from libraries.history.ab_series import is_side_metric
 from libraries.history.load import load_records
 from libraries.nightly.planned import PlanError, planned_tests
@@ -198,8 +199,11 @@ def test_the_history_keeps_the_ratio_and_both_sides_figures_per_reference(
     assert set(frame["test_key"]) == {"ssl_proxy/1kb [A/B reference nginx-ref aaaaaaaaaaaa]"}
     ratio = frame[frame["metric"] == "ab_rps_ratio"].iloc[0]
     trials = np.array(ratio["trial_values"])
-    # the ratio's stdev column is its standard error: jumpavg sees a night as an estimate
-    assert ratio["stdev"] == pytest.approx(np.std(trials, ddof=1) / np.sqrt(len(trials)))
+    # the ratio's value is the Hodges-Lehmann ratio the test's message reports, its stdev
+    # column that estimate's standard error: the gate sees a night as an estimate
+    assert ratio["value"] == pytest.approx(ratio_interval(trials, 0.05).change)
+    assert ratio["value"] != pytest.approx(np.median(trials))
+    assert 0.8 < ratio["stdev"] / (np.std(trials, ddof=1) / np.sqrt(len(trials))) < 1.3
     assert is_side_metric("rps [b: today]") and not is_side_metric("ab_rps_ratio")
 
 

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from libraries.results.profile import Folded, function_changes, grown, rename_binaries
-from libraries.results.profile_hint import CostChange, Hint, profile_hint, share_intervals
+from libraries.results.profile_hint import (
+    LISTED,
+    CostChange,
+    Hint,
+    Part,
+    profile_hint,
+    share_intervals,
+)
 
 PERIOD = 1e9 / 499  # ns per sample at perf's -F 499
 LOOP = "nginx;ngx_worker_process_cycle;ngx_process_events_and_timers;ngx_epoll_process_events"
@@ -72,25 +79,109 @@ def test_an_aa_pair_names_no_function_in_at_least_95_percent(samples):
     assert all(change is not None for change in old)
 
 
-@pytest.mark.parametrize("samples", [2500, 5000])
-def test_a_slowed_leaf_is_named_with_its_callers_not_an_ancestor(samples):
+def on_the_way_to(part: Part, function: str) -> bool:
+    """Whether ``part`` names ``function`` or a caller of it in one of BASE's stacks."""
+    node = ";".join(part.path)
+    return any(stack.endswith(";" + function) and (stack == node or stack.startswith(node + ";"))
+               for stack in BASE)
+
+
+@pytest.mark.parametrize(("samples", "named_at_least"), [(2500, 187), (5000, 200)])
+def test_a_slowed_leaf_is_named_with_its_callers_not_an_ancestor(samples, named_at_least):
+    """The leaf is named itself in 187 of 200 pairs at 2,500 samples (192 before callees had
+    to beat the growth's other parts beyond noise), 200 of 200 at 5,000; where its caller is
+    named (noise made the growth look split), the leaf's branch is its first part."""
     rng = np.random.default_rng(7)
     slower = slowed(BASE, "aesni_gcm_encrypt", 1.5)
     hints = [profile_hint(sampled(BASE, samples, rng), sampled(slower, samples, rng), PERIOD)
              for _ in range(200)]
     named = [h.function for h in hints]
-    assert named.count("aesni_gcm_encrypt") >= 0.95 * len(hints), set(named)
-    assert set(named) <= {"aesni_gcm_encrypt", None}  # never a caller; else nothing named
+    assert named.count("aesni_gcm_encrypt") >= named_at_least, set(named)
+    for hint in hints:  # never a caller without the leaf's branch first among its parts
+        assert hint.function in ("aesni_gcm_encrypt", None) or \
+            on_the_way_to(hint.parts[0], "aesni_gcm_encrypt"), hint.text()
     hint = next(h for h in hints if h.function == "aesni_gcm_encrypt")
     assert hint.own and hint.chain().startswith("EVP_EncryptUpdate <- SSL_write <- ")
-    assert hint.low > 0 and hint.a_pct < hint.b_pct
+    assert hint.low > 0 and hint.a_pct < hint.b_pct and not hint.parts
     text = hint.text()
     assert text.startswith("side b spends a larger share of the DUT's CPU in aesni_gcm_encrypt "
                            "(on CPU itself) ")
     assert "called from EVP_EncryptUpdate <- SSL_write <- " in text
+    assert "of its growth" not in text
     record = hint.as_record()
     assert record["function"] == "aesni_gcm_encrypt" and record["chain"][:2] == [
         "EVP_EncryptUpdate", "SSL_write"] and record["kind"] == "frame"
+    assert "parts" not in record
+
+
+SPLIT = {f"{WRITE};EVP_EncryptUpdate;aesni_gcm_encrypt": 6.0,
+         f"{WRITE};ssl3_write_bytes;__x64_sys_sendto_[k];tcp_sendmsg_[k]": 6.0}
+"""A growth split evenly over two leaves of ``SSL_write`` (+6 % of the CPU each; their
+shares grow +4.1 and +4.3 points), reached through different callees."""
+
+
+def grown_by(shares: dict[str, float], added: dict[str, float]) -> dict[str, float]:
+    """``shares`` with ``added`` weight on the given stacks (the rest unchanged)."""
+    return {s: w + added.get(s, 0.0) for s, w in shares.items()}
+
+
+def split_named(hint: Hint, caller: str, leaves: tuple[str, ...]) -> bool:
+    """Whether ``hint`` names ``caller`` and lists every one of ``leaves`` as a part."""
+    listed = {part.path[-1] for part in hint.parts}
+    return hint.function == caller and set(leaves) <= listed
+
+
+@pytest.mark.parametrize(("samples", "leaves_named"), [(2500, 160), (5000, 190)])
+def test_a_growth_split_over_two_leaves_names_their_caller_with_each_leaf_s_share(
+        samples, leaves_named):
+    """The review's case: a walk by the estimate named one of the two leaves at random (97
+    of 100 pairs at 5,000 samples, either one) and never the other; now ``SSL_write`` is
+    named with both leaves' branches as its parts in 193 of 200 pairs at 2,500 samples per
+    side (the leaves themselves in 165: noise within a branch stops the walk into it at a
+    caller of the leaf) and 196 at 5,000 (the leaves themselves in 196)."""
+    rng = np.random.default_rng(60)
+    b_shares = grown_by(BASE, SPLIT)
+    hints = [profile_hint(sampled(BASE, samples, rng), sampled(b_shares, samples, rng), PERIOD)
+             for _ in range(200)]
+    leaves = ("aesni_gcm_encrypt", "tcp_sendmsg_[k]")
+    branches = [h for h in hints if h.function == "SSL_write" and all(
+        any(on_the_way_to(part, leaf) for part in h.parts) for leaf in leaves)]
+    assert len(branches) >= 190, [h.text() for h in hints if h not in branches][:3]
+    both = [h for h in hints if split_named(h, "SSL_write", leaves)]
+    assert len(both) >= leaves_named
+    hint = both[0]
+    assert not hint.own and hint.low > 0 and len(hint.parts) == 2
+    shares = sorted(part.share for part in hint.parts)
+    assert 0.3 < shares[0] <= shares[1] < 0.8  # each about half of SSL_write's growth
+    text = hint.text()
+    assert text.startswith("side b spends a larger share of the DUT's CPU in SSL_write (with "
+                           "what it called) ")
+    assert "; of its growth: " in text and "aesni_gcm_encrypt <- EVP_EncryptUpdate (+" in text
+    assert "tcp_sendmsg_[k] <- __x64_sys_sendto_[k] <- ssl3_write_bytes (+" in text
+    assert f"{100 * hint.parts[0].share:.0f} % in " in text
+    record = hint.as_record()
+    assert [p["function"] for p in record["parts"]] == [p.path[-1] for p in hint.parts]
+    assert record["parts"][0]["via"] and record["more"] == 0
+
+
+def test_an_even_split_under_one_caller_lists_both_leaves_with_points_and_intervals():
+    """Two leaves directly under their caller, each twice as heavy in b: the caller is named
+    in 300 of 300 pairs (the review's count for one leaf named at random), both leaves listed
+    with their change and its interval (the frames' level)."""
+    a = {"nginx;SSL_write;aesni_gcm_encrypt": 10.0, "nginx;SSL_write;sha256_block": 10.0,
+         "nginx;other": 80.0}
+    b = {"nginx;SSL_write;aesni_gcm_encrypt": 20.0, "nginx;SSL_write;sha256_block": 20.0,
+         "nginx;other": 80.0}
+    rng = np.random.default_rng(8)
+    hints = [profile_hint(sampled(a, 2500, rng), sampled(b, 2500, rng), PERIOD)
+             for _ in range(300)]
+    both = [h for h in hints if split_named(h, "SSL_write", ("aesni_gcm_encrypt",
+                                                            "sha256_block"))]
+    assert len(both) >= 285, [h.function for h in hints if h not in both]
+    part = both[0].parts[0]
+    assert part.low < part.points < part.high and part.via == ()
+    assert part.text() == (f"{100 * part.share:.0f} % in {part.path[-1]} ({part.points:+.1f} "
+                           f"points [{part.low:+.1f}, {part.high:+.1f}])")
 
 
 def test_ties_between_a_frame_and_its_only_caller_go_to_the_deeper_frame():
@@ -113,6 +204,30 @@ def test_growth_spread_over_many_callees_names_their_caller_with_what_it_called(
                         sampled(b, 20000, np.random.default_rng(4)), PERIOD)
     assert (hint.kind, hint.function, hint.own) == ("frame", "parse", False)
     assert "in parse (with what it called)" in hint.text()
+    # the parts: the LISTED largest leaves (about an eighth each), the others counted
+    assert [len(part.path) for part in hint.parts] == [3] * LISTED and hint.more == 8 - LISTED
+    assert all(0.05 < part.share < 0.25 for part in hint.parts)
+    assert hint.text().endswith(f"{hint.parts[-1].text()}, and {8 - LISTED} more callees "
+                                "that grew")
+    assert hint.as_record()["more"] == 8 - LISTED
+
+
+def test_a_growth_split_between_a_frame_and_its_callee_lists_the_frame_itself():
+    """Half the growth on CPU in ``SSL_write`` itself, half in its callee: the callee does not
+    explain it, so ``SSL_write`` is named (its own share carries EXPLAINS of it: ``on CPU
+    itself``) with both parts, its own share as ``itself``."""
+    a = {"nginx;SSL_write": 10.0, "nginx;SSL_write;aesni_gcm_encrypt": 10.0,
+         "nginx;other": 80.0}
+    b = {"nginx;SSL_write": 20.0, "nginx;SSL_write;aesni_gcm_encrypt": 20.0,
+         "nginx;other": 80.0}
+    hint = profile_hint(Folded({s: int(w * 100 * PERIOD) for s, w in a.items()}),
+                        Folded({s: int(w * 100 * PERIOD) for s, w in b.items()}), PERIOD)
+    assert hint.function == "SSL_write" and hint.own
+    (first, second) = sorted(hint.parts, key=lambda part: part.itself)
+    assert (first.path[-1], second.path[-1], second.itself) == (
+        "aesni_gcm_encrypt", "SSL_write", True)
+    assert first.share == pytest.approx(0.5) and second.share == pytest.approx(0.5)
+    assert "% in SSL_write itself (+" in hint.text()
 
 
 def test_an_unchanged_cpu_per_request_means_the_profile_does_not_explain_the_change():
@@ -187,7 +302,15 @@ def test_the_interval_shown_always_cleared_the_noise_and_names_whose_it_is():
              for _ in range(200)]
     named = [h for h in hints if h.kind == "frame"]
     assert named and all(h.low > 0 for h in named)
-    carried = [h for h in named if h.grew]
-    assert carried, "expected some callee named for its ancestor's growth at 1,500 samples"
-    assert "most of the growth of " in carried[0].text()
-    assert carried[0].as_record()["grew"] == carried[0].grew
+    # a callee beating its sibling beyond noise while its own interval holds zero (1,500
+    # samples a side, 40 other frames: 2 of 1,000 sampled pairs above look like this)
+    a = {"nginx;EVP;aesni": 210.0, "nginx;EVP;CRYPTO": 30.0}
+    b = {"nginx;EVP;aesni": 274.0, "nginx;EVP;CRYPTO": 35.0}
+    for side in (a, b):
+        side |= {f"nginx;other{i}": (1500 - sum(side.values())) / 40 for i in range(40)}
+    carried = profile_hint(Folded({s: int(w * PERIOD) for s, w in a.items()}),
+                           Folded({s: int(w * PERIOD) for s, w in b.items()}), PERIOD)
+    assert (carried.function, carried.grew) == ("aesni", "EVP") and carried.low >= 0
+    assert "most of the growth of EVP and what it called: +4.6 points [+0.0, " in \
+        carried.text()
+    assert carried.as_record()["grew"] == "EVP"

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
+from collections.abc import Sequence
+from functools import cache
 from typing import Any
+
+import numpy as np
+from scipy.stats import norm
 
 
 def ab_series_suffix(record: dict[str, Any]) -> str:
@@ -82,8 +88,75 @@ def is_side_metric(metric: str) -> bool:
 
 
 def is_ratio_metric(metric: str, unit: str) -> bool:
-    """An A/B test's per-round ratio (``ab_rps_ratio``): its ``stdev`` column holds the
-    standard error of the test's ratio (the rounds' spread over the square root of their
-    count), so the gate's jumpavg sees each night as the estimate it is; the rounds' own
+    """An A/B test's per-round ratio (``ab_rps_ratio``): its ``value`` column holds the test's
+    Hodges-Lehmann ratio and its ``stdev`` column that ratio's standard error
+    (:func:`ratio_night`), so the gate sees each night as the estimate it is; the rounds' own
     spread stays in ``low``/``high`` and ``trial_values``."""
     return unit == "ratio" and metric.startswith("ab_") and metric.endswith("_ratio")
+
+
+SE_LEVEL = 0.95
+"""The level of the signed-rank interval whose half-width gives a ratio night's standard
+error (:func:`ratio_night`)."""
+EXACT_ROUNDS = 80
+"""Up to this many rounds the signed-rank distribution is exact (as the A/B test's)."""
+
+
+def ratio_night(trials: Sequence[float] | np.ndarray, value: float,
+                stdev: float) -> tuple[float, float]:
+    """An A/B ratio night as the history stores it (``value``, ``stdev``): the Hodges-Lehmann
+    ratio of its per-round ratios, the estimate the test's message reports (the median of the
+    Walsh averages of their logarithms, :func:`libraries.ab.rounds.ratio_interval`), and its
+    standard error, estimated from the same method: the half-width, in logarithms, of the
+    exact Wilcoxon signed-rank interval at about :data:`SE_LEVEL` (the widest one for fewer
+    than 6 rounds) over the normal quantile of its actual coverage, times the ratio (the
+    trend reads ``stdev / value`` as the standard error of the night's log ratio).
+
+    Why not the median and the rounds' spread over their root count, as before: the message
+    reports the Hodges-Lehmann ratio, and that spread is the *mean's* standard error, about
+    20 % below a median's (the median's own is ``sqrt(pi / 2)`` times the mean's on normal
+    noise). Simulated (2,000 nights at 2.4 % per-round spread, ``utest/test_history_night.py``):
+    the mean standard error over the actual spread of the stored log ratio is 1.00 and 1.05
+    on normal rounds (60, 20 rounds; 0.80 and 0.83 before) and 1.02 on t rounds with 3
+    degrees of freedom (1.22 before). A record of any version is read alike (from its
+    ``trials``); ratios that are not all positive and finite, or a single round, keep the
+    recorded ``value`` with ``stdev`` over the root count (0 for one round)."""
+    try:
+        ratios = np.asarray(trials, dtype=float)
+    except (TypeError, ValueError):
+        ratios = np.array([np.nan])
+    if ratios.size < 2 or not np.all(np.isfinite(ratios) & (ratios > 0)):
+        return value, stdev / math.sqrt(max(len(trials), 1))
+    logs = np.log(ratios)
+    walsh = np.sort((logs[:, None] + logs[None, :])[_pairs(logs.size)] / 2.0)
+    ratio = math.exp((walsh[(walsh.size - 1) // 2] + walsh[walsh.size // 2]) / 2.0)
+    k, z = _signed_rank_k(logs.size)
+    return ratio, ratio * float(walsh[-k] - walsh[k - 1]) / (2.0 * z)
+
+
+@cache
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The indexes of the Walsh averages of ``n`` values (every pair ``i <= j``)."""
+    return np.triu_indices(n)
+
+
+@cache
+def _signed_rank_k(n: int) -> tuple[int, float]:
+    """The rank ``k`` of the signed-rank interval ``[W(k), W(N + 1 - k)]`` of ``n`` rounds'
+    Walsh averages at :data:`SE_LEVEL` (at least 1) and the normal quantile of its coverage
+    (exact up to :data:`EXACT_ROUNDS`, normal beyond)."""
+    alpha = 1.0 - SE_LEVEL
+    if n > EXACT_ROUNDS:
+        mean, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        k = max(1, math.floor(mean - float(norm.ppf(1 - alpha / 2)) * sd))
+        below = float(norm.cdf((k - 0.5 - mean) / sd))
+    else:
+        counts = np.zeros(n * (n + 1) // 2 + 1)
+        counts[0] = 1.0
+        for rank in range(1, n + 1):
+            counts[rank:] = counts[rank:] + counts[:-rank].copy()
+        cdf = np.cumsum(counts) / 2.0 ** n
+        found = np.nonzero(cdf <= alpha / 2)[0]
+        k = int(found[-1]) + 1 if found.size else 1
+        below = float(cdf[k - 1])
+    return k, float(norm.ppf(1.0 - below))  # coverage 1 - 2 * below

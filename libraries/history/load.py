@@ -29,6 +29,7 @@ from libraries.history.ab_series import (
     ab_series_suffix,
     files_text,
     is_ratio_metric,
+    ratio_night,
     side_metrics,
 )
 from libraries.results.records import (
@@ -232,8 +233,9 @@ def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
     was partial (``run.json`` ``partial``: a suite run that could not finish), the result is
     ``invalid`` (its reasons), or a correctness check failed (a criterion bounding a metric
     at ``<= 0``, such as ``errors max: 0``, or any criterion judged in every trial,
-    ``per_trial``: a night that served errors measured something else). A test failing its
-    performance verdict or a floor is a valid night: that is the change the gate looks for."""
+    ``per_trial``: a night that served errors measured something else), named with its bound
+    as recorded (``failed: errors 250 > 0 in 2 of 30 trials``). A test failing its performance
+    verdict or a floor is a valid night: that is the change the gate looks for."""
     partial = run.get("partial")
     if partial:
         return f"partial night: {partial}"
@@ -244,9 +246,18 @@ def excluded_reason(record: dict[str, Any], run: dict[str, Any]) -> str:
               if c.get("outcome") == "fail" and (c.get("per_trial") or (
                   c.get("op") == "<=" and c.get("required") == 0))]
     if failed:
-        return "failed: " + "; ".join(f"{c.get('metric')} {c.get('measured')} > 0"
-                                      for c in failed)
+        return "failed: " + "; ".join(_failed_text(c) for c in failed)
     return ""
+
+
+def _failed_text(c: dict[str, Any]) -> str:
+    """``errors 250 > 0 in 2 of 30 trials``: a failed criterion with its recorded bound (``op``
+    ``<=``: exceeded, ``>=``: fell short) and, judged in every trial, the trials that broke it."""
+    g = lambda v: f"{v:g}" if isinstance(v, int | float) else str(v)  # noqa: E731
+    broken = c.get("violations") if c.get("per_trial") and c.get("trials") else None
+    return (f"{c.get('metric')} {g(c.get('measured'))} {'<' if c.get('op') == '>=' else '>'} "
+            f"{g(c.get('required'))}" + (f" in {len(broken)} of {c['trials']} trials"
+                                         if isinstance(broken, list) and broken else ""))
 
 
 def _versions_text(versions: dict[str, dict[str, str]]) -> str:
@@ -328,8 +339,8 @@ def _load_file(path: Path) -> dict[str, list[Any]]:
             if not math.isfinite(value) or not math.isfinite(high - low):
                 raise RecordError(f"{path}:{number}: metrics.{name}: expected finite numbers, "
                                   f"got value {metric['value']!r}, trials {metric['trials']!r}")
-            if is_ratio_metric(name, metric["unit"]):
-                stdev = stdev / math.sqrt(len(metric["trials"]))
+            if is_ratio_metric(name, metric["unit"]):  # the night's estimate, as reported
+                value, stdev = ratio_night(metric["trials"], value, stdev)
                 cv = stdev / abs(value) if value else 0.0
             else:
                 cv = metric.get("cv")
