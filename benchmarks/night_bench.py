@@ -13,8 +13,9 @@ series:
   :class:`libraries.results.family.NightFamily`; ``AB_SCATTER`` 1 %, ``AB_LOOK`` 20: what
   :func:`libraries.nightly.reference.robot_variables` gives a night); a regression fails it;
 * the gate: :func:`libraries.trend.ratio.find_steps` over the series' nights (value = the
-  median of the rounds the test ran, stdev = their standard error, as the history stores a
-  ratio), at each series' share of the gate's half of the night level
+  Hodges-Lehmann ratio of the rounds the test ran, stdev = its standard error, as the
+  history stores a ratio night: :func:`libraries.history.ab_series.ratio_night`), at each
+  series' share of the gate's part of the night level
   (:func:`libraries.trend.analysis.ratio_alpha`). Its walk over the nights is causal, so the
   night a step was ``found`` is the night the gate would have exited 3.
 

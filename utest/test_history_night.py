@@ -6,15 +6,21 @@ over nights)."""
 from __future__ import annotations
 
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from libraries.ab.rounds import ratio_interval
 from libraries.history.ab_series import ratio_night
+from libraries.history.ingest import ingest
 from libraries.history.load import excluded_reason
+from libraries.history.store import FORMAT_FILE, STORE_FORMAT, Store
 from libraries.results.correctness import trial_violations, worst
 from libraries.results.criteria import CriterionResult
+from libraries.trend.gate import analyse_store
+from utest.test_nightly_reference import night
 
 
 def per_trial(metric: str, op: str, required: float, values: list[float]) -> dict:
@@ -73,3 +79,24 @@ def test_a_ratio_night_s_standard_error_matches_its_spread_over_nights(noise, ro
     medians = np.median(logs, axis=1)
     old = logs.std(axis=1, ddof=1) / math.sqrt(rounds)  # what was stored (in logs)
     assert abs(se.mean() / y.std() - 1) < abs(old.mean() / medians.std() - 1)
+
+
+def test_a_store_of_the_older_format_is_stored_again_from_its_records(tmp_path: Path) -> None:
+    """A store written before the ratio nights were Hodges-Lehmann estimates (format 1, no
+    FORMAT file): the next ingest stores every run it finds again, in this format, rebuilds
+    the series cache, and keeps (and names) a run whose records are gone."""
+    results, store = tmp_path / "results", Store(tmp_path / "history")
+    rng = np.random.default_rng(1)
+    for day in range(3):
+        night(results, day, list(np.exp(rng.normal(0.0, 0.02, 30))))
+    assert ingest([results], store).errors == []
+    assert store.format == STORE_FORMAT and not store.outdated()
+    analyse_store(store)  # the cache is built
+    (store.root / FORMAT_FILE).unlink()  # as a store of format 1 is
+    gone = sorted(results.iterdir())[0]
+    shutil.rmtree(gone)
+    assert store.outdated()
+    report = ingest([results], store)
+    assert len(report.stored) == 2 and report.outdated == [gone.name]
+    assert store.format == STORE_FORMAT and not store.cache_dir.exists()
+    assert len(store.runs()) == 3

@@ -22,6 +22,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from libraries.history.load import load_files
-from libraries.history.store import SCHEMA, Store, default_store
+from libraries.history.store import SCHEMA, STORE_FORMAT, Store, default_store
 from libraries.results.records import RecordError, find_record_files
 
 LOG = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class IngestReport:
     stored: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    outdated: list[str] = field(default_factory=list)
+    """Runs of an older store format whose records were not found: kept as they are."""
 
 
 def _first_run_id(path: Path) -> str | None:
@@ -168,7 +171,8 @@ def _store_batch(store: Store, batch: list[SourceRun], report: IngestReport) -> 
 def ingest(roots: list[Path], store: Store, rebuild: bool = False) -> IngestReport:
     """Store every run under ``roots`` that the store lacks (every run with ``rebuild``)."""
     report = IngestReport()
-    stored = {} if rebuild else store.runs()
+    upgrade, old_format = not rebuild and store.outdated(), store.format
+    stored = {} if rebuild or upgrade else store.runs()
     todo = []
     known = _load_known(store)
     before = len(known)
@@ -181,14 +185,26 @@ def ingest(roots: list[Path], store: Store, rebuild: bool = False) -> IngestRepo
             report.skipped.append(run.run_id)
         else:
             todo.append(run)
-    if rebuild:
+    if rebuild or upgrade:  # an older format: every run found is stored again
+        found = {run.run_id for run in todo}
         for run in store.runs().values():
-            run.path.unlink()
+            if rebuild or run.run_id in found:
+                run.path.unlink()
+            else:
+                report.outdated.append(run.run_id)
+        shutil.rmtree(store.cache_dir, ignore_errors=True)
     for batch in _batches(todo):
         try:
             _store_batch(store, batch, report)
         except RecordError as error:
             report.errors.append(str(error))
+    if not report.errors:
+        store.mark_format()
+    if report.outdated:
+        LOG.warning("%s: %d run(s) stored in format %s (their records were not found under "
+                    "%s) are kept as they are; what a sample means changed in format %s "
+                    "(history/store.py STORE_FORMAT)", store.root, len(report.outdated),
+                    old_format, ", ".join(map(str, roots)), STORE_FORMAT)
     return report
 
 

@@ -44,7 +44,11 @@ import pyarrow.parquet as pq
 
 from libraries.results.records import RecordError
 
-STORE_FORMAT = "1"
+STORE_FORMAT = "2"
+"""What a stored sample means: 2 stores an A/B ratio night as the Hodges-Lehmann estimate of
+its rounds with that estimate's standard error (1: their median with the mean's standard
+error). Kept in each file's metadata and in the store's ``FORMAT`` file (absent: 1)."""
+FORMAT_FILE = "FORMAT"
 DEFAULT_FOLDER = "history"
 CACHE_FOLDER = "_cache"
 _NAME = re.compile(r"^(?P<run>[A-Za-z0-9._-]{1,64})~(?P<size>\d+)\.parquet$")
@@ -102,6 +106,21 @@ class Store:
     def cache_dir(self) -> Path:
         """Folder of derived state (safe to delete: rebuilt from the Parquet files)."""
         return self.root / CACHE_FOLDER
+
+    @property
+    def format(self) -> str:
+        """The format the store's runs were written in (``FORMAT``; "1" when absent)."""
+        path = self.root / FORMAT_FILE
+        return path.read_text().strip() if path.is_file() else "1"
+
+    def outdated(self) -> bool:
+        """Whether the store holds runs of an older :data:`STORE_FORMAT`."""
+        return self.format != STORE_FORMAT and bool(self.runs())
+
+    def mark_format(self) -> None:
+        """Record that every run of the store is of this :data:`STORE_FORMAT`."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / FORMAT_FILE).write_text(STORE_FORMAT + "\n")
 
     def _candidates(self) -> Iterator[StoredRun]:
         if not self.root.is_dir():

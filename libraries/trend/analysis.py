@@ -33,7 +33,8 @@ from libraries.trend.detect import (
     classify_with_jumpavg,
     spread_groups,
 )
-from libraries.trend.ratio import Youth, find_steps, newest_step, pending, segments, youth
+from libraries.trend.newest import Youth, pending, youth
+from libraries.trend.ratio import find_steps, newest_step, segments
 
 LOG = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ EXIT_REGRESSION = 3
 
 ORDER = {"regression": 0, "pending": 1, "progression": 2, "normal": 3}
 """``pending``: an A/B ratio series whose newest night moved beyond the margin, which the gate
-cannot confirm before the next night (:func:`libraries.trend.ratio.pending`)."""
+cannot confirm before the next night (:func:`libraries.trend.newest.pending`)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class SeriesTrend:
     """Why the newest night was not judged (a failed, invalid or partial night), else empty."""
     young: Youth | None = None
     """An A/B ratio series whose newest level is younger than the gate's baseline: what it
-    flags now (:func:`libraries.trend.ratio.youth`)."""
+    flags now (:func:`libraries.trend.newest.youth`)."""
 
     @property
     def key(self) -> str:
@@ -313,7 +314,7 @@ def confirmation_text(trend: SeriesTrend) -> str:
     verdict of the trials), or ``-`` when the newest group did not move; a pending night:
     ``-13.6% [-16.0%, -11.1%] pending: confirmed or cleared by the next night``; an excluded
     newest night: ``not judged: <why>``; an A/B ratio series with a young newest level and
-    nothing else to say: what it flags now (:class:`libraries.trend.ratio.Youth`)."""
+    nothing else to say: what it flags now (:class:`libraries.trend.newest.Youth`)."""
     if trend.excluded:
         return f"not judged: {trend.excluded}"
     if trend.confirmation is None and trend.pending is None and trend.young is not None:

@@ -3,9 +3,10 @@
 Both sides of a night share the machine, so its drift cancels in the ratio, but the true
 ratio itself still moves from night to night (about 1 %: a duet sizes a change under
 co-location, testbeds differ). Pooling the rounds of several nights would ignore that, so
-here **the night is the unit**: each night gives one log ratio ``y`` (its median) and its own
-standard error ``se`` (the rounds' spread over their root count), and a level is the mean of
-its nights' ``y``. The spread ``s`` of single nights around a level is:
+here **the night is the unit**: each night gives one log ratio ``y`` (the Hodges-Lehmann
+estimate of its rounds) and its own standard error ``se`` (from that estimate's signed-rank
+interval, :func:`libraries.history.ab_series.ratio_night`), and a level is the mean of its
+nights' ``y``. The spread ``s`` of single nights around a level is:
 
 * from the level's own nights once it has :data:`NOISE_NIGHTS` of them: their sample standard
   deviation (never below the nights' median ``se``), with Student's t quantile at ``B - 1``
@@ -58,7 +59,7 @@ fits the nights best, near the flagging window's start). A level needs :data:`MI
 nights before a change from it is judged. Rows that are ``excluded`` (a failed, invalid or
 partial night, :mod:`libraries.history.load`) are drawn but never judged nor used as a
 baseline. The newest night beyond the margin that no rule confirmed yet is **pending**
-(:func:`pending`): shown with its change and interval, confirmed or cleared by the next night.
+(:func:`libraries.trend.newest.pending`): shown with its change and interval, confirmed or cleared by the next night.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ class Nights:
 
 
 @cache
-def _quantile(alpha: float, df: int | None) -> float:
+def quantile(alpha: float, df: int | None) -> float:
     """The two-sided quantile at ``alpha``: Student's t at ``df``, normal when None."""
     p = 1.0 - alpha / 2.0
     return float(norm.ppf(p) if df is None else student.ppf(p, df))
@@ -190,7 +191,7 @@ def level_change(base: np.ndarray, base_se: np.ndarray, new: np.ndarray, directi
         spread, df = scatter(base, base_se)
     diff = float(np.mean(new) - np.mean(base))
     error = spread * math.sqrt(1.0 / new.size + 1.0 / base.size)
-    half = _quantile(alpha, df) * error
+    half = quantile(alpha, df) * error
     low, high = math.exp(diff - half), math.exp(diff + half)
     z = abs(diff) / error if error > 0 else math.inf
     p_value = math.erfc(z / math.sqrt(2)) if df is None else float(2 * stdtr(df, -z))
@@ -261,7 +262,7 @@ def _may_clear(sums: _Sums, base: tuple[int, int], new: tuple[int, int], alpha: 
         if df is None:
             own = max(own, SCATTER_PRIOR)
     diff = sums.mean(*new) - sums.mean(*base)
-    half = _quantile(alpha, df) * own * math.sqrt(1.0 / n_new + 1.0 / n_base)
+    half = quantile(alpha, df) * own * math.sqrt(1.0 / n_new + 1.0 / n_base)
     return math.exp(diff + half) < 1.0 - margin or math.exp(diff - half) > 1.0 + margin
 
 
@@ -377,62 +378,6 @@ def newest_step(steps: Sequence[Step], nights: int) -> Step | None:
     """The step that makes the newest of ``nights`` a regression or progression: the last
     one, when the newest night's test found it; else None."""
     return steps[-1] if steps and steps[-1].found == nights - 1 else None
-
-
-def pending(rows: pd.DataFrame, steps: Sequence[Step], direction: str,
-            margin: float = RATIO_MARGIN, alpha: float = NIGHT_LEVEL) -> AbResult | None:
-    """The newest night's change against its level when its interval (rule 1's, for a
-    one-night level) lies wholly beyond the margin and no rule flagged it: the gate cannot
-    confirm it yet (the next night confirms or clears it). None otherwise, and for an
-    excluded newest night (never judged) or one with no judged night before it."""
-    nights = Nights.of(rows.reset_index(drop=True))
-    last = len(rows) - 1
-    if last < 1 or not nights.judged[last] or newest_step(steps, len(rows)) is not None:
-        return None
-    level = steps[-1].start if steps else 0
-    before = [i for i in range(max(level, 0), last) if nights.judged[i]][-BASELINE:]
-    if not before:
-        return None
-    result = level_change(nights.y[before], nights.se[before], nights.y[last:], direction,
-                          alpha / 2, margin)
-    return result if result.verdict in ("regression", "progression") else None
-
-
-@dataclass(frozen=True)
-class Youth:
-    """A level younger than :data:`BASELINE` nights: its ``nights`` and the smallest step
-    (relative, e.g. 0.046) rule 1 flags on the step's second night ``now`` and ``grown``,
-    once the level has :data:`BASELINE` nights at the same scatter."""
-
-    nights: int
-    now: float
-    grown: float
-
-    def text(self) -> str:
-        """``young level (3 nights): a step beyond 4.6 % is flagged on its second night
-        (beyond 3.1 % once it has 20 nights; smaller ones beyond the 1 % margin as their
-        nights accumulate)``."""
-        return (f"young level ({self.nights} night{'s' * (self.nights != 1)}): a step beyond "
-                f"{self.now:.1%} is flagged on its second night (beyond {self.grown:.1%} once "
-                f"it has {BASELINE} nights; smaller ones beyond the {RATIO_MARGIN:.0%} margin "
-                "as their nights accumulate)")
-
-
-def youth(rows: pd.DataFrame, steps: Sequence[Step], alpha: float = NIGHT_LEVEL,
-          margin: float = RATIO_MARGIN) -> Youth | None:
-    """The newest level's youth (None once it has :data:`BASELINE` judged nights): what
-    rule 1 can flag now from it, at its scatter (the prior while it is young)."""
-    nights = Nights.of(rows.reset_index(drop=True))
-    level = steps[-1].start if steps else 0
-    judged = np.flatnonzero(nights.judged[level:]) + level
-    if judged.size >= BASELINE or judged.size == 0:
-        return None
-    spread, df = scatter(nights.y[judged], nights.se[judged])
-    size = max(judged.size, MIN_BASELINE)
-    now = margin + _quantile(alpha / 2, df) * spread * math.sqrt(1 / NEW_NIGHTS + 1 / size)
-    grown = margin + _quantile(alpha / 2, BASELINE - 1) * spread * math.sqrt(
-        1 / NEW_NIGHTS + 1 / BASELINE)
-    return Youth(int(judged.size), math.expm1(now), math.expm1(grown))
 
 
 def segments(values: Sequence[float], steps: Sequence[Step], offset: int,
