@@ -59,7 +59,8 @@ fits the nights best, near the flagging window's start). A level needs :data:`MI
 nights before a change from it is judged. Rows that are ``excluded`` (a failed, invalid or
 partial night, :mod:`libraries.history.load`) are drawn but never judged nor used as a
 baseline. The newest night beyond the margin that no rule confirmed yet is **pending**
-(:func:`libraries.trend.newest.pending`): shown with its change and interval, confirmed or cleared by the next night.
+(:func:`libraries.trend.newest.pending`): shown with its change and interval, confirmed or
+cleared by the next night.
 """
 
 from __future__ import annotations
