@@ -23,25 +23,28 @@ clear 1 % is no finding). Three rules, at shares of the series' night level ``al
    newest :data:`BASELINE` nights before them; each of the new nights must also have moved
    beyond the margin on its own (one wild night beside a normal one is no level). A step
    starting on night k is flagged on night k + 1.
-2. **persistent** (a quarter, once it has a window to test): the newest ``W`` nights
+2. **persistent** (three eighths, once it has a window to test): the newest ``W`` nights
    (:data:`PERSISTENT`) against the level as it was pinned, its first :data:`BASELINE`
    nights, once the window lies wholly after them. A step on the level's night
    :data:`BASELINE` or later that the first rule missed is not absorbed: it is flagged once
    ``W`` of its nights stand against the pinned level.
-3. **young** (the last quarter, and rule 2's while it has none, split over its
-   candidates): a step on a night ``c`` of the
-   level's first :data:`BASELINE` nights (a series' first nights, a level just after a
-   flagged step) has no pinned level of its own: the level's nights :data:`YOUNG_STARTS` with
-   :data:`YOUNG_NIGHTS` or more after them are candidates, and each tests
-   **all** the nights from ``c`` to tonight against the level's nights before ``c`` (only
-   nights before it: nothing after a step enters its baseline). The scatter of such a test
-   is pooled from both sides' nights around their own means (a step does not inflate it),
-   so a young level borrows its estimate from the nights after the candidate; the window
-   grows every night, so a persistent step is flagged eventually wherever it fell, as far
-   as the few nights before it allow (the bound below).
+3. **young** (the last eighth, and rule 2's share too while it has no window, split over
+   its candidates): a step on a night ``c`` of the level's first :data:`BASELINE` nights (a
+   series' first nights, a level just after a flagged step) has no pinned level of its own.
+   The level's nights :data:`YOUNG_STARTS` with :data:`YOUNG_NIGHTS` or more after them are
+   candidates, and each tests **all** the nights from ``c`` to tonight against the level's
+   nights before ``c`` only (nothing after a step enters its baseline). Its scatter is
+   pooled from both sides' nights around their own means (a step does not inflate it), so a
+   young level borrows its estimate from the nights after the candidate; the window grows
+   every night, so a lasting step is flagged eventually wherever it fell, as far as the few
+   nights before it allow (with 2 nights before it, at 1 % night-to-night scatter, a 3 %
+   step cannot be told from the margin: ``benchmarks/README.md``, issue 60).
 
-Rules 2 and 3 together judge every night of a level as a candidate start exactly once:
-nights ``< BASELINE`` by rule 3, later ones by rule 2's window (rule 1 covers the newest).
+Rules 2 and 3 together judge every night of a level as a candidate start: nights
+``< BASELINE`` by rule 3, later ones by rule 2's window (rule 1 covers the newest). Once rule 2
+has its window, it takes three eighths and rule 3 one: measured on the same simulated nights,
+a quarter each cost rule 2 five points by k + 5 and k + 10 (3 % step, 1 % scatter, a 20-night
+level: 54 / 76.5 % against 60 / 81 %) for 1.5-5 points of young steps by k + 30.
 
 Why these windows (``benchmarks/night_bench.py``, README "Methodology"): a step from night k
 has 2 nights by k + 1 and 6 by k + 5, the horizons the goals name; one
@@ -333,16 +336,16 @@ def _step_at(y: np.ndarray, se: np.ndarray, sums: _Sums, level: int, at: int,
             continue  # the window reaches into the level's first nights: rule 3's
         pinned = True
         end = level + BASELINE
-        if not _may_clear(sums, (level, end), (start, at + 1), alpha / 4 / len(PERSISTENT),
+        if not _may_clear(sums, (level, end), (start, at + 1), alpha * 3 / 8 / len(PERSISTENT),
                           margin, pooled=False):
             continue
         result = level_change(y[level:end], se[level:end], y[start:at + 1], direction,
-                              alpha / 4 / len(PERSISTENT), margin)
+                              alpha * 3 / 8 / len(PERSISTENT), margin)
         if result.verdict in ("regression", "progression") and _moved(
                 y[start:at + 1], float(np.mean(y[level:end])), result.change.ratio, margin):
             found.append(Step(start, result, at, "persistent"))
     found.extend(_young_steps(y, se, sums, level, at, direction, margin,
-                              alpha / 4 if pinned else alpha / 2))
+                              alpha / 8 if pinned else alpha / 2))
     if not found:
         return None
     return max(found, key=lambda s: abs(math.log(s.result.change.ratio)))
