@@ -118,7 +118,8 @@ def take_snapshot(node: Node, groups: list[int], ledger: str | None = None,
 class ProcessUsage:
     """CPU of one named process (or several with the same name, e.g. two nginx workers)
     over a window, in percent of one core; ``threads`` by thread name when the threads are
-    named apart (VPP's ``vpp_main``, ``vpp_wk_0``).
+    named apart (VPP's ``vpp_main``, ``vpp_wk_0``); ``cpu_s``: the same user + system time
+    in seconds, unrounded by the window's length (what a cost per unit of work divides).
     """
 
     name: str
@@ -127,10 +128,13 @@ class ProcessUsage:
     sys: float
     count: int
     threads: dict[str, float]
+    cpu_s: float | None = None
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"cpu": self.cpu, "usr": self.usr, "sys": self.sys,
                                   "count": self.count}
+        if self.cpu_s is not None:
+            record["cpu_s"] = self.cpu_s
         if self.threads:
             record["threads"] = self.threads
         return record
@@ -240,7 +244,7 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
         # vpp_wk_0); wrk's threads are all "wrk"
         by_thread = {t: percent(v) for t, v in sorted(named.items())} if len(named) > 1 else {}
         processes[label] = ProcessUsage(label, percent(u + s), percent(u), percent(s), int(n),
-                                        by_thread)
+                                        by_thread, round((u + s) / tick, 4))
     exited = sorted({process_label(sample, names[sample.stat.pgid])
                      for pid, sample in before.processes.items()
                      if pid not in after.processes and sample.stat.pgid in names})
