@@ -31,6 +31,7 @@ from libraries.results.cost import (
     tree_cpu_s,
     vpp_clocks_per_packet,
 )
+from libraries.results.headline import headline
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.records import build_record, validate_record
@@ -370,3 +371,14 @@ def test_a_duet_side_keeps_every_rounds_telemetry_from_the_run_that_held_it(link
     here_held = sum(1 for order in judged.order.split(": ", 1)[1].split(" | ")
                     if order.startswith("a here"))
     assert 0 < here_held < 20  # both runs held side a: the record's block took both
+
+
+def test_a_plain_headline_gives_the_cost_and_who_else_took_the_cores():
+    measurement = Measurement(case="ssl_proxy", stack="kernel", parameters={})
+    measurement.add("rps", [9000.0, 9100.0, 8900.0], "requests/s")
+    readings = [{"dut": _reading(0.45 + i / 100, nice=nice)}
+                for i, nice in enumerate((50.0, 57.0, 61.0))]
+    add_costs(measurement, [PROXY], {"proxy": [9000, 9000, 9000]}, {"proxy": readings})
+    text = headline(measurement)
+    assert text.endswith("; cost 51.1 CPU µs/request [50, 52.2]; other processes took 57 % "
+                         "of dut's cores during the trials"), text
