@@ -6,6 +6,7 @@ undecided."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.duet_link import DuetLink
 from libraries.ab.rounds import metric_alpha
 from libraries.cases.telemetry import TrialTelemetry
+from libraries.history.load import load_records
 from libraries.results.adaptive import run_interleaved
 from libraries.results.cost import (
     CostSpec,
@@ -34,9 +36,10 @@ from libraries.results.cost import (
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
-from libraries.results.records import build_record, validate_record
+from libraries.results.records import append_record, build_record, validate_record
 from libraries.testbed.topology import VppInstall
 from utest.test_ab_session import _session
+from utest.test_nightly_reference import classifications
 from utest.test_telemetry_results import real_reading
 from utest.test_trial_telemetry import RUNTIME, TrackedNode, _bed, pause
 
@@ -233,7 +236,9 @@ def _reading_of(nice: float = 0.0):
     return lambda label, result: {"dut": _reading(result.cpu_s, nice=nice)}
 
 
-def test_a_candidate_costing_8_percent_more_per_request_fails_on_cost_naming_it(tmp_path):
+def test_a_candidate_costing_8_percent_more_per_request_fails_on_cost_naming_it(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: 61)  # the coin
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
                              "['split_clients $x $y {50% a; * b;}']}}}\n")
     session.settings = AbSettings(look=10, max_rounds=30)
@@ -253,7 +258,8 @@ def test_a_candidate_costing_8_percent_more_per_request_fails_on_cost_naming_it(
     assert block["metrics"]["cost"]["level"] == 1 - metric_alpha(session.settings, 2)
     message = measurement.notes[-1]
     assert message.startswith("A/B rps: inconclusive (")
-    assert "; y costs 8." in message and " % more CPU per request than x (cost [+" in message
+    assert re.search(r"; y costs [78]\.\d % more CPU per request than x \(cost \[\+[78]\.\d, "
+                     r"\+[89]\.\d\]\); ", message), message
     assert message.endswith("; other processes took 57 % of dut's cores during the trials "
                             "after 30 rounds (x: nginx 1.22.1; y: nginx 1.26.3)")
     assert block["sides"]["b"]["foreign_load"]["share_pct"] == 57.0
@@ -270,7 +276,9 @@ def test_a_candidate_costing_8_percent_more_per_request_fails_on_cost_naming_it(
     assert record["verdict"] == "fail"
 
 
-def test_a_cost_a_side_could_not_give_is_not_judged_and_the_rates_decide(tmp_path):
+def test_a_cost_a_side_could_not_give_is_not_judged_and_the_rates_decide(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: 62)
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
                              "['access_log off;']}}}\n")
     session.settings = AbSettings(look=10, max_rounds=10)
@@ -382,3 +390,43 @@ def test_a_plain_headline_gives_the_cost_and_who_else_took_the_cores():
     text = headline(measurement)
     assert text.endswith("; cost 51.1 CPU µs/request [50, 52.2]; other processes took 57 % "
                          "of dut's cores during the trials"), text
+
+
+# -- the nightly trends the cost ratio beside the rate -------------------------------------------
+
+
+def test_the_nightly_trends_the_cost_ratio_beside_the_rate_and_flags_its_step(tmp_path,
+                                                                             monkeypatch):
+    """Ten nights of A/B records as the session writes them: tonight's build costs 5 % more
+    CPU per request from night 7 on, its rate as scattered as ever. The history keeps
+    ``ab_cost_ratio`` as a ratio series beside ``ab_rps_ratio`` (and each side's cost), and
+    the gate flags the cost's step, not the rate (its ratio series is direction
+    lower_is_better: :func:`libraries.history.ab_series.is_ratio_metric` takes it)."""
+    session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
+                             "['map $uri $z {default 1;}']}}}\n")
+    session.settings = AbSettings(look=10, max_rounds=20)
+    results = tmp_path / "results"
+    seeds = iter(range(100, 110))  # each night's coin, fixed: the same nights every run
+    monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: next(seeds))
+    for night in range(10):
+        candidate = _Candidate(lambda: session.side, 0.05 if night >= 6 else 0.0, seed=night)
+        telemetry = _Told(_reading_of())
+        measurement = session.measure("ssl_proxy", "kernel", {}, {"proxy": candidate.trial},
+                                      TrialPlan(duration=2, trials=3, warmup=0),
+                                      _build(telemetry), {"rps": "higher_is_better"},
+                                      telemetry, costs={"cost": "lower_is_better"})
+        started = datetime(2026, 1, 1 + night, 2, tzinfo=UTC)
+        record = build_record(measurement, [], test_id="3node/ssl_proxy/1kb", suite="s",
+                              name="1kb", tags=[], topology="3node", versions={},
+                              started=started, seconds=60.0, host="h")
+        record["run_id"] = f"{started:%Y%m%d-%H%M%S}-{night:04x}"
+        append_record(results / record["run_id"] / "records.jsonl", record)
+    frame = load_records([results])
+    assert {"ab_rps_ratio", "ab_cost_ratio", "cost [a: x]", "cost [b: y]"} <= \
+        set(frame["metric"])
+    cost = frame[frame["metric"] == "ab_cost_ratio"]
+    assert set(cost["direction"]) == {"lower_is_better"} and len(cost) == 10
+    found = classifications(results)  # after each night
+    # the step's first night is pending, its second flags it (then it is the new level)
+    assert found["ab_cost_ratio"][:8] == ["normal"] * 6 + ["pending", "regression"]
+    assert "regression" not in found["ab_rps_ratio"]
