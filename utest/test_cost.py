@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +32,7 @@ from libraries.results.cost import (
     add_costs,
     cost_phrase,
     foreign_message,
+    foreign_share,
     tree_cpu_s,
     vpp_clocks_per_packet,
 )
@@ -41,7 +44,7 @@ from libraries.testbed.topology import VppInstall
 from utest.test_ab_session import _session
 from utest.test_nightly_reference import classifications
 from utest.test_telemetry_results import real_reading
-from utest.test_trial_telemetry import RUNTIME, TrackedNode, _bed, pause
+from utest.test_trial_telemetry import RUNTIME, Tracked, TrackedNode, _bed, pause
 
 PROXY = CostSpec("proxy", "dut", ("nginx-proxy",), "request", "the reverse proxy", (0,))
 
@@ -430,3 +433,42 @@ def test_the_nightly_trends_the_cost_ratio_beside_the_rate_and_flags_its_step(tm
     # the step's first night is pending, its second flags it (then it is the new level)
     assert found["ab_cost_ratio"][:8] == ["normal"] * 6 + ["pending", "regression"]
     assert "regression" not in found["ab_rps_ratio"]
+
+
+def test_the_testbeds_own_niced_processes_are_not_foreign_load():
+    """A suite started with ``nice`` runs its nginx niced: the core's nice column holds it.
+    Its own niced seconds on the core (``niced_s``, by the core each task last ran on) are
+    taken out; what is left was someone else's."""
+    trial = {"dut": _reading(0.4, nice=60.0)}  # 1.2 s of the core's 2 s were niced
+    trial["dut"]["processes"]["nginx-proxy worker"]["niced_s"] = {"0": 0.4, "1": 0.3}
+    trial["tg"] = {"boot_id": "b1", "processes": {"wrk": {"niced_s": {"0": 0.2}}}}
+    trial["lab"] = {"boot_id": "another kernel", "processes": {"x": {"niced_s": {"0": 0.5}}}}
+    assert foreign_share(trial, "dut", (0,)) == pytest.approx(30.0)  # (1.2 - 0.6) / 2 s
+    assert foreign_share({"dut": _reading(0.4, nice=10.0) | {"processes": {
+        "p": {"niced_s": {"0": 0.9}}}}}, "dut", (0,)) == 0.0  # never below nothing
+
+
+def test_a_niced_process_of_the_testbed_is_read_as_niced_on_its_core(tmp_path: Path):
+    """Real reads: a spinner started with nice 5 on core 0 (taskset), tracked as the test's:
+    its time is niced time on core 0, and the core's nice column, less it, is what others
+    took."""
+    spinner = subprocess.Popen(["taskset", "-c", "0", "nice", "-n", "5", "sh", "-c",
+                                "while :; do :; done"], start_new_session=True)
+    try:
+        dut = TrackedNode(workdir=str(tmp_path / "dut"), name="dut",
+                          processes=(Tracked(spinner.pid, "spinner"),))
+        telemetry = TrialTelemetry(_bed(dut=dut))
+        run_interleaved({"spin": lambda trial: (time.sleep(0.3), object())[1]},
+                        TrialPlan(trials=1, duration=1, warmup=0), telemetry)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    trial = telemetry.trials["spin"][0]
+    row = trial["dut"]["processes"]["spinner"]
+    usr = row["usr"] / 100 * trial["dut"]["elapsed_s"]  # niced user time: the nice column
+    assert set(row["niced_s"]) == {"0"} and row["niced_s"]["0"] == pytest.approx(usr, abs=0.01)
+    assert row["cpu_s"] > 0.02  # it ran (beside other work on a shared machine)
+    nice = trial["dut"]["cores"]["0"]["nice"] / 100 * trial["dut"]["elapsed_s"]
+    share = foreign_share(trial, "dut", (0,))
+    assert share == pytest.approx(max(0.0, nice - row["niced_s"]["0"]) /
+                                  trial["dut"]["elapsed_s"] * 100, abs=0.02)

@@ -22,7 +22,8 @@ rate, per trial:
   processed vectors, on the workers (``vpp_main`` where there are none), per packet entering
   the graph. VPP polls, so its process time says nothing of its work.
 - ``<v>foreign_share``: the share of the DUT's cores that ``nice`` processes (a build, a
-  burner at nice 19) and the hypervisor (``steal``) took during the trial: CPU taken outside
+  burner at nice 19) and the hypervisor (``steal``) took during the trial, less what the
+  testbed's own niced processes ran there (a suite started with ``nice``): CPU taken outside
   the testbed, stated so that a figure that moved says why.
 
 A figure whose input is missing in any trial (a node unreadable, the process absent, no work
@@ -109,11 +110,21 @@ def core_seconds(reading: Reading, cores: Sequence[int], columns: Sequence[str])
     return share * float(reading["elapsed_s"])
 
 
-def core_share(reading: Reading, cores: Sequence[int], columns: Sequence[str]) -> float:
-    """% of ``cores`` (all of them when empty) that ``columns`` took in one node's reading."""
+def foreign_share(trial: Mapping[str, Reading], node: str, cores: Sequence[int]) -> float:
+    """% of ``node``'s ``cores`` (all of them when empty) taken outside the testbed in one
+    trial: their ``nice`` (niced tasks' user time) and ``steal`` time, less the user time
+    the testbed's own niced tasks (every node on that kernel: a run started with ``nice``)
+    ran there, by the core each last ran on (``niced_s``); never below 0."""
+    reading = trial[node]
     table = reading["cores"]
     chosen = [str(c) for c in cores] or [k for k in table if k != "all"]
-    return round(sum(table[c][col] for c in chosen for col in columns) / len(chosen), 2)
+    elapsed = float(reading["elapsed_s"])
+    taken = sum(table[c][col] for c in chosen for col in FOREIGN_COLUMNS) / 100.0 * elapsed
+    own = sum(seconds for other in trial.values() if "unavailable" not in other and
+              other.get("boot_id") == reading.get("boot_id")
+              for row in other.get("processes", {}).values()
+              for core, seconds in row.get("niced_s", {}).items() if core in chosen)
+    return round(max(0.0, taken - own) / (len(chosen) * elapsed) * 100.0, 2)
 
 
 def vpp_clocks_per_packet(reading: Reading) -> float | None:
@@ -152,10 +163,11 @@ def _node_readings(spec: CostSpec, readings: Sequence[Mapping[str, Reading] | No
     return (found, "") if found else (None, f"no measured trial of {spec.variant}")
 
 
-def _per_trial(spec: CostSpec, nodes: Sequence[Reading], work: Sequence[float]
-               ) -> tuple[dict[str, list[float]], list[str]]:
+def _per_trial(spec: CostSpec, trials: Sequence[Mapping[str, Reading]],
+               work: Sequence[float]) -> tuple[dict[str, list[float]], list[str]]:
     """Each figure's per-trial values (see the module), and why any could not be given."""
     scale = PER[spec.per][1]
+    nodes = [trial[spec.node] for trial in trials]
     figures: dict[str, list[float]] = {}
     why: list[str] = []
     trees = [tree_cpu_s(r, spec.groups) for r in nodes]
@@ -172,8 +184,8 @@ def _per_trial(spec: CostSpec, nodes: Sequence[Reading], work: Sequence[float]
         figures[f"{spec.prefix}kernel_cost"] = [
             core_seconds(r, spec.cores, KERNEL_COLUMNS) / w * scale
             for r, w in zip(nodes, work, strict=True)]
-        figures[f"{spec.prefix}foreign_share"] = [core_share(r, spec.cores, FOREIGN_COLUMNS)
-                                                  for r in nodes]
+        figures[f"{spec.prefix}foreign_share"] = [foreign_share(t, spec.node, spec.cores)
+                                                  for t in trials]
     except KeyError as error:
         why.append(f"{spec.prefix}kernel_cost: {spec.node}: {error.args[0]}")
     if spec.vpp:
@@ -201,8 +213,10 @@ def descriptions(spec: CostSpec, shared: bool) -> dict[str, dict[str, str]]:
             "out included" + ("; the testbed's nodes share one kernel, so every node's "
                               "kernel work on these cores counts" if shared else ""))},
         f"{spec.prefix}foreign_share": {"unit": "%", "counts": (
-            f"nice + steal time of {spec.node}'s cores ({cores}) in % of them: CPU taken by "
-            "niced processes outside the testbed (builds, burners) and by the hypervisor")},
+            f"nice + steal time of {spec.node}'s cores ({cores}) in % of them, less the "
+            "testbed's own niced processes there: CPU taken by niced processes outside the "
+            "testbed (builds, burners) and by the hypervisor; other processes at nice 0 are "
+            "not told apart from the test's own")},
     }
     if spec.vpp:
         found[f"{spec.prefix}vpp_cost"] = {"unit": "clocks/packet", "counts": (
@@ -235,7 +249,7 @@ def add_costs(measurement: Measurement, specs: Sequence[CostSpec],
             reasons.append(f"{spec.metric} unavailable: {len(counted)} results of "
                            f"{spec.variant} for {len(nodes)} telemetry readings")
             continue
-        figures, missing = _per_trial(spec, nodes, counted)
+        figures, missing = _per_trial(spec, [t for t in given if t is not None], counted)
         reasons += [f"{line} (unavailable)" for line in missing]
         told = descriptions(spec, any(_shared(t, spec.node) for t in given if t is not None))
         for name, values in figures.items():
@@ -269,7 +283,8 @@ def foreign_load(spec: CostSpec, shares: Sequence[float]) -> dict[str, Any]:
     """The record's statement of the CPU others took on the DUT's cores during the trials."""
     return {"node": spec.node, "cores": list(spec.cores) or "all",
             "share_pct": round(statistics.median(shares), 2), "max_pct": max(shares),
-            "counts": "nice + steal time of the node's cores, % of them, median of the trials"}
+            "counts": "nice + steal time of the node's cores less the testbed's own niced "
+                      "processes', % of them, median of the trials"}
 
 
 def foreign_message(shares: Mapping[str, Mapping[str, Any]]) -> str | None:

@@ -71,9 +71,10 @@ def summarize_node(trials: Sequence[NodeTrial]) -> dict[str, Any]:
 
 
 def _shown(processes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """A trial's process table as the record keeps it: without ``cpu_s`` (the seconds a cost
-    divides, :mod:`libraries.results.cost`; ``cpu`` is the same time in % of one core)."""
-    return {name: {k: v for k, v in row.items() if k != "cpu_s"}
+    """A trial's process table as the record keeps it: without ``cpu_s`` and ``niced_s``
+    (the seconds a cost divides and a foreign share leaves out, :mod:`libraries.results.cost`;
+    ``cpu`` is the same time in % of one core)."""
+    return {name: {k: v for k, v in row.items() if k not in ("cpu_s", "niced_s")}
             for name, row in processes.items()}
 
 
