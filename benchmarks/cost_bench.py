@@ -2,6 +2,8 @@
 both, quiet and beside two ``nice -n 19`` burners, in sequential and duet A/B tests.
 
     python -m benchmarks.cost_bench --quick       # one small cell (~2 minutes): it works
+    python -m benchmarks.cost_bench grid          # issue 61's grid (about 12-16 hours)
+    python -m benchmarks.cost_bench grid --modes duet-burners sequential-burners --runs 10
     python -m benchmarks.cost_bench collect --side aa --runs 20 --out aa-seq.jsonl
     python -m benchmarks.cost_bench collect --side regex:12 --burners 2 --duet --runs 20 \\
         --out r12-duet-burn.jsonl
@@ -274,6 +276,62 @@ def rates(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int =
     return "\n".join(lines) + "\n"
 
 
+PLANTED = ("regex:3", "regex:6", "regex:9", "regex:15")
+"""About 1, 2, 3 and 5 % of the proxy's CPU per request (each 0.27-0.41 % a regular
+expression on this VM, benchmarks/README.md; measured by the grid's truth runs)."""
+MODES = {"sequential-quiet": (False, 0), "sequential-burners": (False, 2),
+         "duet-quiet": (True, 0), "duet-burners": (True, 2)}
+
+
+def grid(folder: Path, runs: int, truth_runs: int, aa_runs: int, modes: list[str],
+         sides: tuple[str, ...] = PLANTED) -> list[Path]:
+    """Issue 61's grid: per mode, ``aa_runs`` A/A tests of 60 rounds judged once (their
+    rounds feed ``rates``: false regressions and detection at the suite's looks), each
+    planted side's true size (``truth_runs`` tests of 60 rounds) and ``runs`` A/B tests with
+    the suite's looks; one records file per cell in ``folder``. Returns the files."""
+    files = []
+    for mode in modes:
+        duet, burn = MODES[mode]
+        for side in ("aa", *sides):
+            planned = ((True, aa_runs),) if side == "aa" else ((True, truth_runs), (False, runs))
+            for truth, count in planned:
+                if not count:
+                    continue
+                path = folder / f"{side.replace(':', '')}-{mode}{'-truth' if truth else ''}.jsonl"
+                collect(side, count, path, duet=duet, burn=burn, truth=truth)
+                files.append(path)
+    return files
+
+
+def smallest_called(paths: list[Path], share: float = 0.9) -> str:
+    """Per mode, the smallest planted cost (its truth runs' median change) called a regression
+    on cost in at least ``share`` of its tests, and the same on throughput."""
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in paths:
+        records = records_of(path)
+        bench = records[0].get("bench", {})
+        mode = ("duet" if bench.get("duet") else "sequential") + \
+            (", burners" if bench.get("burners") else ", quiet")
+        cell = cells.setdefault((mode, bench.get("side", path.stem)), {})
+        if bench.get("truth"):
+            cell["size"] = statistics.median(r["ab"]["metrics"]["cost"]["change_pct"]
+                                             for r in records if "cost" in r["ab"]["metrics"])
+        else:
+            for name in METRICS:
+                verdicts = [r["ab"]["metrics"].get(name, {}).get("verdict") for r in records]
+                cell[name] = verdicts.count("regression") / len(verdicts)
+    lines = ["| mode | smallest cost called in 90 % on cost | on throughput |", "|---|---|---|"]
+    for mode in sorted({m for m, _ in cells}):
+        found = []
+        for name in ("cost", "rps"):
+            sized = sorted((c["size"], side) for (m, side), c in cells.items()
+                           if m == mode and side != "aa" and "size" in c and
+                           c.get(name, 0.0) >= share)
+            found.append(f"{sized[0][1]} (+{sized[0][0]:.1f} %)" if sized else "none")
+        lines.append(f"| {mode} | {found[0]} | {found[1]} |")
+    return "\n".join(lines) + "\n"
+
+
 QUICK = ["-v", "AB_LOOK:10", "-v", "AB_MAX_ROUNDS:10", "-v", "DURATION:2", "-v", "WARMUP:1"]
 
 
@@ -304,6 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     look.add_argument("files", nargs="+", type=Path)
     share = commands.add_parser("rates")
     share.add_argument("files", nargs="+", type=Path, help="A/A records files")
+    whole = commands.add_parser("grid", help="issue 61's grid, then its tables")
+    whole.add_argument("--dir", type=Path, default=Path("results/bench/cost"))
+    whole.add_argument("--runs", type=int, default=10, help="A/B tests per planted cell")
+    whole.add_argument("--truth-runs", type=int, default=2,
+                       help="60-round tests sizing each planted cost")
+    whole.add_argument("--aa-runs", type=int, default=6, help="60-round A/A tests per mode")
+    whole.add_argument("--modes", nargs="+", choices=sorted(MODES), default=sorted(MODES))
+    whole.add_argument("--sides", nargs="+", default=list(PLANTED))
     args = parser.parse_args(argv)
     if args.quick:
         return quick(args.out)
@@ -312,8 +378,14 @@ def main(argv: list[str] | None = None) -> int:
         collect(args.side, args.runs, args.out, duet=args.duet, burn=args.burners,
                 truth=args.truth, extra=extra)
         return 0
-    if args.command == "analyze":
-        sys.stdout.write(HEADER + "".join(summary(p) + "\n" for p in args.files))
+    if args.command == "grid":
+        args.files = grid(args.dir, args.runs, args.truth_runs, args.aa_runs, args.modes,
+                          tuple(args.sides))
+        sys.stdout.write(rates([p for p in args.files if p.name.startswith("aa-")],
+                               AbSettings()) + "\n")
+    if args.command in ("analyze", "grid"):
+        sys.stdout.write(HEADER + "".join(summary(p) + "\n" for p in args.files) + "\n"
+                         + smallest_called(args.files))
         return 0
     if args.command == "rates":
         sys.stdout.write(rates(args.files, AbSettings()))

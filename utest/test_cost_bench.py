@@ -5,6 +5,7 @@ A/B records as the session writes them."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,3 +105,33 @@ def test_rates_replay_aa_rounds_for_cost_and_throughput(tmp_path: Path):
             for line in table.splitlines()[2:]}
     assert rows["cost"][0] <= 5.0 and rows["cost"][-1] >= 90.0  # 5 % called at 1.5 % spread
     assert rows["rps"][2] + 30 < rows["cost"][2]  # at 2 %: the rate at 6 % spread calls less
+
+
+def test_the_grid_plans_its_cells_and_names_the_smallest_cost_called(tmp_path: Path,
+                                                                     monkeypatch):
+    """The grid's cells (collect replaced: what it would run), then the smallest planted
+    cost called in 90 % of tests on each metric, sized by its truth runs."""
+    ran: list[tuple[str, int, bool, int, bool]] = []
+    rng = np.random.default_rng(3)
+
+    def collect(side, count, path, *, duet=False, burn=0, truth=False, extra=None):
+        ran.append((side, count, duet, burn, truth))
+        size = {"aa": 0.0, "regex:3": 0.01, "regex:6": 0.02}[side]
+        called = ("inconclusive", "regression" if size >= 0.02 or truth else "inconclusive")
+        lines = [_record(list(np.exp(rng.normal(0, 0.06, 60))),
+                         list(np.exp(rng.normal(np.log(1 + size), 0.01, 60))), called,
+                         side=side, duet=duet, burners=burn, truth=truth)
+                 for _ in range(count)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+        return lines
+
+    monkeypatch.setattr(cost_bench, "collect", collect)
+    files = cost_bench.grid(tmp_path, 4, 2, 3, ["duet-burners"], ("regex:3", "regex:6"))
+    assert ran == [("aa", 3, True, 2, True), ("regex:3", 2, True, 2, True),
+                   ("regex:3", 4, True, 2, False), ("regex:6", 2, True, 2, True),
+                   ("regex:6", 4, True, 2, False)]
+    assert [p.name for p in files][:2] == ["aa-duet-burners-truth.jsonl",
+                                           "regex3-duet-burners-truth.jsonl"]
+    table = cost_bench.smallest_called(files)
+    assert re.search(r"\| duet, burners \| regex:6 \(\+2\.\d %\) \| none \|", table), table
+
