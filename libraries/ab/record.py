@@ -86,7 +86,7 @@ def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
         else:
             parts.append(f"{metric}: {c.verdict} ({c.describe()}, margin "
                          f"{settings.margin * 100:g} %{_told(c, settings.margin)})")
-    for metric in costs - set(outcome.comparisons):
+    for metric in sorted(costs - set(outcome.comparisons)):
         parts.append(f"{metric}: not judged ({_why_unjudged(outcome, metric)})")
     rates = [c.verdict for m, c in outcome.comparisons.items() if m not in costs]
     foreign = foreign_message({side: built.cost.get("foreign_load", {})

@@ -172,11 +172,11 @@ def _per_trial(spec: CostSpec, trials: Sequence[Mapping[str, Reading]],
     why: list[str] = []
     trees = [tree_cpu_s(r, spec.groups) for r in nodes]
     if any(w <= 0 for w in work):
-        why.append(f"{spec.metric}: a trial of {spec.variant} counted no work")
+        why.append(f"{spec.metric} unavailable: a trial of {spec.variant} counted no work")
         return figures, why
     if any(t is None for t in trees):
-        why.append(f"{spec.metric}: no process of {', '.join(spec.groups)} on {spec.node} in "
-                   f"every {spec.variant} trial")
+        why.append(f"{spec.metric} unavailable: no process of {', '.join(spec.groups)} on "
+                   f"{spec.node} in every {spec.variant} trial")
     else:
         figures[spec.metric] = [t / w * scale for t, w in zip(trees, work, strict=True)
                                 if t is not None]
@@ -187,12 +187,13 @@ def _per_trial(spec: CostSpec, trials: Sequence[Mapping[str, Reading]],
         figures[f"{spec.prefix}foreign_share"] = [foreign_share(t, spec.node, spec.cores)
                                                   for t in trials]
     except KeyError as error:
-        why.append(f"{spec.prefix}kernel_cost: {spec.node}: {error.args[0]}")
+        why.append(f"{spec.prefix}kernel_cost unavailable: {spec.node}: {error.args[0]}")
     if spec.vpp:
         clocks = [vpp_clocks_per_packet(r) for r in nodes]
         if any(c is None for c in clocks):
-            why.append(f"{spec.prefix}vpp_cost: VPP's runtime counters on {spec.node} "
-                       f"counted no packet in a {spec.variant} trial (or were unreadable)")
+            why.append(f"{spec.prefix}vpp_cost unavailable: VPP's runtime counters on "
+                       f"{spec.node} counted no packet in a {spec.variant} trial (or were "
+                       "unreadable)")
         else:
             figures[f"{spec.prefix}vpp_cost"] = [c for c in clocks if c is not None]
     return figures, why
@@ -250,7 +251,7 @@ def add_costs(measurement: Measurement, specs: Sequence[CostSpec],
                            f"{spec.variant} for {len(nodes)} telemetry readings")
             continue
         figures, missing = _per_trial(spec, [t for t in given if t is not None], counted)
-        reasons += [f"{line} (unavailable)" for line in missing]
+        reasons += missing
         told = descriptions(spec, any(_shared(t, spec.node) for t in given if t is not None))
         for name, values in figures.items():
             measurement.add(name, values, told[name]["unit"], "lower_is_better")
