@@ -158,7 +158,7 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
             stream.write(json.dumps(record) + "\n")
         shutil.rmtree(run_dir)  # its record is in ``out`` now
         block = record["ab"]
-        (metric,) = block["metrics"].values()
+        metric = rate_metric(block)
         print(f"run {index + 1}/{runs}: {block['verdict']} {metric['change_pct']:+.2f} % after "
               f"{block['rounds']['run']} rounds in {time.monotonic() - started:.0f} s",
               flush=True)
@@ -170,10 +170,15 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def rate_metric(block: dict[str, Any]) -> dict[str, Any]:
+    """The A/B block's rate (its first metric that is not a cost: a record of issue 61 on
+    judges the cost per request beside it)."""
+    return next(m for m in block["metrics"].values() if not m.get("cost"))
+
+
 def _log_ratios(record: dict[str, Any]) -> np.ndarray:
-    """The per-round log ratios of a record's (one) compared metric."""
-    (metric,) = record["ab"]["metrics"].values()
-    return np.log(metric["ratios"])
+    """The per-round log ratios of a record's compared rate."""
+    return np.log(rate_metric(record["ab"])["ratios"])
 
 
 def summary(path: Path) -> str:
@@ -181,7 +186,7 @@ def summary(path: Path) -> str:
     deviation of a test's per-round log ratios, what its interval's width follows)."""
     records = _records(path)
     verdicts = [r["ab"]["verdict"] for r in records]
-    changes = [next(iter(r["ab"]["metrics"].values()))["change_pct"] for r in records]
+    changes = [rate_metric(r["ab"])["change_pct"] for r in records]
     rounds = [r["ab"]["rounds"]["run"] for r in records]
     minutes = [(r["bench"]["wall_s"] if "bench" in r else r["duration_s"]) / 60
                for r in records]  # a nightly_bench night's record: the test's own time

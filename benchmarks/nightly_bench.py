@@ -197,7 +197,7 @@ def _nights(paths: list[Path]) -> list[dict[str, Any]]:
             record = json.loads(line)
             if "ab" not in record:
                 continue
-            (metric,) = record["ab"]["metrics"].values()
+            metric = next(m for m in record["ab"]["metrics"].values() if not m.get("cost"))
             found.append({"ratios": np.asarray(metric["ratios"], float),
                           "direction": metric["direction"]})
     return found

@@ -253,3 +253,64 @@ def test_a_candidate_answering_503_to_one_percent_fails_a_duet_naming_side_b_s_r
     assert run.returncode != 0 and status == "FAIL", (run.stdout[-2000:], message)
     assert "side b (flaky)" in message and "side b's run" in message, message
     assert re.search(r"\d+ of \d+ responses were not 2xx/3xx", message), message
+
+
+COSTLIER = ("name: proxy costs more per request\na: {name: plain}\nb:\n  name: regex-map\n"
+            "  nginx: {proxy: {http: ['map $request_id $cost_probe { "
+            + " ".join(f'"~[g-z]{{{i + 1}}}" m{i};' for i in range(40))
+            + " default none; }'], server: ['set $cost_seen $cost_probe;']}}\n")
+"""A candidate proxy that runs 40 regular expressions (that never match) over every request's
+id: about 10 % more of its CPU per request (benchmarks/cost_bench.py ``regex:40``)."""
+TEN = ["-v", "AB_LOOK:10", "-v", "AB_MAX_ROUNDS:10", "-v", "DURATION:2", "-v", "WARMUP:1",
+       "-v", "PROFILE:off"]
+
+
+def _costlier(record: dict, message: str, rounds: int) -> None:
+    """Issue 61: the A/B judged the proxy's CPU per request beside its rate and called it."""
+    block = record["ab"]
+    assert set(block["metrics"]) == {"rps", "cost"}
+    cost = block["metrics"]["cost"]
+    assert cost["verdict"] == "regression" and cost["cost"] is True, cost
+    assert block["verdict"] == "regression" and record["verdict"] == "fail"
+    assert re.search(r"regex-map costs \d+\.\d % more CPU per request than plain \(cost "
+                     r"\[\+\d+\.\d, \+\d+\.\d\]\)", message), message
+    assert block["metrics"]["rps"]["verdict"] != "progression"
+    assert record["cost"]["metric"] == "cost" and "nginx-proxy" in record["cost"]["counts"]
+    for side in "ab":
+        assert 0 <= block["sides"][side]["foreign_load"]["share_pct"] <= 100
+    # each side's telemetry: one reading per round, each with its own trial's work
+    variants = record["telemetry"]["variants"]
+    assert {v: n["nodes"]["dut"]["trials"] for v, n in variants.items()} == \
+        {"a proxy": rounds, "b proxy": rounds}
+    sides = record["evidence"]["sides"]
+    assert len(sides["b"]["metrics"]["cost"]["trials"]) == rounds
+    assert "ab_cost_ratio" in record["metrics"]
+
+
+def test_a_candidate_costing_more_cpu_per_request_fails_on_cost_naming_it(tmp_path: Path):
+    code, out = _robot(tmp_path, COSTLIER, "1kb-10c-kernel-ssl-proxy",
+                       "tests/ssl_proxy/kernel.robot", TEN)
+    status, message = _messages(out)["1kb-10c-kernel-ssl-proxy"]
+    assert code == 1 and status == "FAIL", message
+    (record,) = map(json.loads, (out / "records.jsonl").read_text().splitlines())
+    _costlier(record, message, 10)
+
+
+def test_a_duet_pairs_each_rounds_telemetry_and_fails_on_cost(tmp_path: Path):
+    """Both runs measure every round; each side's record telemetry holds all its rounds (the
+    leading run's alone before: e.g. 4 of one side and 6 of the other in 10 rounds)."""
+    comparison = tmp_path / "ab.yaml"
+    comparison.write_text(COSTLIER)
+    out = tmp_path / "duet"
+    run = subprocess.run(
+        [sys.executable, "-m", "libraries.ab.duet_run", str(comparison), "-d", str(out),
+         "--timeout", "800", "--", "-v", "RUN_ID:duet", "-v", "TOPOLOGY:3node", *TEN,
+         "-t", "1kb-10c-kernel-ssl-proxy", "--console", "dotted",
+         "tests/ssl_proxy/kernel.robot"],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    status, message = _messages(out / "a")["1kb-10c-kernel-ssl-proxy"]
+    assert run.returncode == 1 and status == "FAIL", (run.stdout[-2000:], message)
+    (record,) = map(json.loads, (out / "a" / "records.jsonl").read_text().splitlines())
+    _costlier(record, message, 10)
+    held = record["ab"]["rounds"]["order"].split(": ", 1)[1].split(" | ")
+    assert len(held) == 10

@@ -562,6 +562,19 @@ def test_the_followed_metrics_verdict_is_read_from_the_record(tmp_path):
     assert missing.verdict == "failed" and "metric 'latency' not compared" in missing.detail
 
 
+def test_metric_cost_follows_the_cost_the_test_judged_whatever_its_prefix(tmp_path):
+    entry = {"direction": "higher_is_better", "ratios": [0.99, 1.0], "change": 0.995,
+             "change_pct": -0.5, "low": 0.94, "high": 1.04, "level": 0.95,
+             "verdict": "inconclusive", "method": "Hodges-Lehmann"}
+    cost = {**entry, "direction": "lower_is_better", "change": 1.077, "change_pct": 7.7,
+            "low": 1.051, "high": 1.102, "verdict": "regression", "cost": True}
+    _record(tmp_path, "t", {"traced_rps": entry, "traced_cost": cost})
+    outcome = read_outcome(tmp_path, "t", "cost", 0, 1, 1, 1.0, 0)
+    assert (outcome.verdict, outcome.change_pct) == ("regression", 7.7)
+    assert outcome.detail.startswith("traced_cost")
+    assert read_outcome(tmp_path, "t", None, 0, 1, 1, 1.0, 0).verdict == "inconclusive"
+
+
 def test_a_comparison_with_profiles_says_where_b_spends_more(tmp_path):
     entry = {"direction": "higher_is_better", "ratios": [0.91, 0.92], "change": 0.91,
              "change_pct": -9.0, "low": 0.88, "high": 0.94, "level": 0.95,

@@ -144,6 +144,10 @@ def test_the_ssl_proxy_case_measures_both_paths_with_wrk_pinned_and_timed():
                for note in measurement.notes)
     assert case.searcher is None
     assert "proxy trial 1: wrk output" in log.lines
+    # the proxy's CPU per request is judged beside rps in an A/B run; unread here: no figure
+    assert case.case().costs == {"cost": "lower_is_better"}
+    assert measurement.cost["unit"] == "CPU µs/request" and "cost" not in measurement.metrics
+    assert "nginx-proxy" in measurement.cost["counts"]
 
 
 def test_the_architecture_walk_shows_the_wrk_command_the_case_renders():
@@ -192,9 +196,15 @@ def test_the_tcp_term_case_measures_the_receivers_throughput():
     server = Process("dut", "iperf3-server", "iperf3 -s", 200, "/w/iperf3.log")
     setup = TcpTermSetup(("dut", server))
     request = TcpRequest("tg", False, 1, TrialPlan(trials=2, duration=1, warmup=0), "kernel")
-    measurement = TcpTermCase(CaseContext(testbed, log=Log()), setup, request).measure()
+    case = TcpTermCase(CaseContext(testbed, log=Log()), setup, request)
+    measurement = case.measure()
     assert measurement.case == "tcp_term"
     assert measurement.metrics["throughput"].summary.unit == "Gbit/s"
+    # its cost per GB: judged in an A/B run; here every read is unavailable: said, never 0
+    assert case.case().costs == {"cost": "lower_is_better"}
+    assert "cost" not in measurement.metrics
+    assert measurement.cost["metric"] == "cost" and measurement.cost["unit"] == "CPU s/GB"
+    assert measurement.cost["unavailable"].startswith("cost unavailable: trial 1 of iperf3: ")
     assert measurement.parameters["path"] == "through links"
     clients = [c for c in testbed.nodes["tg"].commands if " -c " in c]
     assert len(clients) == 2 and "198.18.1.1" in clients[0]
@@ -210,6 +220,9 @@ def test_the_ebpf_stream_case_measures_direct_and_native_interleaved_with_their_
     assert set(measurement.metrics) >= {"direct", "native", "native_direct_ratio"}
     assert measurement.parameters["variants"] == ["direct", "native"]
     assert case.case().compared == {"native": "higher_is_better"}  # the proxy under test
+    assert case.case().costs == {"native_cost": "lower_is_better"}  # its CPU per GB
+    assert measurement.cost["metric"] == "native_cost"
+    assert "the native nginx stream proxy (nginx-stream" in measurement.cost["counts"]
     clients = [c for c in testbed.nodes["tg"].commands if " -c " in c]
     assert [("198.18.2.2" in c, "198.18.1.1" in c) for c in clients] == [
         (True, False), (False, True)] * 2  # direct, native, direct, native

@@ -123,7 +123,9 @@ def test_usage_matches_the_tick_deltas_of_the_capture():
     assert procs["nginx-server worker"].cpu > procs["nginx-server master"].cpu == 0.0
     assert usage.sampler_cpu_s == pytest.approx(0.02)
     record = usage.as_record()
-    assert record["processes"]["wrk"] == {"cpu": 9.63, "usr": 0.92, "sys": 8.72, "count": 1}
+    # cpu_s: the same 21 ticks in seconds (what a cost per request divides), unrounded
+    assert record["processes"]["wrk"] == {"cpu": 9.63, "usr": 0.92, "sys": 8.72, "count": 1,
+                                          "cpu_s": 0.21}
 
 
 def test_named_threads_are_broken_down():

@@ -95,6 +95,14 @@ def test_the_trend_summary_and_run_report_state_the_family_wise_level(tmp_path: 
         "summary)")
     assert "0.02 of the night's family-wise level 0.05 (Bonferroni), OVER (planned for 6 " \
         "series) the tests' share 0.01" in run_family([fitted] * 12, night_of)
+    # a test judging its cost beside its rate splits its level between them: two series per
+    # test, the night still within the tests' share
+    share = night_of["test_alpha"] / 2
+    costed = {"ab": {"rounds": {"alpha": night_of["test_alpha"]},
+                     "metrics": {"rps": {"alpha": share}, "cost": {"alpha": share}}}}
+    assert run_family([costed] * 6, night_of).startswith(
+        "12 A/B series judged by tonight's tests: 0.01 of the night's family-wise level 0.05 "
+        "(Bonferroni), within the tests' share 0.01")
     # a record that keeps no level is counted apart, never given 0.05
     unrecorded = {"ab": {"rounds": {}, "metrics": {"rps": {}}}}
     assert run_family([record, unrecorded]) == (

@@ -84,3 +84,42 @@ def test_ssl_proxy_record_carries_cpu_of_every_node(records):
     assert record["metrics"]["proxy_nginx_worker_cpu"]["direction"] == "lower_is_better"
     assert record["metrics"]["rps_per_dut_core"]["value"] > 0
     json.dumps(record, allow_nan=False)
+
+
+def _tree_seconds(node: dict, group: str) -> list[float]:
+    """Per trial, the CPU seconds of ``group``'s processes from the record's telemetry."""
+    return [sum(row["cpu"] / 100.0 * elapsed for name, row in trial["processes"].items()
+                if name == group or name.startswith(f"{group} "))
+            for trial, elapsed in zip(node["per_trial"], node["elapsed_s"], strict=True)]
+
+
+def test_ssl_proxy_records_the_proxys_cpu_per_request_of_each_trial(records):
+    """Issue 61: the proxy's process tree (master and workers) CPU seconds per request wrk
+    completed, per trial, from the telemetry read around that very trial."""
+    record = records["1kb-10c-kernel-ssl-proxy"]
+    cost = record["metrics"]["cost"]
+    assert cost["unit"] == "CPU µs/request" and cost["direction"] == "lower_is_better"
+    dut = record["telemetry"]["variants"]["proxy"]["nodes"]["dut"]
+    # wrk ran 1 s of each trial's window: requests ~ rps * 1 s
+    estimate = [seconds / rps * 1e6 for seconds, rps in
+                zip(_tree_seconds(dut, "nginx-proxy"), record["metrics"]["rps"]["trials"],
+                    strict=True)]
+    assert cost["trials"] == pytest.approx(estimate, rel=0.25)
+    assert 1.0 < cost["value"] < 10000.0  # µs of CPU per 1 KiB request through TLS
+    assert record["metrics"]["kernel_cost"]["unit"] == "CPU µs/request"
+    assert 0.0 <= record["metrics"]["foreign_share"]["value"] <= 100.0
+    block = record["cost"]
+    assert block["metric"] == "cost" and "nginx-proxy" in block["counts"]
+    assert "softirq" in block["not_counted"] and block["foreign_load"]["node"] == "dut"
+
+
+def test_tcp_term_records_the_servers_cpu_per_gb_of_each_trial(records):
+    record = records["1s-kernel-tcp-term"]
+    cost = record["metrics"]["cost"]
+    assert cost["unit"] == "CPU s/GB"
+    dut = record["telemetry"]["variants"]["iperf3"]["nodes"]["dut"]
+    gigabytes = [gbps / 8 for gbps in record["metrics"]["throughput"]["trials"]]  # 1 s each
+    estimate = [s / gb for s, gb in zip(_tree_seconds(dut, "iperf3-server"), gigabytes,
+                                        strict=True)]
+    assert cost["trials"] == pytest.approx(estimate, rel=0.25)
+    assert record["cost"]["counts"].startswith("user + system CPU time of the iperf3 server")

@@ -12,7 +12,11 @@ whatever differs between the runs themselves cancels; per trial it names the ins
 runs start the same variant for the same seconds, runs its own and takes the other's result;
 looks, interval and verdict are the sequential engine's (:mod:`libraries.ab.rounds`). Side
 b's run follows (:func:`serve_duet`) and, at each look, sends its own measurement of the
-trials it ran as each side (built by its own case, with its own evidence and telemetry).
+trials it ran as each side (built by its own case, with its own evidence and telemetry:
+each trial's telemetry paired with that trial's own result, so its cost per request is its
+own). A side's figures, costs and telemetry are then taken round by round from the run that
+held it (:func:`combine`): the record's telemetry of side a lists every round's trial of side
+a, not the leading run's alone.
 Each test starts with a handshake naming it, so the two runs stay on the same test; a test
 that one side ended without measuring (a skip, a failed set-up) is told to the other
 (:meth:`~libraries.ab.duet_link.DuetLink.test_ended`), which stops waiting.
@@ -37,8 +41,10 @@ import numpy as np
 from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.rounds import SIDES, AbOutcome, judge_rounds
 from libraries.results.catalogue import case_catalogue
+from libraries.results.cost import restate_foreign_load
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
+from libraries.results.telemetry import telemetry_block
 
 START_LEAD = 0.05
 """Seconds ahead that side a names the instant both sides start a trial: each side's trial
@@ -84,8 +90,8 @@ def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan
                  build: Callable[[dict[str, list[Any]], float], Measurement],
                  metrics: Mapping[str, Direction], settings: AbSettings, link: DuetLink,
                  switch: Callable[[str], float], observer: TrialObserver | None = None,
-                 clock: Callable[[], float] = time.monotonic, seed: int | None = None
-                 ) -> AbOutcome:
+                 clock: Callable[[], float] = time.monotonic, seed: int | None = None,
+                 optional: frozenset[str] = frozenset()) -> AbOutcome:
     """Side a's run's measurement of a duet test (after :meth:`DuetLink.start_test`): each
     run warms up its own side, both at once; then in every round a coin (seeded by ``seed``)
     says which run holds side a and which side b (``switch(side)`` changes this run's testbed
@@ -137,13 +143,13 @@ def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan
         here = {side: build(held.results["here"][side], held.seconds["here"][side])
                 for side in SIDES if held.ran("here", side)}
         return {side: combine(side, {"here": here.get(side), "there": there.get(side)},
-                              held.held_by[side], metrics) for side in SIDES}
+                              held.held_by[side], metrics, optional) for side in SIDES}
 
     try:
         for name, trial in variants.items():
             if plan.warmup:
                 _pair(link, trial, Trial(name, plan.warmup, 0))
-        judged = judge_rounds(run_round, built, metrics, settings, started, clock)
+        judged = judge_rounds(run_round, built, metrics, settings, started, clock, optional)
         link.send("done", link.test, judged.stopped)
         link.finished = True
     finally:
@@ -166,20 +172,30 @@ def in_round_order(per_run: Mapping[str, Sequence[Any]], held_by: list[str]) -> 
 
 
 def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[str],
-            metrics: Mapping[str, Direction]) -> Measurement:
+            metrics: Mapping[str, Direction], optional: frozenset[str] = frozenset()
+            ) -> Measurement:
     """Side ``side``'s measurement from the two runs' own (``built``: each run's measurement of
-    the trials it ran as ``side``, None where it never held it): the compared ``metrics`` and
-    the case's correctness metrics (``errors``: judged in every trial, whichever run measured
-    it) per round from the run that held the side in that round (``held_by``, kept as
-    ``trial_runs`` so a broken round names its run), the rest of side a's run's measurement
-    where it held the side (else side b's run's), the other run's evidence beside it, and
-    every reason a result must not stand from either run."""
+    the trials it ran as ``side``, None where it never held it): the compared ``metrics``, the
+    case's correctness metrics (``errors``: judged in every trial, whichever run measured
+    it), every other per-trial metric both runs have (the costs, the CPU figures) and each
+    trial's telemetry, per round from the run that held the side in that round (``held_by``,
+    kept as ``trial_runs`` so a broken round names its run), the rest of side a's run's
+    measurement where it held the side (else side b's run's), the other run's evidence beside
+    it, and every reason a result must not stand from either run. An ``optional`` compared
+    metric (a cost) that a run could not give is left out of the side, with that run's
+    reason in its notes (it is then not judged)."""
     present = {run: m for run, m in built.items() if m is not None}
     if not present:
         raise DuetError(f"duet: no run measured side {side}")
     first = "here" if "here" in present else "there"
     merged = copy.deepcopy(present[first])
     for metric, direction in metrics.items():
+        lacking = [run for run, m in present.items() if metric not in m.metrics]
+        if metric in optional and lacking:
+            merged.metrics.pop(metric, None)
+            merged.notes += [f"{metric} not judged: {RUN_NAMES[run]} could not give it"
+                             + _why(present[run], metric) for run in lacking]
+            continue
         try:
             values = in_round_order({run: m.metrics[metric].summary.values
                                      for run, m in present.items()}, held_by)
@@ -189,6 +205,8 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
         merged.add(metric, values, merged.metrics[metric].summary.unit, direction)
     for metric in _correctness(present.values()):
         _merge_per_round(merged, side, metric, present, held_by)
+    _merge_rounds_of_the_rest(merged, present, held_by, {*metrics, *_correctness(
+        present.values())})
     merged.trial_runs = [RUN_NAMES[run] for run in held_by]
     for run, other in present.items():
         if run == first:
@@ -200,6 +218,42 @@ def combine(side: str, built: Mapping[str, Measurement | None], held_by: list[st
             merged.unavailable.setdefault(metric, f"on the other testbed: {why}")
         merged.trial_seconds += other.trial_seconds
     return merged
+
+
+def _why(measurement: Measurement, metric: str) -> str:
+    """``: <the run's note on metric>`` (empty when it left none)."""
+    said = next((note for note in measurement.notes if note.startswith(metric)), None)
+    return f": {said}" if said else ""
+
+
+def _merge_rounds_of_the_rest(merged: Measurement, present: Mapping[str, Measurement],
+                              held_by: list[str], done: set[str]) -> None:
+    """Every other metric with one figure per round each run held the side (the costs, the
+    CPU figures of the trials), and each variant's per-trial telemetry, per round from the
+    run that held the side (:func:`in_round_order`); the telemetry block rebuilt from them and
+    the cost block's foreign load restated. A figure only one run has stays that run's."""
+    held = {run: held_by.count(run) for run in present}
+    for name, known in list(merged.metrics.items()):
+        if name in done or not all(
+                name in m.metrics and m.metrics[name].summary.count == held[run]
+                for run, m in present.items()):
+            continue
+        values = in_round_order({run: m.metrics[name].summary.values
+                                 for run, m in present.items()}, held_by)
+        merged.add(name, values, known.summary.unit, known.direction)
+    variants = set(merged.trial_telemetry or {})
+    readings = {}
+    for variant in sorted(variants):
+        per_run = {run: (m.trial_telemetry or {}).get(variant) for run, m in present.items()}
+        if all(r is not None and len(r) == held[run] for run, r in per_run.items()):
+            readings[variant] = in_round_order(per_run, held_by)  # type: ignore[arg-type]
+        else:
+            merged.notes.append(f"telemetry of {variant}: one run kept none for some of its "
+                                "trials; the side's telemetry is of the other run's alone")
+    if variants:
+        merged.trial_telemetry = readings
+        merged.telemetry = telemetry_block(readings) if readings else merged.telemetry
+    restate_foreign_load(merged)
 
 
 def _correctness(built: Iterable[Measurement]) -> list[str]:

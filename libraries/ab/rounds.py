@@ -33,6 +33,14 @@ when it lies within ``+-margin``; *inconclusive* otherwise
 (:func:`libraries.results.verdict.classify`, the rule ``--compare`` and the trend gate use
 too). A true change within the margin is therefore called a regression in at most
 ``alpha / 2`` of tests over all looks.
+
+**Several metrics, one level.** A test judges its rate and, beside it, its cost per unit of
+work (:mod:`libraries.results.cost`: CPU per request, lower is better) at the same looks,
+each with its own interval and verdict; the look's level is split between them
+(:func:`metric_alpha`, Bonferroni), so a test calls a false change on any of them in at most
+``alpha / 2`` of tests, as one judging a rate alone did, and a night planned by its tests
+keeps its family-wise level. A cost a side could not give (its telemetry unreadable) is not
+judged (``optional``), and the rate decides alone; the split stays as planned.
 """
 
 from __future__ import annotations
@@ -160,15 +168,26 @@ def judge(interval: RatioInterval, direction: Direction, margin: float) -> Verdi
     return classify(interval.change, interval.low, interval.high, direction, margin)
 
 
+def metric_alpha(settings: AbSettings, metrics: int) -> float:
+    """The level of one of a test's ``metrics`` judged metrics at one look: ``alpha_per_look``
+    split between them (Bonferroni), so that a test judging throughput and cost calls a
+    false change on either in at most ``ALPHA / 2`` of tests, as one judging throughput alone
+    did, and a night planned by its tests (:mod:`libraries.results.family`) stays within its
+    level."""
+    return settings.alpha_per_look / max(1, metrics)
+
+
 def judge_at_looks(ratios: Sequence[float], settings: AbSettings,
-                   direction: Direction = "higher_is_better") -> tuple[Verdict, int]:
+                   direction: Direction = "higher_is_better", metrics: int = 1
+                   ) -> tuple[Verdict, int]:
     """The verdict the suite's looks reach on per-round ``ratios`` (b / a, at least
     ``settings.max_rounds`` of them) and the rounds it took: judged after every look's rounds
-    at ``alpha_per_look`` until one is conclusive, as :func:`measure_ab` judges (the
-    benchmarks and tests replay rounds through it)."""
+    at ``alpha_per_look`` (split over the test's ``metrics``: :func:`metric_alpha`) until one
+    is conclusive, as :func:`measure_ab` judges (the benchmarks and tests replay rounds
+    through it)."""
     verdict: Verdict = "inconclusive"
     for look in settings.looks:
-        verdict = judge(widen(ratio_interval(ratios[:look], settings.alpha_per_look),
+        verdict = judge(widen(ratio_interval(ratios[:look], metric_alpha(settings, metrics)),
                               settings.scatter), direction, settings.margin)
         if verdict != "inconclusive":
             return verdict, look
@@ -268,14 +287,20 @@ class _SideObserver:
 
 
 def compare(sides: Mapping[str, Measurement], metrics: Mapping[str, Direction],
-            settings: AbSettings) -> dict[str, MetricComparison]:
-    """Per metric the per-round ratios b / a of the two sides' trials and their verdict."""
+            settings: AbSettings, optional: frozenset[str] = frozenset()
+            ) -> dict[str, MetricComparison]:
+    """Per metric the per-round ratios b / a of the two sides' trials and their verdict, each
+    at its share of the look's level (:func:`metric_alpha`: split over every metric asked
+    for, judged or not); an ``optional`` metric (a cost) that a side lacks is not judged."""
     found = {}
+    level = metric_alpha(settings, len(metrics))
     for metric, direction in metrics.items():
+        if metric in optional and any(metric not in sides[s].metrics for s in SIDES):
+            continue
         a = sides["a"].metrics[metric].summary.values
         b = sides["b"].metrics[metric].summary.values
         ratios = tuple(y / x for x, y in zip(a, b, strict=True))
-        interval = widen(ratio_interval(ratios, settings.alpha_per_look), settings.scatter)
+        interval = widen(ratio_interval(ratios, level), settings.scatter)
         found[metric] = MetricComparison(metric, direction, ratios, interval,
                                          judge(interval, direction, settings.margin))
     return found
@@ -284,13 +309,14 @@ def compare(sides: Mapping[str, Measurement], metrics: Mapping[str, Direction],
 def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, build: Build,
                metrics: Mapping[str, Direction], settings: AbSettings,
                switch: Callable[[str], float], observer: TrialObserver | None = None,
-               clock: Callable[[], float] = time.monotonic, seed: int | None = None
-               ) -> AbOutcome:
+               clock: Callable[[], float] = time.monotonic, seed: int | None = None,
+               optional: frozenset[str] = frozenset()) -> AbOutcome:
     """Warm each side up, then run rounds in random order (a coin per round, seeded by
     ``seed``, else by a fresh random one) until a look is conclusive for every metric, or
     ``max_rounds`` or the budget is reached. ``switch(side)`` makes ``side`` the one under
     test and returns the seconds it took (called only when the side changes); ``build`` turns
-    one side's results into its measurement."""
+    one side's results into its measurement; ``optional`` metrics (costs) are judged where
+    both sides have them."""
     started = clock()
     seed = secrets.randbits(32) if seed is None else seed
     coin = np.random.default_rng(seed)
@@ -322,7 +348,7 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
 
     judged = judge_rounds(run_round, lambda: {s: build(results[s], trial_seconds[s])
                                               for s in SIDES},
-                          metrics, settings, started, clock)
+                          metrics, settings, started, clock, optional)
     return AbOutcome(judged.sides, results, judged.comparisons, judged.rounds, judged.stopped,
                      judged.looks, switches, clock() - started, " | ".join(orders), seed)
 
@@ -341,7 +367,8 @@ class Judged:
 
 def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str, Measurement]],
                  metrics: Mapping[str, Direction], settings: AbSettings, started: float,
-                 clock: Callable[[], float] = time.monotonic) -> Judged:
+                 clock: Callable[[], float] = time.monotonic,
+                 optional: frozenset[str] = frozenset()) -> Judged:
     """Run rounds (``run_round(number)`` measures both sides once) until a look is
     conclusive for every metric, or ``max_rounds`` or the budget (counted from ``started``,
     the warm-ups included) is reached; judged at the looks (``built()``: each side's
@@ -357,7 +384,7 @@ def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str,
         if rounds in settings.looks:
             looks.append(rounds)
             sides = built()
-            comparisons = compare(sides, metrics, settings)
+            comparisons = compare(sides, metrics, settings, optional)
             if all(c.verdict != "inconclusive" for c in comparisons.values()):
                 stopped = f"conclusive at the look after {rounds} rounds"
                 break
@@ -369,5 +396,5 @@ def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str,
     if rounds and (not looks or looks[-1] != rounds):
         looks.append(rounds)
         sides = built()
-        comparisons = compare(sides, metrics, settings)
+        comparisons = compare(sides, metrics, settings, optional)
     return Judged(rounds, stopped, looks, sides, comparisons)

@@ -25,8 +25,8 @@ from libraries.ab.comparison import ComparisonFile, Side, side_topology
 from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.duet_link import DuetLink
 from libraries.ab.fingerprint import SideFiles
-from libraries.ab.record import ab_block, ab_message
-from libraries.ab.rounds import AbOutcome, measure_ab
+from libraries.ab.record import ab_block, ab_message, side_costs
+from libraries.ab.rounds import AbOutcome, measure_ab, metric_alpha
 from libraries.results.adaptive import trial_name
 from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
 from libraries.results.plan import AbSettings, TrialPlan
@@ -258,29 +258,36 @@ class AbSession:
                 build: Callable[[dict[str, list[Any]], float], Measurement],
                 metrics: Mapping[str, Direction],
                 observer: TrialObserver | None = None,
-                trial_uses: frozenset[Use] = frozenset()) -> Measurement:
+                trial_uses: frozenset[Use] = frozenset(),
+                costs: Mapping[str, Direction] | None = None) -> Measurement:
         """Measure ``variants`` on both sides (:func:`~libraries.ab.rounds.measure_ab`) and
         return the A/B test's measurement: per metric the per-round ratios b / a as
         ``ab_<metric>_ratio``, both sides' figures as evidence, the comparison in ``ab``.
+        ``costs``: cost metrics judged beside ``metrics`` at the same looks where both sides
+        have them (:mod:`libraries.results.cost`; the looks' level split over all of them).
         Raises :class:`NothingToCompare` when the test uses nothing the sides change."""
+        judged = {**metrics, **(costs or {})}
+        optional = frozenset(costs or {})
         if self.duet is not None:
-            return self._measure_duet(case, stack, parameters, variants, plan, build, metrics,
-                                      observer, trial_uses)
+            return self._measure_duet(case, stack, parameters, variants, plan, build, judged,
+                                      observer, trial_uses, optional)
         if self.side != "a":
             raise HostStackError("an A/B test starts on side a (set-up keywords start it)")
         unused = self.unused_difference(trial_uses)
         if unused:
             raise NothingToCompare(unused)
         named = {variant: self._named(trial) for variant, trial in variants.items()}
-        outcome = measure_ab(named, plan, build, metrics, self.settings, self.switch, observer)
+        outcome = measure_ab(named, plan, build, judged, self.settings, self.switch, observer,
+                             optional=optional)
         self.switch("a")
-        return self._measurement(case, stack, parameters, outcome)
+        return self._measurement(case, stack, parameters, outcome, judged, optional)
 
     def _measure_duet(self, case: str, stack: str, parameters: dict[str, Any],
                       variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan,
                       build: Callable[[dict[str, list[Any]], float], Measurement],
                       metrics: Mapping[str, Direction], observer: TrialObserver | None,
-                      trial_uses: frozenset[Use]) -> Measurement:
+                      trial_uses: frozenset[Use],
+                      optional: frozenset[str] = frozenset()) -> Measurement:
         """:meth:`measure` beside the other side's run (:mod:`libraries.ab.duet`): side a
         leads and returns the A/B measurement; side b follows and raises
         :class:`MeasuredBeside` (its trials are in side a's record)."""
@@ -302,8 +309,8 @@ class AbSession:
                                  "beside side a's, whose run records and judges this test "
                                  f"({stopped})")
         outcome = measure_duet(named, plan, build, metrics, self.settings, link, self.switch,
-                               observer)
-        return self._measurement(case, stack, parameters, outcome)
+                               observer, optional=optional)
+        return self._measurement(case, stack, parameters, outcome, metrics, optional)
 
     def _check_own_sysctls(self) -> None:
         """Each run's sysctls read back as its side's: a key that is the host's rather than
@@ -335,10 +342,13 @@ class AbSession:
         return run
 
     def _measurement(self, case: str, stack: str, parameters: dict[str, Any],
-                     outcome: AbOutcome) -> Measurement:
+                     outcome: AbOutcome, metrics: Mapping[str, Direction] | None = None,
+                     costs: frozenset[str] = frozenset()) -> Measurement:
+        asked = dict(metrics) if metrics is not None else \
+            {m: c.direction for m, c in outcome.comparisons.items()}
         measurement = Measurement(case=case, stack=stack,
                                   parameters={**parameters, "ab": self.loaded.title},
-                                  alpha=self.settings.alpha_per_look)
+                                  alpha=metric_alpha(self.settings, len(asked)))
         for metric, comparison in outcome.comparisons.items():
             measurement.add(f"ab_{metric}_ratio", list(comparison.ratios), "ratio",
                             comparison.direction)
@@ -354,17 +364,20 @@ class AbSession:
             measurement.invalid += [f"{name}: {metric}, compared, is unavailable: {why}"
                                     for metric, why in built.unavailable.items()
                                     if metric in outcome.comparisons]
-        measurement.ab = self.block(outcome)
-        measurement.notes.append(self.message(outcome))
+        measurement.ab = self.block(outcome, asked, costs)
+        measurement.cost = side_costs(outcome.sides, measurement.ab)
+        measurement.notes.append(self.message(outcome, costs))
         return measurement
 
-    def block(self, outcome: AbOutcome) -> dict[str, Any]:
+    def block(self, outcome: AbOutcome, metrics: Mapping[str, Direction] | None = None,
+              costs: frozenset[str] = frozenset()) -> dict[str, Any]:
         """The record's ``ab`` block (:func:`~libraries.results.ab_record.ab_block`)."""
-        return ab_block(self.loaded, self.versions, self.settings, outcome, self.files)
+        return ab_block(self.loaded, self.versions, self.settings, outcome, self.files,
+                        metrics, costs)
 
-    def message(self, outcome: AbOutcome) -> str:
+    def message(self, outcome: AbOutcome, costs: frozenset[str] = frozenset()) -> str:
         """The test's message (:func:`~libraries.results.ab_record.ab_message`)."""
-        return ab_message(self.loaded, self.versions, self.settings, outcome)
+        return ab_message(self.loaded, self.versions, self.settings, outcome, costs)
 
 
 class NothingToCompare(HostStackError):

@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--test", required=True, help="test name, <case>/<name> or test id")
     parser.add_argument("--builds", required=True, type=Path, help="the builds, oldest first")
     parser.add_argument("--metric", help="metric to follow (default: the test's first A/B "
-                        "metric, e.g. rps or throughput)")
+                        "metric, e.g. rps or throughput; cost: the CPU per unit of work the "
+                        "test judges beside it, e.g. traced_cost of an sslsniff test)")
     parser.add_argument("--results", type=Path, default=Path("results/bisect"),
                         help="parent folder of this bisection's folder")
     parser.add_argument("--max-rounds", type=int, default=60,

@@ -191,6 +191,8 @@ def read_outcome(folder: Path, test: str, metric: str | None, a: int, b: int, at
     block = (record or {}).get("ab") or {}
     metrics = block.get("metrics") or {}
     chosen = metric or next(iter(metrics), None)
+    if chosen == "cost" and chosen not in metrics:  # --metric cost: the test's judged cost
+        chosen = next((m for m, entry in metrics.items() if entry.get("cost")), chosen)
     if chosen is None or chosen not in metrics:
         why = (f"metric {metric!r} not compared (the test compared: "
                f"{', '.join(metrics) or 'nothing'})" if metrics else

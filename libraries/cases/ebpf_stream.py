@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.runner import Case, run_case
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import (
     ProcessCost,
     RateCost,
@@ -233,29 +234,44 @@ class EbpfStreamCase:
             measurement.evidence["ebpf_engagement"] = [e.as_record() for e in self.evidence]
         measurement.evidence["sender_gbps"] = {
             name: [r.sender_bps / 1e9 for r in runs] for name, runs in results.items()}
-        self._cpu_metrics(measurement)
+        self._cpu_metrics(measurement, results)
         return measurement
 
-    def _cpu_metrics(self, measurement: Measurement) -> None:
-        """Seed 003's CPU evidence: per-variant DUT cost and the proxies' worker CPU."""
-        telemetry, proxies = self.telemetry, self.setup.proxies
-        telemetry.attach(measurement)
+    def _cpu_metrics(self, measurement: Measurement,
+                     results: dict[str, list[IperfResult]]) -> None:
+        """Seed 003's CPU evidence: per-variant DUT cost and the proxies' worker CPU, and each
+        proxy's CPU per GB (the path under test's first: the one an A/B test judges)."""
+        proxies = self.setup.proxies
+        self.telemetry.attach(measurement, results)
+        trials = measurement.trial_telemetry or {}
         dut = next(iter(proxies.values())).node if proxies else "dut"
-        add_rate_costs(measurement, telemetry.trials,
-                       [RateCost(v, v, "gbps", prefix=f"{v}_", dut=dut)
-                        for v in telemetry.trials])
-        add_process_costs(measurement, telemetry.trials, [
+        add_rate_costs(measurement, trials,
+                       [RateCost(v, v, "gbps", prefix=f"{v}_", dut=dut) for v in trials])
+        add_process_costs(measurement, trials, [
             ProcessCost(v, handle.node, f"{handle.process.name} worker",
                         f"{v}_nginx_worker_cpu") for v, handle in proxies.items()])
         if "ebpf" in proxies:
             add_ratio(measurement, "ebpf_nginx_worker_cpu", "native_nginx_worker_cpu",
                       "ebpf_nginx_worker_cpu_ratio")
+        ordered = sorted(proxies.items(), key=lambda item: item[0] != self.subject())
+        specs = [CostSpec(v, handle.node, (handle.process.name,), "GB",
+                          f"the {v} nginx stream proxy", dut_cores(self.ctx.testbed, handle.node),
+                          prefix=f"{v}_") for v, handle in ordered if v in results]
+        if specs:
+            add_costs(measurement, specs,
+                      {v: [r.receiver_bytes / 1e9 for r in runs] for v, runs in results.items()},
+                      trials)
+
+    def subject(self) -> str:
+        """The path an A/B run compares: through the eBPF proxy, else the native one, else
+        the direct path."""
+        return next(v for v in ("ebpf", "native", "direct") if v in self.targets)
 
     def case(self) -> Case:
         """The test as the runner measures it (an A/B run compares the path through the
         proxy under test)."""
         tg = self.tg.name
-        subject = next(v for v in ("ebpf", "native", "direct") if v in self.targets)
+        subject = self.subject()
         uses = {("tool", tg, "iperf3"), ("env", "iperf3")}
         uses |= {("tool", self.dut.name, "bpftool")} if self.dut is not None else set()
         return Case("ebpf_stream", "kernel", dict.fromkeys(self.targets, self.trial),
@@ -263,7 +279,8 @@ class EbpfStreamCase:
                     {"reverse": self.request.reverse, "pinned": self.setup.pinned,
                      "ebpf": "ebpf" in self.setup.proxies, "variants": [subject]},
                     frozenset(uses), ab_variants=(subject,), output="iperf3 JSON",
-                    generator=(tg, "iperf3-client"))
+                    generator=(tg, "iperf3-client"),
+                    costs=judged_costs(f"{subject}_", False) if subject != "direct" else {})
 
     def measure(self) -> Measurement:
         """Measure the paths (plainly or as an A/B test) with ``kernel.bpf_stats_enabled=1``

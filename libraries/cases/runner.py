@@ -59,6 +59,10 @@ class Case:
     generator: tuple[str, str] | None = None
     """``(node, process)`` of the load generator (``("tg", "wrk")``): an A/B side whose
     generator used :data:`SATURATED` of its core or more is marked."""
+    costs: Mapping[str, Direction] = field(default_factory=dict)
+    """The cost metrics an A/B run judges beside ``compared`` (``{"cost": "lower_is_better"}``:
+    :mod:`libraries.results.cost`), each where both sides have it (a side whose telemetry
+    could not give it leaves it unjudged, saying why)."""
 
 
 SATURATED = 90.0
@@ -89,7 +93,7 @@ def run_case(ctx: CaseContext, case: Case, telemetry: TrialTelemetry,
                                      {v: case.variants[v] for v in chosen}, case.plan,
                                      case.build, case.compared,
                                      AllObservers(ctx.progress(), telemetry),
-                                     trial_uses=case.uses)
+                                     trial_uses=case.uses, costs=case.costs)
         except MeasuredBeside as done:
             raise Skip(str(done)) from None
         except NothingToCompare as error:
@@ -138,10 +142,11 @@ def _profiled(case: Case) -> dict[str, Callable[[Trial], Any]]:
 def _side_telemetry(ctx: CaseContext, measurement: Measurement, case: Case,
                     telemetry: TrialTelemetry) -> None:
     """An A/B test's telemetry: every node's CPU per core and per process (and VPP's runtime)
-    over each side's trials (variants ``a <v>``, ``b <v>``: medians per side), and per side
-    the load generator's CPU, marked when it saturated its core."""
+    over each side's trials (variants ``a <v>``, ``b <v>``: medians per side, each trial's
+    from that side's own measurement: in a duet from whichever run held the side in its
+    round), and per side the load generator's CPU, marked when it saturated its core."""
     message = measurement.notes.pop() if measurement.notes else None  # stays the last note
-    block = telemetry.attach(measurement)
+    block = telemetry.attach_sides(measurement)
     telemetry.close(measurement)
     if message is not None:
         measurement.notes.append(message)

@@ -42,7 +42,8 @@ from libraries.cases.stack import (
     client_environment,
     wait_until_listed,
 )
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
@@ -297,8 +298,9 @@ class SslProxyCase:
         return result
 
     def build(self, results: dict[str, list[WrkResult]], seconds: float) -> Measurement:
-        """The measurement of the trials: the paths' rates and checks, the telemetry and the
-        efficiency metrics."""
+        """The measurement of the trials: the paths' rates and checks, the telemetry of these
+        very trials, the efficiency metrics and the proxy's cost per request
+        (:mod:`libraries.results.cost`)."""
         server, proxy = self.setup.server, self.setup.proxy
         assert server is not None and proxy is not None
         plan, stack = self.request.plan, self.request.stack
@@ -311,14 +313,19 @@ class SslProxyCase:
             trial_seconds=seconds, alpha=self.ctx.alpha(DEFAULT_ALPHA),
         )
         add_path_metrics(measurement, results, self.forwarded, self.status)
-        self.telemetry.attach(measurement)
-        add_rate_costs(measurement, self.telemetry.trials,
+        self.telemetry.attach(measurement, results)
+        trials = measurement.trial_telemetry or {}
+        add_rate_costs(measurement, trials,
                        [RateCost("proxy", "rps", "rps", dut=self.proxy.name)])
         costs = [ProcessCost("proxy", self.proxy.name, f"{proxy.process.name} worker",
                              "proxy_nginx_worker_cpu")]
         if stack == "vpp":
             costs.append(ProcessCost("proxy", self.proxy.name, "vpp", "vpp_cpu"))
-        add_process_costs(measurement, self.telemetry.trials, costs)
+        add_process_costs(measurement, trials, costs)
+        add_costs(measurement, [CostSpec(
+            "proxy", self.proxy.name, (proxy.process.name,), "request", "the reverse proxy",
+            dut_cores(self.ctx.testbed, self.proxy.name), vpp=stack == "vpp")],
+            {"proxy": [r.total_requests for r in results["proxy"]]}, trials)
         return measurement
 
     def case(self) -> Case:
@@ -334,7 +341,8 @@ class SslProxyCase:
                     {"file_size": size_name(self.size),
                      "connections": self.request.connections,
                      "mtls": self.setup.server.mtls}, frozenset(uses), ab_variants=("proxy",),
-                    output="wrk output", generator=(tg, "wrk"))
+                    output="wrk output", generator=(tg, "wrk"),
+                    costs=judged_costs("", stack == "vpp"))
 
     def measure(self) -> Measurement:
         """Measure the paths (plainly or as an A/B test), then, in a plain run, the latency

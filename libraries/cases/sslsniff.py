@@ -22,7 +22,7 @@ from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import closed_loop_uses
 from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import ProxySetup
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
 from libraries.cases.tracers import (
     BpftimeTrials,
     KernelTracerTrials,
@@ -30,6 +30,7 @@ from libraries.cases.tracers import (
     TracerSetup,
     https_server,
 )
+from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
@@ -129,7 +130,7 @@ class SslsniffCase:
                                          zip(with_, base, strict=True)], "%",
                         "lower_is_better")
         tracer_costs(measurement, self.telemetry, self.dut.name, self.server_name,
-                     self.traced_fn)
+                     self.traced_fn, results, dut_cores(self.ctx.testbed, self.dut.name))
         return measurement
 
     def case(self) -> Case:
@@ -142,7 +143,8 @@ class SslsniffCase:
                     {"tracer": self.variant, "file": request.path,
                      "connections": request.connections},
                     frozenset(closed_loop_uses(tg, self.tools, self.first)),
-                    output="wrk output", generator=(tg, "wrk"))
+                    output="wrk output", generator=(tg, "wrk"),
+                    costs=judged_costs("traced_", False))
 
     def measure(self) -> Measurement:
         """Measure the test, plainly or as an A/B test."""
@@ -237,18 +239,28 @@ def measure_with_userspace_tracer(ctx: CaseContext, server: ProxySetup,
 
 
 def tracer_costs(measurement: Measurement, telemetry: TrialTelemetry, dut: str,
-                 server: str, traced: Callable | None) -> None:
-    """Telemetry and the CPU metrics of both variants (the tracer's own, under bpftime)."""
-    telemetry.attach(measurement)
-    add_rate_costs(measurement, telemetry.trials, [
+                 server: str, traced: Callable | None,
+                 results: dict[str, list[WrkResult]], cores: tuple[int, ...] = ()) -> None:
+    """Telemetry of these very trials and the CPU metrics of both variants (the tracer's own,
+    under bpftime), and nginx's CPU per request with the tracer and without it (the traced
+    one first: an A/B test judges it)."""
+    telemetry.attach(measurement, results)
+    trials = measurement.trial_telemetry or {}
+    add_rate_costs(measurement, trials, [
         RateCost(v, f"{v}_rps", "rps", prefix=f"{v}_", dut=dut)
         for v in ("baseline", "traced")])
     traced_server = "nginx-bpftime" if traced is None else server
-    add_process_costs(measurement, telemetry.trials, [
+    add_process_costs(measurement, trials, [
         ProcessCost("baseline", dut, f"{server} worker", "baseline_nginx_worker_cpu"),
         ProcessCost("traced", dut, f"{traced_server} worker", "traced_nginx_worker_cpu")])
+    specs = [CostSpec(v, dut, (name,), "request", what, cores, prefix=f"{v}_")
+             for v, name, what in (("traced", traced_server, "the traced HTTPS server"),
+                                   ("baseline", server, "the untraced HTTPS server"))
+             if v in results]
+    add_costs(measurement, specs, {v: [r.total_requests for r in runs]
+                                   for v, runs in results.items()}, trials)
     if traced is None:
-        add_process_costs(measurement, telemetry.trials, [
+        add_process_costs(measurement, trials, [
             ProcessCost("traced", dut, "bpftime-sslsniff", "tracer_cpu")])
     else:
         measurement.notes.append(

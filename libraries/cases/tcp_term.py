@@ -23,7 +23,8 @@ from libraries.cases.stack import (
     client_environment,
     wait_until_listed,
 )
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
 from libraries.results.measurement import Measurement, Trial
@@ -172,7 +173,8 @@ class TcpTermCase:
 
     def build(self, results: dict[str, list[IperfResult]], seconds: float) -> Measurement:
         """The measurement of the trials: throughput, the sender's figures, retransmits, the
-        telemetry and the efficiency metrics."""
+        telemetry of these very trials, the efficiency metrics and the server's CPU per GB
+        received (:mod:`libraries.results.cost`)."""
         runs = results["iperf3"]
         request, plan = self.request, self.request.plan
         measurement = Measurement(
@@ -189,14 +191,19 @@ class TcpTermCase:
         if not self.tcp_info:
             measurement.notes.append("retransmits and cwnd unavailable: VPP's host stack "
                                      "does not report TCP_INFO to iperf3")
-        telemetry, server = self.telemetry, self.server.name
-        telemetry.attach(measurement)
-        add_rate_costs(measurement, telemetry.trials,
+        server = self.server.name
+        self.telemetry.attach(measurement, results)
+        trials = measurement.trial_telemetry or {}
+        add_rate_costs(measurement, trials,
                        [RateCost("iperf3", "throughput", "gbps", dut=server)])
         costs = [ProcessCost("iperf3", server, "iperf3-server", "iperf3_server_cpu")]
         if request.stack == "vpp":
             costs.append(ProcessCost("iperf3", server, "vpp", "vpp_cpu"))
-        add_process_costs(measurement, telemetry.trials, costs)
+        add_process_costs(measurement, trials, costs)
+        add_costs(measurement, [CostSpec(
+            "iperf3", server, ("iperf3-server",), "GB", "the iperf3 server",
+            dut_cores(self.ctx.testbed, server), vpp=request.stack == "vpp")],
+            {"iperf3": [r.receiver_bytes / 1e9 for r in runs]}, trials)
         return measurement
 
     def case(self) -> Case:
@@ -207,7 +214,8 @@ class TcpTermCase:
         return Case("tcp_term", stack, {"iperf3": self.trial}, self.request.plan, self.build,
                     {"throughput": "higher_is_better"},
                     {"reverse": self.request.reverse, "streams": self.request.streams},
-                    frozenset(uses), output="iperf3 JSON", generator=(tg, "iperf3-client"))
+                    frozenset(uses), output="iperf3 JSON", generator=(tg, "iperf3-client"),
+                    costs=judged_costs("", stack == "vpp"))
 
     def measure(self) -> Measurement:
         """Measure the test, plainly or as an A/B test."""

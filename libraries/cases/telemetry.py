@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from libraries.cases.context import CaseContext, Log, PlainLog
-from libraries.results.measurement import Measurement
+from libraries.results.measurement import Direction, Measurement
 from libraries.results.telemetry import format_cpu_table, shared_kernels, telemetry_block
 from libraries.testbed.errors import CommandError, HostStackError
 from libraries.testbed.node import Node
@@ -44,6 +44,34 @@ LOG = logging.getLogger(__name__)
 def ledger_dir(node: Node) -> str:
     """Where foreground commands on ``node`` leave their CPU accounting for the next read."""
     return f"{node.workdir}/cpu-ledger"
+
+
+def dut_cores(testbed: Testbed, node: str) -> tuple[int, ...]:
+    """The cores the topology pins ``node``'s programs to (every purpose), sorted; none where
+    it pins nothing (a cost then counts every core of the node)."""
+    declared = testbed.topology.nodes[node].cpus
+    return tuple(sorted({int(cpu) for cpus in declared.values() for cpu in cpus or ()}))
+
+
+def judged_costs(prefix: str, vpp: bool) -> dict[str, Direction]:
+    """The cost metrics an A/B test judges beside its rate (lower is better): the process
+    tree's CPU per unit of work, and on VPP's stack VPP's clocks per packet."""
+    found: dict[str, Direction] = {f"{prefix}cost": "lower_is_better"}
+    if vpp:
+        found[f"{prefix}vpp_cost"] = "lower_is_better"
+    return found
+
+
+def attach_block(measurement: Measurement, block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` as ``measurement``'s telemetry, with a note per group of nodes sharing a
+    kernel (once)."""
+    measurement.telemetry = block
+    for nodes in shared_kernels(block):
+        note = (f"nodes {', '.join(nodes)} share one kernel (a netns testbed): their per-core "
+                "tables are the same host's, and DUT efficiency is per busy host core")
+        if note not in measurement.notes:
+            measurement.notes.append(note)
+    return block
 
 
 def _reason(error: Exception) -> str:
@@ -73,6 +101,7 @@ class TrialTelemetry:
         # per node: (tracked groups, their members at the last end read), to skip pgrep
         self._members: dict[str, tuple[tuple[int, ...], list[int]]] = {}
         self.trials: dict[str, list[dict[str, dict[str, Any]]]] = {}
+        self._results: dict[str, list[Any]] = {}  # per label, the results told, in order
         self.raw_runtime: list[tuple[str, str, str]] = []
         self._declared = {name: dict(testbed.topology.nodes[name].cpus)
                           for name in testbed.nodes}
@@ -108,7 +137,13 @@ class TrialTelemetry:
         readings: dict[str, dict[str, Any]] = {}
         for name in self._nodes:
             readings[name] = self._reading(name, after[name], variant, round_number)
+        self.keep(variant, result, readings)
+
+    def keep(self, variant: str, result: Any, readings: dict[str, dict[str, Any]]) -> None:
+        """Keep one measured trial's ``readings`` (per node) under ``variant``, beside the
+        ``result`` its trial returned (which :meth:`paired` finds it by)."""
         self.trials.setdefault(variant, []).append(readings)
+        self._results.setdefault(variant, []).append(result)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -187,16 +222,57 @@ class TrialTelemetry:
 
     # -- results ------------------------------------------------------------------------------
 
-    def attach(self, measurement: Measurement) -> dict[str, Any]:
+    def paired(self, results: Mapping[str, Sequence[Any]]
+               ) -> dict[str, list[dict[str, dict[str, Any]]] | None]:
+        """Per variant, the readings of exactly the trials whose ``results`` are given (one
+        side's, in an A/B test: its trials were told as ``<side> <variant>``), in their
+        order; None for a variant whose results were not all told here (a duet's other run
+        measured them). A trial is known by its result object, so the telemetry of each
+        trial stays with that trial's own work whichever side or run held it."""
+        return {variant: self._paired(variant, list(given))
+                for variant, given in results.items()}
+
+    def _paired(self, variant: str, given: list[Any]) -> list[dict[str, dict[str, Any]]] | None:
+        labels = [label for label in self._results
+                  if label == variant or label.endswith(f" {variant}")]
+        whole = [label for label in labels if len(self._results[label]) == len(given)
+                 and all(x is y for x, y in zip(self._results[label], given, strict=True))]
+        if len(whole) == 1:
+            return list(self.trials[whole[0]])
+        found = []  # results told in another order or among others': one by one
+        for result in given:
+            places = [(label, index) for label in labels
+                      for index, told in enumerate(self._results[label]) if told is result]
+            if len(places) != 1:
+                return None
+            label, index = places[0]
+            found.append(self.trials[label][index])
+        return found
+
+    def attach(self, measurement: Measurement,
+               results: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
         """Put the telemetry block of the trials so far in ``measurement`` (with a note when
-        nodes share a kernel); logs nothing, so it may run after every round."""
-        block = telemetry_block(self.trials)
-        measurement.telemetry = block
-        for nodes in shared_kernels(block):
-            measurement.notes.append(
-                f"nodes {', '.join(nodes)} share one kernel (a netns testbed): their per-core "
-                "tables are the same host's, and DUT efficiency is per busy host core")
-        return block
+        nodes share a kernel); with ``results``, of exactly those trials (:meth:`paired`,
+        kept in ``measurement.trial_telemetry``; a variant none of whose trials were told
+        here is left out). Logs nothing, so it may run after every round."""
+        if results is None:
+            by_variant: Mapping[str, Sequence[Any]] = self.trials
+        else:
+            paired = self.paired(results)
+            measurement.trial_telemetry = {v: r for v, r in paired.items() if r is not None}
+            by_variant = measurement.trial_telemetry
+        return attach_block(measurement, telemetry_block(by_variant))
+
+    def attach_sides(self, measurement: Measurement) -> dict[str, Any]:
+        """An A/B test's telemetry block: per side and variant (``a proxy``, ``b proxy``) the
+        trials of that side, from its own measurement (a duet's from both runs, round by
+        round); the trials told here where a side kept none."""
+        by_label = {f"{side} {variant}": readings
+                    for side, built in sorted(measurement.sides.items())
+                    for variant, readings in (built.trial_telemetry or {}).items()}
+        if not by_label:
+            return self.attach(measurement)
+        return attach_block(measurement, telemetry_block(by_label))
 
     def log(self) -> None:
         """Log the telemetry once the measurement is done: per variant a folded mpstat-like

@@ -92,18 +92,19 @@ def _row(record: dict[str, Any], test: dict[str, Any] | None, link: str) -> str:
 
 def run_family(records: list[dict[str, Any]], family: dict[str, Any] | None = None) -> str:
     """What the run's A/B verdicts spent (:func:`libraries.results.family.tests_statement`):
-    every A/B metric of the run is a series judged at its test's ``ALPHA`` (a false
-    regression at most half of it); ``family``: a nightly's (its ``run.json``), whose share
-    the sum is held against. A record without its ``ALPHA`` is counted apart, never given
-    one."""
+    every A/B metric of the run is a series judged at its share of its test's ``ALPHA`` (a
+    false regression at most half of it; records before costs: at the whole); ``family``: a
+    nightly's (its ``run.json``), whose share the sum is held against. A record without its
+    ``ALPHA`` is counted apart, never given one."""
     levels, unrecorded = [], 0
     for record in records:
         alpha = record["ab"]["rounds"].get("alpha")
-        for _ in record["ab"]["metrics"]:
-            if alpha is None:
+        for metric in record["ab"]["metrics"].values():
+            own = metric.get("alpha", alpha)  # its share of ALPHA (a cost beside a rate)
+            if own is None:
                 unrecorded += 1
             else:
-                levels.append(float(alpha) / 2)
+                levels.append(float(own) / 2)
     return tests_statement(levels, family, unrecorded)
 
 

@@ -13,6 +13,7 @@ criteria from ``topologies/criteria.yaml`` with three outcomes and the basis of 
 four-outcome rule every comparison uses and the verdict between two runs (``verdict``), the
 JSON record, its schema and the JSON-lines record store (``records``, ``schemas/``: v1 to
 v4), the record's telemetry block (``telemetry``), efficiency metrics computed from it
-(``efficiency``) and headlines (``headline``). Imports only ``libraries.testbed`` (its
+(``efficiency``), the cost per unit of work of each trial and the record's ``cost`` block
+(``cost``) and headlines (``headline``). Imports only ``libraries.testbed`` (its
 errors and topology constants).
 """

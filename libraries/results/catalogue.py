@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 
 _COSTS = r"(rps_per_dut_core|gbps_per_dut_core|dut_busy_cores|dut_softirq_share)"
+_PER_UNIT = r"(cost|kernel_cost|vpp_cost|foreign_share)"
+"""The cost of a unit of work and what sits beside it (:mod:`libraries.results.cost`)."""
 _TRIALS = ("trials", "duration_s", "warmup_s", "ab")
 _AB = r"ab_\w+_ratio"
 """An A/B test's metric: the per-round ratio candidate / baseline of one of the case's."""
@@ -52,13 +54,13 @@ class CaseCatalogue:
 CASES: dict[str, CaseCatalogue] = {
     "tcp_term": CaseCatalogue(
         metrics=("throughput", "gbps_per_dut_core", "dut_busy_cores", "dut_softirq_share",
-                 "iperf3_server_cpu", "vpp_cpu", _AB),
+                 "iperf3_server_cpu", "vpp_cpu", _PER_UNIT, _AB),
         parameters=("reverse", "streams", "mtu", "path", *_TRIALS),
     ),
     "ssl_proxy": CaseCatalogue(
         metrics=("rps", "errors", "direct_rps", "proxy_direct_ratio",
                  r"latency_p(50|90|99|99_9)", "rps_per_dut_core", "dut_busy_cores",
-                 "dut_softirq_share", "proxy_nginx_worker_cpu", "vpp_cpu",
+                 "dut_softirq_share", "proxy_nginx_worker_cpu", "vpp_cpu", _PER_UNIT,
                  "capacity", "direct_capacity", "capacity_ratio", _AB),
         parameters=("file_size", "connections", "threads", "tool", "mtls", "latency_slo_ms",
                     *_TRIALS),
@@ -67,13 +69,13 @@ CASES: dict[str, CaseCatalogue] = {
     "ebpf_stream": CaseCatalogue(
         metrics=("direct", "native", "ebpf", "(native_direct|ebpf_native|ebpf_direct)_ratio",
                  rf"(direct|native|ebpf)_{_COSTS}", "(native|ebpf)_nginx_worker_cpu",
-                 "ebpf_nginx_worker_cpu_ratio", _AB),
+                 "ebpf_nginx_worker_cpu_ratio", rf"(native|ebpf)_{_PER_UNIT}", _AB),
         parameters=("reverse", "pinned", "ebpf", "variants", *_TRIALS),
     ),
     "sslsniff": CaseCatalogue(
         metrics=("baseline_rps", "traced_rps", "overhead_pct", "events_per_request",
                  rf"(baseline|traced)_{_COSTS}", "(baseline|traced)_nginx_worker_cpu",
-                 "tracer_cpu", _AB),
+                 "tracer_cpu", rf"(baseline|traced)_{_PER_UNIT}", _AB),
         parameters=("tracer", "per_event", "tool", "file", "connections", *_TRIALS),
     ),
 }

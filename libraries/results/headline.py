@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from libraries.results.cost import foreign_message
 from libraries.results.measurement import Measurement, Metric
 
 UNIT_SHORT = {"requests/s": "req/s"}
@@ -145,13 +146,25 @@ def _sslsniff(m: Measurement) -> list[str]:
     return [text + ")"]
 
 
+def _cost(m: Measurement) -> list[str]:
+    """The judged cost with its interval (``cost 52.1 CPU µs/request [51.0, 53.3]``), and who
+    else took the DUT's cores when that was much (:data:`~libraries.results.cost.
+    LARGE_FOREIGN`)."""
+    block = m.cost or {}
+    name = block.get("metric")
+    found = [f"{name} {_with_unit(m.metrics[name])}"] if name in m.metrics else []
+    told = foreign_message({"plain": block.get("foreign_load") or {}})
+    return found + ([told] if told else [])
+
+
 _CASES = {"ssl_proxy": _ssl_proxy, "tcp_term": _tcp_term, "ebpf_stream": _ebpf_stream,
           "sslsniff": _sslsniff}
 
 
 def headline(measurement: Measurement) -> str:
-    """The one-line summary of ``measurement`` (its case's figures, else every metric; an A/B
-    test: its comparison, ``A/B nginx-1.26 4.1 % slower than debian-nginx on rps ...``)."""
+    """The one-line summary of ``measurement`` (its case's figures, else every metric, then
+    its cost per unit of work; an A/B test: its comparison, ``A/B nginx-1.26 4.1 % slower
+    than debian-nginx on rps ...``)."""
     if measurement.ab and measurement.notes:
         return measurement.notes[-1]
     builder = _CASES.get(measurement.case)
@@ -163,6 +176,7 @@ def headline(measurement: Measurement) -> str:
             parts = []
     if not parts:
         parts = [f"{name} {_with_unit(metric)}" for name, metric in measurement.metrics.items()]
+    parts += _cost(measurement)
     if measurement.evidence.get("ab_unused"):  # -v AB_UNUSED:plain: why it ran plainly
         parts.append(str(measurement.evidence["ab_unused"]))
     return "; ".join(parts) if parts else "no metric measured"

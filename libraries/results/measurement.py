@@ -69,7 +69,11 @@ class Measurement:
     own measurement (judged by the criteria per side; not recorded as such) and
     ``trial_runs``, where one side's rounds were measured by two runs (a duet), the run that
     measured each round (``side a's run``, ``side b's run``), named by the per-trial
-    correctness checks.
+    correctness checks. ``cost``: how its cost metrics were measured (the record's ``cost``
+    block, :mod:`libraries.results.cost`); ``trial_telemetry``: per variant, each trial's
+    telemetry of every node, paired with that very trial (a duet merges its rounds' from the
+    run that held the side: the record's ``telemetry`` block of an A/B test is built from the
+    sides' own).
     """
 
     case: str
@@ -89,6 +93,8 @@ class Measurement:
     ab: dict[str, Any] | None = None
     sides: dict[str, Measurement] = field(default_factory=dict)
     trial_runs: list[str] | None = None
+    cost: dict[str, Any] | None = None
+    trial_telemetry: dict[str, list[Any]] | None = None
 
     def add(self, name: str, values: list[float], unit: str,
             direction: Direction = "higher_is_better",

@@ -230,7 +230,8 @@ def build_record(measurement: Measurement, criteria: list[CriterionResult], *, t
     """One test's record at :data:`CURRENT_VERSION` (``run_id`` and ``project_revision`` are
     the writer's to fill): metrics with every trial, criteria and the verdict (an A/B test's
     from its comparison, not from floors), parameters, evidence, telemetry, rounds,
-    environment, versions, what was unavailable or invalid."""
+    environment, versions, what was unavailable or invalid, and how its cost was measured
+    (``cost``)."""
     outcomes = {c.outcome for c in criteria}
     verdict = ("fail" if measurement.invalid or "fail" in outcomes else "no_criteria"
                if not criteria else "inconclusive" if "inconclusive" in outcomes else "pass")
@@ -253,4 +254,5 @@ def build_record(measurement: Measurement, criteria: list[CriterionResult], *, t
         **({"unavailable": measurement.unavailable} if measurement.unavailable else {}),
         **({"invalid": measurement.invalid} if measurement.invalid else {}),
         **({"ab": measurement.ab} if measurement.ab else {}),
+        **({"cost": measurement.cost} if measurement.cost else {}),
     }

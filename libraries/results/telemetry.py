@@ -54,7 +54,8 @@ def summarize_node(trials: Sequence[NodeTrial]) -> dict[str, Any]:
         "sampler_cpu_s": [t["sampler_cpu_s"] for t in readable],
         "cores": median_tree([t["cores"] for t in readable]),
         "processes": _processes(readable),
-        "per_trial": [{"cores": t["cores"], "processes": t["processes"]} for t in readable],
+        "per_trial": [{"cores": t["cores"], "processes": _shown(t["processes"])}
+                      for t in readable],
     }
     exited = sorted({name for t in readable for name in t.get("exited", [])})
     if exited:
@@ -69,8 +70,16 @@ def summarize_node(trials: Sequence[NodeTrial]) -> dict[str, Any]:
     return summary
 
 
+def _shown(processes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A trial's process table as the record keeps it: without ``cpu_s`` and ``niced_s``
+    (the seconds a cost divides and a foreign share leaves out, :mod:`libraries.results.cost`;
+    ``cpu`` is the same time in % of one core)."""
+    return {name: {k: v for k, v in row.items() if k not in ("cpu_s", "niced_s")}
+            for name, row in processes.items()}
+
+
 def _processes(trials: Sequence[NodeTrial]) -> dict[str, Any]:
-    table = median_tree([t["processes"] for t in trials])
+    table = median_tree([_shown(t["processes"]) for t in trials])
     for name, row in table.items():
         row["count"] = max(int(t["processes"][name]["count"]) for t in trials
                            if name in t["processes"])

@@ -69,8 +69,22 @@ class ThreadRuntime:
     rates: dict[str, float]
     nodes: tuple[NodeRuntime, ...]
 
+    @property
+    def work_clocks(self) -> float:
+        """Clocks of the nodes that processed vectors in the window: the thread's work, not
+        its polling of empty queues (an input node polled without a packet counts its clocks
+        per call, and those grow with time, not with traffic)."""
+        return sum(n.clocks for n in self.nodes if n.vectors)
+
+    @property
+    def packets_in(self) -> float:
+        """Packets that entered the graph on this thread in the window: the ``vector rates
+        in`` rate times the window."""
+        return self.rates.get("in", 0.0) * self.time_s
+
     def summary(self) -> dict[str, Any]:
-        """Totals, rates and the nodes that took most clocks (plain data for a record)."""
+        """Totals, rates, the clocks of work and the packets in (what a cost per packet
+        divides) and the nodes that took most clocks (plain data for a record)."""
         active = [n for n in self.nodes if n.calls]
         calls = sum(n.calls for n in self.nodes)
         vectors = sum(n.vectors for n in self.nodes)
@@ -81,6 +95,7 @@ class ThreadRuntime:
             "suspends": sum(n.suspends for n in self.nodes),
             "vectors_per_call": round(vectors / calls, 3) if calls else 0.0,
             "clocks": sum(n.clocks for n in self.nodes),
+            "work_clocks": self.work_clocks, "packets_in": round(self.packets_in, 1),
             "rates": dict(self.rates),
             "top_nodes": {n.name: {"calls": n.calls, "vectors": n.vectors,
                                    "clocks_per": n.clocks_per,

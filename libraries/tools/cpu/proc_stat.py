@@ -38,7 +38,8 @@ class CoreTicks:
 class TaskStat:
     """The fields of one ``/proc/<pid>/stat`` (or ``task/<tid>/stat``) line that telemetry
     uses: CPU times in ticks (``cutime``/``cstime``: waited-for children), the process group,
-    the start time (ticks after boot) and the CPU it last ran on."""
+    the start time (ticks after boot), the CPU it last ran on and its nice value (a niced
+    task's time is the cores' ``nice`` column, not ``usr``)."""
 
     pid: int
     comm: str
@@ -52,6 +53,7 @@ class TaskStat:
     num_threads: int
     starttime: int
     processor: int | None
+    nice: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def parse_pid_stat(line: str, source: str = "/proc/<pid>/stat") -> TaskStat:
     return TaskStat(pid=int(match.group(1)), comm=match.group(2), state=match.group(3),
                     ppid=number(4), pgid=number(5), utime=number(14), stime=number(15),
                     cutime=number(16), cstime=number(17), num_threads=number(20),
-                    starttime=number(22), processor=processor)
+                    starttime=number(22), processor=processor, nice=number(19))
 
 
 _TIMES = re.compile(r"^(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s$")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.command import accounted
@@ -118,7 +118,11 @@ def take_snapshot(node: Node, groups: list[int], ledger: str | None = None,
 class ProcessUsage:
     """CPU of one named process (or several with the same name, e.g. two nginx workers)
     over a window, in percent of one core; ``threads`` by thread name when the threads are
-    named apart (VPP's ``vpp_main``, ``vpp_wk_0``).
+    named apart (VPP's ``vpp_main``, ``vpp_wk_0``); ``cpu_s``: the same user + system time
+    in seconds, unrounded by the window's length (what a cost per unit of work divides);
+    ``niced_s``: of its user time, the seconds its niced tasks ran, by the core each last ran
+    on (the cores' ``nice`` column is the user time of niced tasks: a run started with
+    ``nice`` is not foreign load; their system time is in ``sys``).
     """
 
     name: str
@@ -127,10 +131,16 @@ class ProcessUsage:
     sys: float
     count: int
     threads: dict[str, float]
+    cpu_s: float | None = None
+    niced_s: dict[str, float] = field(default_factory=dict)
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"cpu": self.cpu, "usr": self.usr, "sys": self.sys,
                                   "count": self.count}
+        if self.cpu_s is not None:
+            record["cpu_s"] = self.cpu_s
+        if self.niced_s:
+            record["niced_s"] = self.niced_s
         if self.threads:
             record["threads"] = self.threads
         return record
@@ -202,6 +212,13 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
     window_start = before.uptime * tick
     ticks: dict[str, list[float]] = {}
     threads: dict[str, dict[str, float]] = {}
+    niced: dict[str, dict[str, float]] = {}
+
+    def nice_time(label: str, task: TaskStat, spent: float) -> None:
+        if task.nice > 0 and task.processor is not None and spent > 0:
+            cores = niced.setdefault(label, {})
+            cores[str(task.processor)] = cores.get(str(task.processor), 0.0) + spent / tick
+
     for pid, sample in after.processes.items():
         group = names.get(sample.stat.pgid)
         if group is None:
@@ -224,6 +241,10 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
                 spent = thread.utime + thread.stime - (
                     prior.utime + prior.stime if prior else 0)
                 per_thread[thread.comm] = per_thread.get(thread.comm, 0.0) + spent
+                nice_time(label, thread, thread.utime - (prior.utime if prior else 0))
+        else:
+            nice_time(label, sample.stat,
+                      sample.stat.utime - (start.stat.utime if start else 0))
     for name, stat in _ledger_totals(after.ledger).items():
         used = ticks.setdefault(name, [0.0, 0.0, 0.0])
         used[0] += stat[0]
@@ -240,7 +261,9 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
         # vpp_wk_0); wrk's threads are all "wrk"
         by_thread = {t: percent(v) for t, v in sorted(named.items())} if len(named) > 1 else {}
         processes[label] = ProcessUsage(label, percent(u + s), percent(u), percent(s), int(n),
-                                        by_thread)
+                                        by_thread, round((u + s) / tick, 4),
+                                        {c: round(v, 4) for c, v in
+                                         sorted(niced.get(label, {}).items())})
     exited = sorted({process_label(sample, names[sample.stat.pgid])
                      for pid, sample in before.processes.items()
                      if pid not in after.processes and sample.stat.pgid in names})
