@@ -47,14 +47,10 @@ a quarter each cost rule 2 five points by k + 5 and k + 10 (3 % step, 1 % scatte
 level: 54 / 76.5 % against 60 / 81 %) for 1.5-5 points of young steps by k + 30.
 
 Why these windows (``benchmarks/night_bench.py``, README "Methodology"): a step from night k
-has 2 nights by k + 1 and 6 by k + 5, the horizons the goals name; one
-window of 6 spends rule 2's half on the most nights a step has by k + 5, where windows of 5
-and 10 split it (3 % step at 2.4 % per-round spread and 1 % scatter: 60 % by k + 5 against
-50 %; k + 10 unchanged). More windows (3, 4, 6, 10) cost more in quantile than they gained,
-and a window chosen by the data (the nights since a CUSUM of the level last crossed zero)
-gained 3 points and lost the bound: its false-alarm rate at a true change of exactly the
-margin measured 1.4 times its share, as the choice favours low nights.
-The margin is the A/B tests' own: a level is the same quantity (the build's ratio to the
+has 2 nights by k + 1 and 6 by k + 5, the horizons the goals name; one window of 6 spends
+rule 2's share on the most nights a step has by k + 5 (windows of 5 and 10 flagged fewer;
+more windows cost more in quantile than they gained; a window chosen by the data lost the
+bound: it favours low nights). The margin is the A/B tests' own: a level is the same quantity (the build's ratio to the
 reference) averaged over nights, and a change within it is no finding here either.
 
 A flagged change restarts the level at its first night (:func:`best_split`: the split that
