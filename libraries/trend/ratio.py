@@ -50,8 +50,9 @@ Why these windows (``benchmarks/night_bench.py``, README "Methodology"): a step 
 has 2 nights by k + 1 and 6 by k + 5, the horizons the goals name; one window of 6 spends
 rule 2's share on the most nights a step has by k + 5 (windows of 5 and 10 flagged fewer;
 more windows cost more in quantile than they gained; a window chosen by the data lost the
-bound: it favours low nights). The margin is the A/B tests' own: a level is the same quantity (the build's ratio to the
-reference) averaged over nights, and a change within it is no finding here either.
+bound: it favours low nights). The margin is the A/B tests' own: a level is the same
+quantity (the build's ratio to the reference) averaged over nights, and a change within it
+is no finding here either.
 
 A flagged change restarts the level at its first night (:func:`best_split`: the split that
 fits the nights best, near the flagging window's start). A level needs :data:`MIN_BASELINE`
