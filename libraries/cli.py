@@ -7,6 +7,14 @@ shows that command's own help, and its exit code is this one's (:data:`EXIT_CODE
 (a sequential A/B run: both sides on one testbed, in rounds of random order), becoming the
 ``robot`` process, so its exit code, console and Ctrl-C are Robot's.
 
+Bad input has one exit code, :data:`BAD_INPUT` (252, Robot's own code for invalid data or
+options), in ``ab``, ``duet``, ``nightly`` and ``bisect``: a bad option, a bad ``-v`` setting,
+topology, comparison, reference or builds file, or a binary a comparison names that is absent
+is refused before anything is measured (``ab``, ``duet`` and ``nightly`` check the settings,
+the topology and the comparison file in this process before a Robot run starts:
+:mod:`libraries.cases.preflight`), so a CI job tells "my input is wrong" from failed tests
+(1-250) and from a regression. ``hoststack-perf --version`` prints the project's version.
+
 This module imports nothing of the project at import time: a command's module is imported by
 name when the command runs (``utest/test_layers.py``: the entry point sits above every layer).
 """
@@ -16,24 +24,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.metadata
 import io
 import os
+import re
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+BAD_INPUT = 252
+"""The exit code of bad input in ``ab``, ``duet``, ``nightly`` and ``bisect`` (Robot's "invalid
+test data or command line options"; never a count of failed tests, nor a regression)."""
+CHECKED_FIRST = ("ab", "duet", "nightly")
+"""The commands whose Robot arguments :mod:`libraries.cases.preflight` checks before they run."""
+
 
 @dataclass(frozen=True)
 class Command:
     """A command: the entry point it runs (``module:function``, called with the arguments),
-    the ``python -m`` spelling it stands for, and one line of help."""
+    the ``python -m`` spelling it stands for, one line of help and one example."""
 
     name: str
     target: str
     module: str
     summary: str
+    example: str = ""
 
     def entry(self) -> Callable[[list[str]], int | None]:
         """The entry point's function (its module imported now)."""
@@ -43,23 +61,36 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("ab", "libraries.cli:ab", "robot -v AB:FILE",
-            "run suites as A/B tests of a comparison file's two sides (robot -v AB:FILE)"),
+            "run suites as A/B tests of a comparison file's two sides (robot -v AB:FILE)",
+            "hoststack-perf ab topologies/examples/ab-nginx-knob.yaml -v TOPOLOGY:3node "
+            "-t 1kb-10c-kernel-ssl-proxy tests/ssl_proxy"),
     Command("duet", "libraries.ab.duet_run:main", "libraries.ab.duet_run",
-            "run an A/B comparison as a duet: both sides at once, each on its own testbed"),
+            "run an A/B comparison as a duet: both sides at once, each on its own testbed",
+            "hoststack-perf duet topologies/examples/ab-sysctl.yaml -d results/duet -- "
+            "-v TOPOLOGY:3node -t 1s-kernel-tcp-term tests/tcp_term/kernel.robot"),
     Command("nightly", "libraries.nightly.runner:main", "libraries.nightly",
-            "the nightly job: run the suites (against a pinned reference), store, trend, gate"),
+            "the nightly job: run the suites (against a pinned reference), store, trend, gate",
+            "hoststack-perf nightly --topology 3node --suites tests/tcp_term -- "
+            "-v EXTENDED:no"),
     Command("bisect", "libraries.bisect.cli:main", "libraries.bisect",
-            "find the build that changed a test's figure, by A/B runs between builds"),
+            "find the build that changed a test's figure, by A/B runs between builds",
+            "hoststack-perf bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy "
+            "--builds builds.yaml   (builds.yaml: your builds, oldest first)"),
     Command("trend", "libraries.report.cli:main", "libraries.report",
-            "trend dashboard and gate over the history; --compare two runs"),
+            "trend dashboard and gate over the history; --compare two runs",
+            "hoststack-perf trend results --html results/trend.html"),
     Command("report", "libraries.report.run:main", "libraries.report.run",
-            "write run-report.html (and summary.md) of run directories"),
+            "write run-report.html (and summary.md) of run directories",
+            "hoststack-perf report results/<run-id>"),
     Command("ingest", "libraries.history.ingest:main", "libraries.history.ingest",
-            "store runs' records in the columnar history"),
+            "store runs' records in the columnar history",
+            "hoststack-perf ingest results --store results/history"),
     Command("testbed", "libraries.testbed.provision:main", "libraries.testbed",
-            "build, inspect or remove a local namespace testbed (up | down | status)"),
+            "build, inspect or remove a local namespace testbed (up | down | status)",
+            "hoststack-perf testbed up 3node"),
     Command("leftovers", "libraries.testbed.leftovers:main", "libraries.testbed.leftovers",
-            "check that a finished run left no namespace, process or file"),
+            "check that a finished run left no namespace, process or file",
+            "hoststack-perf leftovers results/<run-id>/output.xml"),
 )
 """Every command, in the order ``--help`` lists them."""
 
@@ -74,25 +105,28 @@ _ROBOT = {
 }
 EXIT_CODES: dict[str, dict[int, str]] = {
     "ab": {**_ROBOT, 1: "1 to 249: that many tests failed (an A/B regression fails its test)",
-           252: "invalid test data or options, or the comparison file is missing or -v AB "
-                "given twice"},
+           BAD_INPUT: "bad input, refused before robot started: bad options, a bad -v setting, "
+                      "topology or comparison file, a binary a side names that is absent, -v "
+                      "AB given twice; or (Robot's) invalid test data"},
     "duet": {**{code: f"side a's run: {text}" for code, text in _ROBOT.items()},
-             2: "bad options (argparse), or side a's: 2 tests failed",
              1: "side a's run: 1 to 249 tests failed; where side a's run exits 0 and side b's "
-                "does not: side b's code (a failure only side b saw)"},
+                "does not: side b's code (a failure only side b saw)",
+             BAD_INPUT: "bad input, refused before either run started (as ab's 252); or side "
+                        "a's run: invalid test data"},
     "nightly": {
         0: "the suites passed and no series regressed",
         1: "tests failed (a Robot exit 1-250, or the merge of the outputs failed)",
-        2: "the records are bad (the trend tool's exit 2); also bad options (argparse)",
+        2: "the records are bad (the trend tool's exit 2)",
         3: "the newest sample of some series is a regression (with --reference: a confirmed "
            "step of the ratio to the reference)",
         4: "a suite run could not run or was interrupted (Robot exit >= 251, a missing command,"
-           " a timeout), no lab of the pool passed its pre-flight, or a bad --reference or "
-           "--duet",
+           " a timeout), or no lab of the pool passed its pre-flight",
+        BAD_INPUT: "bad input, refused before anything ran: bad options, a bad -v setting "
+                   "after --, topology, --reference, --series or --duet",
     },
     "bisect": {
         0: "no regression between the ends beyond the margin (or only progressions)",
-        2: "bad input: refused before anything was measured",
+        BAD_INPUT: "bad input: refused before anything was measured",
         3: "culprit found, and every other range proven clear of a regression beyond the "
            "margin: build by build, or only end to end where the result says so (a -/+ pair "
            "of steps could hide inside such a range)",
@@ -123,7 +157,38 @@ EXIT_CODES: dict[str, dict[int, str]] = {
 
 HELP_LISTS_EXIT_CODES = frozenset({"ab", "bisect"})
 """Commands whose own ``--help`` lists their exit codes; after the others' help
-``hoststack-perf COMMAND --help`` prints them from :data:`EXIT_CODES`."""
+``hoststack-perf COMMAND --help`` prints them from :data:`EXIT_CODES` (and drops a line of
+their own that summed them up: ``exit status: ...``)."""
+USAGE = 2
+"""The exit code of ``hoststack-perf`` given an unknown command (argparse's); with no
+arguments it prints its commands and exits 0, as ``--help`` does."""
+
+
+def version() -> str:
+    """The project's version: the installed package's (pyproject.toml), else ``git describe``
+    of this checkout, else ``unknown``."""
+    try:
+        return importlib.metadata.version("hoststack-perf")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        done = subprocess.run(["git", "describe", "--tags", "--always", "--dirty"],
+                              cwd=Path(__file__).resolve().parent, capture_output=True,
+                              text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+SPHINX_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """``text`` (help drawn from a docstring) without reStructuredText markup: ``:func:`x```
+    -> ``x()``, other roles -> their target, double back-quotes dropped."""
+    text = SPHINX_ROLE.sub(lambda m: m.group(1) + ("()" if m.group(0).startswith(":func:")
+                                                   else ""), text)
+    return text.replace("``", "")
 
 
 def exit_codes_text(name: str) -> str:
@@ -151,7 +216,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="hoststack-perf", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Host-stack and proxy performance: the project's commands.",
         epilog=f"commands:\n{listing}\n\n'hoststack-perf COMMAND --help' shows a command's "
-               "own help and exit codes; each is also 'python -m <module>' (see the docs).")
+               "own help, an example and its exit codes; each is also 'python -m <module>' "
+               f"(see the docs). Bad input to ab, duet, nightly or bisect exits {BAD_INPUT}.\n\n"
+               f"example:\n  {COMMANDS[0].example}")
+    parser.add_argument("--version", action="version", version=f"hoststack-perf {version()}")
     parser.add_argument("command", choices=[c.name for c in COMMANDS], metavar="COMMAND",
                         help="one of: " + ", ".join(c.name for c in COMMANDS))
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
@@ -170,10 +238,36 @@ def run(argv: Sequence[str]) -> int:
         command = next(c for c in COMMANDS if c.name == args.command)
         if command.name != "ab" and _asks_help(argv[1:]):  # ab: robot's after the file
             return _help(command, list(argv[1:]))
+        if command.name in CHECKED_FIRST[1:] and _refused(command.name, list(argv[1:])):
+            return BAD_INPUT
         code = command.entry()(list(argv[1:]))
     except SystemExit as stop:
         return _code(stop)
     return code or 0
+
+
+def _refused(name: str, args: list[str]) -> bool:
+    """Whether ``duet`` or ``nightly`` with ``args`` is refused before it runs (its options,
+    its Robot arguments' settings, topology and comparison file: printed, one line each)."""
+    robot = args[args.index("--") + 1:] if "--" in args else []
+    given = args[:args.index("--")] if "--" in args else args
+    if name == "duet":
+        options = importlib.import_module("libraries.ab.duet_run").parse(args)
+        comparison, topologies = options.comparison, ()
+    else:
+        try:
+            options = importlib.import_module("libraries.nightly.cli").parser("").parse_args(
+                given)
+        except SystemExit as stop:  # argparse's usage error (printed): bad input
+            if stop.code != 2:
+                raise
+            return True
+        comparison, topologies = None, options.pool or options.topology
+    problems = importlib.import_module("libraries.cases.preflight").run_problems(
+        robot, comparison, topologies)
+    for problem in problems:
+        print(f"hoststack-perf {name}: error: {problem}", file=sys.stderr)
+    return bool(problems)
 
 
 def _code(stop: SystemExit) -> int:
@@ -194,10 +288,13 @@ def _help(command: Command, args: list[str]) -> int:
             code = command.entry()(args) or 0
     except SystemExit as stop:
         code = _code(stop)
-    text = renamed_usage(shown.getvalue(), f"python -m {command.module}",
-                         f"hoststack-perf {command.name}")
+    text = plain(renamed_usage(shown.getvalue(), f"python -m {command.module}",
+                               f"hoststack-perf {command.name}"))
+    if code == 0 and "example:" not in text and command.example:
+        text = text.rstrip("\n") + f"\n\nexample:\n  {command.example}\n"
     if code == 0 and command.name not in HELP_LISTS_EXIT_CODES:
-        text += f"\n{exit_codes_text(command.name)}\n"
+        text = re.sub(r"\n\nexit status:[^\n]*(\n[^\n]+)*", "", text)
+        text = text.rstrip("\n") + f"\n\n{exit_codes_text(command.name)}\n"
     print(text, end="")
     return code
 
@@ -230,20 +327,23 @@ def _asks_help(args: Sequence[str]) -> bool:
 def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[str], bool]:
     """The Robot command of ``hoststack-perf ab [--print] COMPARISON [--] ROBOT ARGS...`` and
     whether it is only to be printed (``--print``);
-    ``SystemExit`` (252, Robot's code for bad options) with the reason for a missing
-    comparison file, no suites, or robot arguments that set ``AB`` themselves."""
+    ``SystemExit`` with the reason (:func:`ab` exits :data:`BAD_INPUT` with it) for a missing
+    comparison file, no suites, robot arguments that set ``AB`` themselves, or what
+    :func:`libraries.cases.preflight.run_problems` finds wrong with the settings, the
+    topology or the comparison file (a binary it names that is absent; not with ``--print``,
+    which runs nothing)."""
     parser = argparse.ArgumentParser(
         prog="hoststack-perf ab", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run suites as A/B tests: robot -v AB:COMPARISON ROBOT ARGS. Every "
                     "measuring test compares the file's side a (baseline) and side b "
                     "(candidate) in rounds of random order on one testbed; see the docs' A/B "
                     "page and the AB_* settings.",
-        epilog="example:\n  hoststack-perf ab topologies/examples/ab-nginx-knob.yaml -v "
-               "TOPOLOGY:3node -t 1kb-10c-kernel-ssl-proxy tests/ssl_proxy\n\nexit codes "
-               "(Robot's):\n" + "\n".join(f"  {code:3}  {text}"
-                                          for code, text in sorted(EXIT_CODES["ab"].items())))
+        epilog=f"example:\n  {COMMANDS[0].example}\n\nexit codes (Robot's, and 252 for bad "
+               "input):\n" + "\n".join(f"  {code:3}  {text}"
+                                       for code, text in sorted(EXIT_CODES["ab"].items())))
     parser.add_argument("--print", action="store_true", dest="print_only",
-                        help="print the robot command instead of running it")
+                        help="print the robot command instead of running it (its "
+                        "settings, topology and comparison file unchecked)")
     parser.add_argument("comparison", help="the comparison file (YAML: sides a and b)")
     parser.add_argument("robot_args", nargs=argparse.REMAINDER,
                         help="robot's options and the suites to run (after an optional --)")
@@ -267,6 +367,10 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
         if given.split(":", 1)[0] == "AB":
             refuse(f"{flag} {value}: the comparison file is the first argument; -v AB is "
                    "set from it")
+    problems = [] if options.print_only else importlib.import_module(
+        "libraries.cases.preflight").run_problems(rest, options.comparison)
+    if problems:
+        refuse("\n".join(problems))
     command = [python, "-m", "robot", "--variable",
                f"AB:{Path(options.comparison).resolve()}", *rest]
     return command, options.print_only
@@ -279,9 +383,9 @@ def ab(argv: list[str]) -> int:
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
-            return 252
+            return BAD_INPUT
         if stop.code == 2:  # argparse's bad options: Robot's code for them, not "2 failed"
-            return 252
+            return BAD_INPUT
         raise
     if print_only:
         print(shlex.join(command))

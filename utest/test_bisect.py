@@ -1,7 +1,7 @@
 """Bisection: the search over a simulated range (steps at known builds, comparisons that
 decide only above a margin, inconclusive and failed runs, builds that cannot be made), the
 builds file, reading a comparison's verdict from its record, the page and the command's bad
-input (exit 2 before anything is measured)."""
+input (exit 252 before anything is measured)."""
 
 from __future__ import annotations
 
@@ -643,7 +643,7 @@ def test_bad_input_exits_2_before_anything_is_measured(tmp_path, capsys, args, s
             "--builds": str(builds), "--results": str(tmp_path / "out")}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     code = cli.main([item for pair in base.items() for item in pair])
-    assert code == 2
+    assert code == 252
     assert says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
@@ -657,7 +657,7 @@ def test_the_margin_is_given_once_and_as_a_percentage(tmp_path, capsys, extra, s
                               '["access_log /dev/null combined;"]}}}\n')
     code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
                      str(builds), "--results", str(tmp_path / "out"), *extra])
-    assert code == 2 and says in capsys.readouterr().err
+    assert code == 252 and says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
@@ -678,7 +678,7 @@ def test_settings_whose_attempts_could_not_decide_are_refused_naming_the_option(
                               '["access_log /dev/null combined;"]}}}\n')
     code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
                      str(builds), "--results", str(tmp_path / "out"), *extra])
-    assert code == 2 and says in capsys.readouterr().err
+    assert code == 252 and says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     assert cli.attempts_problems(125, 600, 3, []) == []  # the limit itself is fine
 
@@ -689,7 +689,7 @@ def test_the_help_lists_every_exit_code(capsys):
     shown = " ".join(capsys.readouterr().out.split())
     for code, meaning in EXIT_CODES.items():
         assert f"{code} {' '.join(meaning.split())}" in shown, code
-    assert set(EXIT_CODES) == {0, 2, 3, 4, 5}
+    assert set(EXIT_CODES) == {0, 252, 3, 4, 5}
     assert all(f"    {code} " in cli.__doc__ for code in EXIT_CODES)
 
 
@@ -710,12 +710,12 @@ def test_the_page_and_json_name_undecided_ranges_and_skipped_builds_with_why():
     assert "exit code 5:\nculprit found, but some ranges stayed undecided" in page
 
 
-def test_a_missing_binary_without_a_build_command_exits_2(tmp_path, capsys):
+def test_a_missing_binary_without_a_build_command_exits_252(tmp_path, capsys):
     builds = _write(tmp_path, f"builds: [{{name: a}}, {{name: b, tools: {{dut: {{nginx: "
                               f"{tmp_path}/missing}}}}}}]")
     code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
                      str(builds), "--results", str(tmp_path / "out")])
-    assert code == 2
+    assert code == 252
     assert f"build b: dut.nginx {tmp_path}/missing: no such file" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from libraries import cli
+from libraries.ab import duet_run
+from libraries.bisect.search import BAD_INPUT as BISECT_BAD_INPUT
 from libraries.bisect.search import EXIT_CODES as BISECT
 from libraries.nightly import runner
 from libraries.trend import analysis
@@ -118,7 +120,8 @@ def test_every_command_has_its_exit_codes():
 def test_the_exit_codes_agree_with_the_commands_own():
     assert cli.EXIT_CODES["bisect"] == BISECT
     assert {runner.EXIT_OK, runner.EXIT_TESTS_FAILED, runner.EXIT_BAD_RECORDS,
-            runner.EXIT_REGRESSION, runner.EXIT_RUN_ERROR} == set(cli.EXIT_CODES["nightly"])
+            runner.EXIT_REGRESSION, runner.EXIT_RUN_ERROR, runner.EXIT_BAD_INPUT} == \
+        set(cli.EXIT_CODES["nightly"])
     assert {analysis.EXIT_OK, analysis.EXIT_BAD_INPUT, analysis.EXIT_REGRESSION} == \
         set(cli.EXIT_CODES["trend"])
     assert "regression" in cli.EXIT_CODES["nightly"][3]
@@ -149,6 +152,138 @@ def test_ab_prints_its_command_and_refuses_what_robot_would_misread(tmp_path, ca
     assert cli.run(["ab"]) == 252  # argparse's usage error, in Robot's code
 
 
+SPHINX = re.compile(r"``|:(mod|func|class|meth|data|attr):`")
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_commands_help_has_one_example_and_no_sphinx_markup(command, capsys):
+    assert cli.run([command.name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("example:") == 1
+    example = out.split("example:\n", 1)[1].splitlines()[0].strip()
+    assert example.startswith(f"hoststack-perf {command.name} ") or \
+        example.startswith(f"python -m {command.module} ")
+    assert not SPHINX.search(out), SPHINX.search(out)
+    assert "exit status:" not in out  # a command's own summary of its codes: listed once
+    for word in example.split():  # the files an example names are in the repository
+        if word.startswith(("topologies/", "tests/")):
+            assert (ROOT / word).exists(), word
+
+
+def test_help_text_from_a_docstring_loses_its_markup():
+    assert cli.plain("Ingest ``records.jsonl`` (:mod:`libraries.history.store`, "
+                     ":func:`~x.y`, :data:`Z`)") == \
+        "Ingest records.jsonl (libraries.history.store, x.y(), Z)"
+
+
+def test_duet_and_bisect_help_say_what_they_take(capsys):
+    assert cli.run(["duet", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "COMPARISON -- ROBOT_ARGS" in out and "after --" in out
+    assert cli.run(["bisect", "--help"]) == 0
+    assert "--builds YAML" in capsys.readouterr().out
+    assert cli.run(["testbed", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {action} " in out for action in ("up", "down", "status"))
+    assert "the default" in out
+
+
+def test_version_and_no_arguments(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli._parser().parse_args(["--version"])
+    assert stop.value.code == 0
+    assert re.fullmatch(r"hoststack-perf \S+\n", capsys.readouterr().out)
+    assert cli.run(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("hoststack-perf ")
+    assert cli.version() != "unknown"
+    assert cli.run([]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {c.name} " in out for c in cli.COMMANDS) and "example:" in out
+
+
+def test_bad_input_has_one_code_in_ab_duet_nightly_and_bisect():
+    assert cli.BAD_INPUT == runner.EXIT_BAD_INPUT == BISECT_BAD_INPUT == duet_run.BAD_INPUT
+    assert cli.BAD_INPUT > 250  # never a count of failed tests
+    for name in ("ab", "duet", "nightly", "bisect"):
+        codes = cli.EXIT_CODES[name]
+        assert "bad input" in codes[cli.BAD_INPUT]
+        assert not any("bad" in text and "option" in text for code, text in codes.items()
+                       if code != cli.BAD_INPUT), name
+
+
+@pytest.fixture
+def no_robot(monkeypatch):
+    """Fail a test that would start a Robot run (ab execs it, duet and nightly start it)."""
+    def started(*args, **kwargs):
+        raise AssertionError(f"a run was started: {args}")
+
+    monkeypatch.setattr(cli.os, "execv", started)
+    monkeypatch.setattr(duet_run.subprocess, "Popen", started)
+    monkeypatch.setattr(runner.subprocess, "Popen", started)
+    monkeypatch.setattr(runner, "execute", started)
+
+
+def _absent_binary(tmp_path):
+    path = tmp_path / "ab-absent.yaml"
+    path.write_text(f"a: {{name: now}}\nb: {{name: new, tools: {{dut: {{nginx: "
+                    f"{tmp_path}/absent/nginx}}}}}}\n")
+    return path
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["-v", "DURATION:2s"], "-v DURATION:2s: expected whole seconds"),
+    (["-v", "TOPOLOGY:nowhere"], "nowhere.yaml: cannot read topology"),
+    (["-v", "AB_LOOK:0"], "AB_LOOK"),
+    (["-v", "CAPACITY_RANGE:9..1"], "CAPACITY_RANGE"),
+])
+def test_ab_refuses_bad_input_before_robot_starts(no_robot, args, says, capsys):
+    assert cli.run(["ab", str(EXAMPLE), *args, "tests/tcp_term"]) == cli.BAD_INPUT
+    assert says in capsys.readouterr().err
+
+
+def test_ab_refuses_an_absent_binary_and_a_bad_topology_key(no_robot, tmp_path, capsys):
+    comparison = _absent_binary(tmp_path)
+    assert cli.run(["ab", str(comparison), "tests/tcp_term"]) == cli.BAD_INPUT
+    assert f"b.tools.dut.nginx: {tmp_path}/absent/nginx: no such file" in \
+        capsys.readouterr().err
+    topology = tmp_path / "bad.yaml"
+    topology.write_text((ROOT / "topologies" / "1node.yaml").read_text() + "\nfrobnicate: 1\n")
+    assert cli.run(["ab", str(EXAMPLE), "-v", f"TOPOLOGY:{topology}", "tests"]) == \
+        cli.BAD_INPUT
+    assert "frobnicate: unknown key" in capsys.readouterr().err
+
+
+def test_duet_refuses_bad_input_before_either_run_starts(no_robot, tmp_path, capsys):
+    assert cli.run(["duet", str(EXAMPLE), "--", "-v", "DURATION:2s", "tests"]) == \
+        cli.BAD_INPUT
+    assert "-v DURATION:2s" in capsys.readouterr().err
+    assert cli.run(["duet", str(_absent_binary(tmp_path)), "--", "tests"]) == cli.BAD_INPUT
+    assert cli.run(["duet", str(EXAMPLE)]) == cli.BAD_INPUT  # no robot args: not "2 failed"
+    assert cli.run(["duet", str(tmp_path / "none.yaml"), "--", "tests"]) == cli.BAD_INPUT
+    assert "no such comparison file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        duet_run.main([str(EXAMPLE), "--bogus", "--", "tests"])  # python -m: argparse's exit
+    assert stop.value.code == cli.BAD_INPUT
+
+
+def test_nightly_refuses_bad_input_before_anything_runs(no_robot, tmp_path, capsys):
+    results = ["--results", str(tmp_path / "results")]
+    assert cli.run(["nightly", *results, "--topology", "nowhere"]) == cli.BAD_INPUT
+    assert cli.run(["nightly", *results, "--", "-v", "DURATION:2s"]) == cli.BAD_INPUT
+    assert "-v DURATION:2s" in capsys.readouterr().err
+    assert cli.run(["nightly", *results, "--bogus"]) == cli.BAD_INPUT
+    assert runner.main([*results, "--topology", "nowhere"]) == cli.BAD_INPUT  # python -m
+    assert runner.main([*results, "--bogus"]) == cli.BAD_INPUT
+    assert not (tmp_path / "results").exists()
+
+
+def test_bisect_refuses_bad_input_with_the_same_code(tmp_path, capsys):
+    assert cli.run(["bisect", "--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                    "--builds", str(tmp_path / "none.yaml")]) == cli.BAD_INPUT
+    assert "none.yaml" in capsys.readouterr().err
+    assert cli.run(["bisect", "--topology", "3node"]) == cli.BAD_INPUT
+
+
 @pytest.mark.integration
 def test_python_m_libraries_cli_help_in_a_process():
     done = subprocess.run([sys.executable, "-m", "libraries.cli", "--help"], cwd=ROOT,
@@ -158,3 +293,9 @@ def test_python_m_libraries_cli_help_in_a_process():
     done = subprocess.run([sys.executable, "-m", "libraries.cli", "trend", "--nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
+
+
+def test_ab_print_runs_nothing_and_checks_nothing(tmp_path, capsys):
+    comparison = _absent_binary(tmp_path)
+    assert cli.run(["ab", "--print", str(comparison), "tests"]) == 0
+    assert f"AB:{comparison}" in capsys.readouterr().out

@@ -5,12 +5,15 @@ a's run judges and records every test (its output in ``DIR/a``, its console here
 measures beside it (``DIR/b``, its console in ``DIR/b/console.log``; its measured tests end
 SKIPPED, their trials being in side a's record).
 
-    python -m libraries.ab.duet_run topologies/examples/ab-tcp-rmem.yaml -d results/duet -- \\
-        -v TOPOLOGY:3node -t 1STREAM tests/tcp_term/kernel.robot
+    python -m libraries.ab.duet_run topologies/examples/ab-sysctl.yaml -d results/duet -- \\
+        -v TOPOLOGY:3node -t 1s-kernel-tcp-term tests/tcp_term/kernel.robot
 
 Exit status: side a's Robot status; where side a's is 0 and side b's is not, side b's (a
-failure only side b saw: its suite set-up, a teardown). SIGINT and SIGTERM are passed to both
-runs, which stop as Robot stops and tear their testbeds down.
+failure only side b saw: its suite set-up, a teardown); :data:`BAD_INPUT` (252, Robot's code
+for invalid options) for bad options or a missing comparison file, before either run starts
+(``hoststack-perf duet`` also checks the settings, topology and comparison file first:
+``libraries.cli``). SIGINT and SIGTERM are passed to both runs, which stop as Robot stops and
+tear their testbeds down.
 """
 
 from __future__ import annotations
@@ -25,10 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 LOG = logging.getLogger("duet_run")
 DEFAULT_TIMEOUT = 6 * 3600.0
 """Seconds both runs may take together before they are stopped."""
+BAD_INPUT = 252
+"""The exit code of bad options (Robot's, as ``hoststack-perf``'s bad input: never "2 tests
+failed")."""
+EXAMPLE = ("topologies/examples/ab-sysctl.yaml -d results/duet -- -v TOPOLOGY:3node "
+           "-t 1s-kernel-tcp-term tests/tcp_term/kernel.robot")
 
 
 @dataclass(frozen=True)
@@ -74,11 +83,26 @@ def refused(robot_args: Sequence[str]) -> str | None:
     return None
 
 
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit :data:`BAD_INPUT`, not argparse's 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options (``robot``: the arguments after ``--``); ``SystemExit(BAD_INPUT)`` naming
+    what is wrong."""
+    parser = _Parser(
         prog="python -m libraries.ab.duet_run",
+        usage="%(prog)s [-h] [-d OUTPUTDIR] [--timeout S] COMPARISON -- ROBOT_ARGS...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an A/B comparison as a duet: both sides at once, each on a testbed "
-                    "of its own, on the same cores.")
+                    "of its own, on the same cores.\n\nROBOT_ARGS (after --): robot's "
+                    "options and the suites to run, as for robot itself, except -d and -v "
+                    "AB/AB_DUET (the launcher sets them per side).",
+        epilog=f"example:\n  %(prog)s {EXAMPLE}")
     parser.add_argument("comparison", help="the comparison file (as for -v AB)")
     parser.add_argument("-d", "--outputdir", default="results/duet", type=Path,
                         help="output folder: side a's run in DIR/a, side b's in DIR/b")
@@ -103,7 +127,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """See the module."""
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    options = _parse(argv)
+    options = parse(argv)
     ends = socket.socketpair()
     planned = commands(str(Path(options.comparison).resolve()), options.outputdir,
                        options.robot, (ends[0].fileno(), ends[1].fileno()))

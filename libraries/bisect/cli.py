@@ -19,8 +19,9 @@ them is bisected (:mod:`libraries.bisect.search`), each comparison one Robot A/B
 ``exit_meaning`` say what it means for the run: which ranges are clear only end to end):
 
     0 no regression between the ends beyond --margin (or only progressions)
-    2 bad input: refused before anything was measured (a file, the test, settings whose
-      second attempt could not decide)
+    252 bad input: refused before anything was measured (bad options, a file, the test, a
+      binary absent, settings whose second attempt could not decide; Robot's code for bad
+      options, the same in hoststack-perf ab, duet and nightly)
     3 a culprit found (the last good and first bad build, printed), and every other stretch
       of the range proven clear of a regression beyond the margin: build by build, or only
       end to end where the result says so (a -/+ pair of steps could hide inside)
@@ -56,12 +57,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m libraries.bisect",
         description="Find the build that changed a test's figure by A/B comparisons.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit codes:\n" + "\n".join(f"  {code}  {meaning}"
+        epilog="exit codes:\n" + "\n".join(f"  {code:3}  {meaning}"
                                             for code, meaning in sorted(EXIT_CODES.items())))
     parser.add_argument("--topology", required=True, help="topology name or file (the "
                         "testbed; the builds override its binaries, VPP installs, ...)")
     parser.add_argument("--test", required=True, help="test name, <case>/<name> or test id")
-    parser.add_argument("--builds", required=True, type=Path, help="the builds, oldest first")
+    parser.add_argument("--builds", required=True, type=Path, metavar="YAML",
+                        help="a YAML file of the builds, oldest first: 'builds: [{name: 1.25.0,"
+                        " tools: {dut: {nginx: /opt/nginx-1.25.0/sbin/nginx}}}, ...]', or a "
+                        "'template:' over 'revisions:' (see the docs' bisect page)")
     parser.add_argument("--metric", help="metric to follow (default: the test's first A/B "
                         "metric, e.g. rps or throughput; cost: the CPU per unit of work the "
                         "test judges beside it, e.g. traced_cost of an sslsniff test)")
@@ -152,7 +156,12 @@ def _refusals(args: argparse.Namespace) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a bisection; the exit code of the module docstring."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # argparse's usage error (2): bad input's one code
+        if stop.code != 2:
+            raise
+        return BAD_INPUT
     try:
         topology = load_topology(args.topology)
         test = find_test(args.test)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from libraries.bisect.outcome import Outcome
 
-NO_CULPRIT, BAD_INPUT, CULPRIT, UNDECIDABLE, CULPRIT_AND_UNDECIDED = 0, 2, 3, 4, 5
+NO_CULPRIT, BAD_INPUT, CULPRIT, UNDECIDABLE, CULPRIT_AND_UNDECIDED = 0, 252, 3, 4, 5
 EXIT_CODES = {
     NO_CULPRIT: "no regression between the ends beyond the margin (or only progressions)",
     BAD_INPUT: "bad input: refused before anything was measured",

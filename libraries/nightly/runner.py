@@ -26,13 +26,16 @@ With ``--duet`` as well, the reference and today run at the same time, each on a
 testbed of its own (:mod:`libraries.ab.duet_run`; side a's run, whose records the history
 takes, in ``<run-dir>/a/`` or ``<run-dir>/<topology>/a/``, side b's beside it in ``b/``).
 
-Exit status, first match wins: 4 a suite run could not run or was interrupted (Robot exit code
->= 251, missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample
-of some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise (summary.md).
+Exit status: 252 bad input, refused before anything ran (bad options, topology, --reference,
+--series or --duet; ``hoststack-perf nightly`` also checks the ``-v`` settings after ``--``);
+then, first match wins: 4 a suite run could not run or was interrupted (Robot exit code >= 251,
+missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample of
+some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise (summary.md).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -77,10 +80,13 @@ from libraries.report.run import write_run_report
 from libraries.results.family import NightFamily
 from libraries.results.records import RecordError
 from libraries.testbed.errors import TopologyError
+from libraries.testbed.topology_file import load_topology
 
 LOG = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_TESTS_FAILED, EXIT_BAD_RECORDS, EXIT_REGRESSION, EXIT_RUN_ERROR = 0, 1, 2, 3, 4
+EXIT_BAD_INPUT = 252
+"""Bad input, refused before anything ran (``hoststack-perf``'s one code for it)."""
 ROBOT_ERROR_MIN = 251
 """Robot Framework exit codes from 251 up mean help / bad options or data / interrupted."""
 EVERY_ROW = ("--variable", "EXTENDED:yes")
@@ -356,13 +362,10 @@ def execute(plan: Plan, options: Options, reference: Reference | None = None) ->
     return outcome
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the gate status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser(__doc__.split("\n\n")[0]).parse_args(
-        argv[: argv.index("--")] if "--" in argv else argv)
-    logging.basicConfig(level=logging.INFO, format="nightly: %(message)s")
+def _checked_input(args: argparse.Namespace, extra: list[str]
+                   ) -> tuple[Options, Reference | None]:
+    """The options of the command line and the reference it names, checked before anything
+    runs; ``ValueError`` naming the option and what is wrong (exit :data:`EXIT_BAD_INPUT`)."""
     options = Options(
         topologies=tuple(args.topology), suites=tuple(args.suites),
         processes=max(args.processes, 1), pabot=args.pabot, results=args.results,
@@ -375,20 +378,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = replace(options, family=night_family(args.night_level, args.series,
                                                            options))
         except PlanError as error:
-            LOG.error("--series: %s", error)
-            return EXIT_RUN_ERROR
+            raise ValueError(f"--series: {error}") from None
     if options.duet and (options.reference is None or options.pool or
                          options.pabot or options.processes > 1):
-        LOG.error("--duet: needs --reference, and runs one robot per side (not with --pool, "
-                  "--pabot or --processes)")
-        return EXIT_RUN_ERROR
-    reference = None
-    if options.reference is not None:
+        raise ValueError("--duet: needs --reference, and runs one robot per side (not with "
+                         "--pool, --pabot or --processes)")
+    for name in options.pool or options.topologies:
         try:
-            reference = load_reference(options.reference)
+            load_topology(name)
         except TopologyError as error:
-            LOG.error("--reference: %s", error)
-            return EXIT_RUN_ERROR
+            raise ValueError(f"--{'pool' if options.pool else 'topology'} {name}: "
+                             f"{error}") from None
+    try:
+        reference = None if options.reference is None else load_reference(options.reference)
+    except TopologyError as error:
+        raise ValueError(f"--reference: {error}") from None
+    return options, reference
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the gate status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    try:
+        args = parser(__doc__.split("\n\n")[0]).parse_args(
+            argv[: argv.index("--")] if "--" in argv else argv)
+    except SystemExit as stop:  # argparse's usage error (2): bad input, not bad records
+        if stop.code != 2:
+            raise
+        return EXIT_BAD_INPUT
+    logging.basicConfig(level=logging.INFO, format="nightly: %(message)s")
+    try:
+        options, reference = _checked_input(args, extra)
+    except ValueError as error:
+        LOG.error("%s", error)
+        return EXIT_BAD_INPUT
     plan = build_plan(options, args.run_id or new_run_id())
     if args.dry_run:
         lines = [shlex.join(i.command) for i in plan.invocations]

@@ -23,12 +23,13 @@ LOG = logging.getLogger(__name__)
 GATE = {
     0: "the suites passed and no series regressed",
     1: "tests failed (a Robot exit 1-250, or the merge of the outputs failed)",
-    2: "the records are bad (the trend tool's exit 2); also bad options (argparse)",
+    2: "the records are bad (the trend tool's exit 2)",
     3: "the newest sample of some series is a regression (with --reference: a confirmed "
        "step of the ratio to the reference)",
     4: "a suite run could not run or was interrupted (Robot exit >= 251, a missing command,"
-       " a timeout), no lab of the pool passed its pre-flight, or a bad --reference or "
-       "--duet",
+       " a timeout), or no lab of the pool passed its pre-flight",
+    252: "bad input, refused before anything ran: bad options, a bad -v setting after --, "
+         "topology, --reference, --series or --duet",
 }
 """What each exit code of the nightly means (``hoststack-perf nightly``)."""
 FLAGGED = ("regression", "pending")

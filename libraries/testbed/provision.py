@@ -163,10 +163,20 @@ def _cli_status(name: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m libraries.testbed``."""
-    parser = argparse.ArgumentParser(prog="python -m libraries.testbed",
-                                     description="Build, inspect or remove a local testbed.")
-    parser.add_argument("action", choices=["up", "down", "status"])
-    parser.add_argument("topology", nargs="?", help="topology name (topologies/NAME.yaml)")
+    parser = argparse.ArgumentParser(
+        prog="python -m libraries.testbed", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Build, inspect or remove a local testbed: a topology whose nodes are "
+                    "network namespaces on this host (provision: netns; needs root).\n\n"
+                    "  up TOPOLOGY      build its namespaces and links (a real lab: nothing to "
+                    "build)\n"
+                    "  down TOPOLOGY    remove them\n"
+                    "  status [TOPOLOGY]  show what is up; no TOPOLOGY: every local testbed "
+                    "(the default)")
+    parser.add_argument("action", choices=["up", "down", "status"], metavar="ACTION",
+                        help="up, down or status (see above)")
+    parser.add_argument("topology", nargs="?", metavar="TOPOLOGY",
+                        help="topology name (topologies/NAME.yaml) or file; up and down need "
+                        "it, status without it shows every local testbed")
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"))
     if args.action != "status" and not args.topology:
