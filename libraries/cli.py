@@ -13,7 +13,8 @@ topology, comparison, reference or builds file, or a binary a comparison names t
 is refused before anything is measured (``ab``, ``duet`` and ``nightly`` check the settings,
 the topology and the comparison file in this process before a Robot run starts:
 :mod:`libraries.cases.preflight`), so a CI job tells "my input is wrong" from failed tests
-(1-250) and from a regression. ``hoststack-perf --version`` prints the project's version.
+(1-250) and from a regression. ``hoststack-perf --version`` prints the project's version;
+with no arguments, as with ``--help``, it lists its commands and exits 0 (an unknown one: 2).
 
 This module imports nothing of the project at import time: a command's module is imported by
 name when the command runs (``utest/test_layers.py``: the entry point sits above every layer).
@@ -38,8 +39,6 @@ from pathlib import Path
 BAD_INPUT = 252
 """The exit code of bad input in ``ab``, ``duet``, ``nightly`` and ``bisect`` (Robot's "invalid
 test data or command line options"; never a count of failed tests, nor a regression)."""
-CHECKED_FIRST = ("ab", "duet", "nightly")
-"""The commands whose Robot arguments :mod:`libraries.cases.preflight` checks before they run."""
 
 
 @dataclass(frozen=True)
@@ -159,14 +158,10 @@ HELP_LISTS_EXIT_CODES = frozenset({"ab", "bisect"})
 """Commands whose own ``--help`` lists their exit codes; after the others' help
 ``hoststack-perf COMMAND --help`` prints them from :data:`EXIT_CODES` (and drops a line of
 their own that summed them up: ``exit status: ...``)."""
-USAGE = 2
-"""The exit code of ``hoststack-perf`` given an unknown command (argparse's); with no
-arguments it prints its commands and exits 0, as ``--help`` does."""
 
 
 def version() -> str:
-    """The project's version: the installed package's (pyproject.toml), else ``git describe``
-    of this checkout, else ``unknown``."""
+    """The installed package's version (pyproject.toml), else ``git describe``, else unknown."""
     try:
         return importlib.metadata.version("hoststack-perf")
     except importlib.metadata.PackageNotFoundError:
@@ -186,9 +181,8 @@ SPHINX_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([^`]+)
 def plain(text: str) -> str:
     """``text`` (help drawn from a docstring) without reStructuredText markup: ``:func:`x```
     -> ``x()``, other roles -> their target, double back-quotes dropped."""
-    text = SPHINX_ROLE.sub(lambda m: m.group(1) + ("()" if m.group(0).startswith(":func:")
-                                                   else ""), text)
-    return text.replace("``", "")
+    return SPHINX_ROLE.sub(lambda m: m.group(1) + "()" * m.group(0).startswith(":func:"),
+                           text).replace("``", "")
 
 
 def exit_codes_text(name: str) -> str:
@@ -238,7 +232,7 @@ def run(argv: Sequence[str]) -> int:
         command = next(c for c in COMMANDS if c.name == args.command)
         if command.name != "ab" and _asks_help(argv[1:]):  # ab: robot's after the file
             return _help(command, list(argv[1:]))
-        if command.name in CHECKED_FIRST[1:] and _refused(command.name, list(argv[1:])):
+        if command.name in ("duet", "nightly") and _refused(command.name, list(argv[1:])):
             return BAD_INPUT
         code = command.entry()(list(argv[1:]))
     except SystemExit as stop:
@@ -247,10 +241,9 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _refused(name: str, args: list[str]) -> bool:
-    """Whether ``duet`` or ``nightly`` with ``args`` is refused before it runs (its options,
-    its Robot arguments' settings, topology and comparison file: printed, one line each)."""
-    robot = args[args.index("--") + 1:] if "--" in args else []
-    given = args[:args.index("--")] if "--" in args else args
+    """Whether ``duet`` or ``nightly`` ``args`` are bad input (each problem printed)."""
+    cut = args.index("--") if "--" in args else len(args)
+    given, robot = args[:cut], args[cut + 1:]
     if name == "duet":
         options = importlib.import_module("libraries.ab.duet_run").parse(args)
         comparison, topologies = options.comparison, ()
@@ -290,6 +283,7 @@ def _help(command: Command, args: list[str]) -> int:
         code = _code(stop)
     text = plain(renamed_usage(shown.getvalue(), f"python -m {command.module}",
                                f"hoststack-perf {command.name}"))
+    text = text.replace(f"python -m {command.module} ", f"hoststack-perf {command.name} ")
     if code == 0 and "example:" not in text and command.example:
         text = text.rstrip("\n") + f"\n\nexample:\n  {command.example}\n"
     if code == 0 and command.name not in HELP_LISTS_EXIT_CODES:

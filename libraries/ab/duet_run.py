@@ -99,8 +99,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         usage="%(prog)s [-h] [-d OUTPUTDIR] [--timeout S] COMPARISON -- ROBOT_ARGS...",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an A/B comparison as a duet: both sides at once, each on a testbed "
-                    "of its own, on the same cores.\n\nROBOT_ARGS (after --): robot's "
-                    "options and the suites to run, as for robot itself, except -d and -v "
+                    "of its own,\non the same cores.\n\nROBOT_ARGS (after --): robot's "
+                    "options and the suites to run, as for robot itself,\nexcept -d and -v "
                     "AB/AB_DUET (the launcher sets them per side).",
         epilog=f"example:\n  %(prog)s {EXAMPLE}")
     parser.add_argument("comparison", help="the comparison file (as for -v AB)")
