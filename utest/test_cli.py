@@ -298,3 +298,12 @@ def test_ab_print_runs_nothing_and_checks_nothing(tmp_path, capsys):
     comparison = _absent_binary(tmp_path)
     assert cli.run(["ab", "--print", str(comparison), "tests"]) == 0
     assert f"AB:{comparison}" in capsys.readouterr().out
+
+
+def test_the_checked_settings_are_robots_last_word():
+    preflight = importlib.import_module("libraries.cases.preflight")
+    args = ["-v", "DURATION:2s", "--variable", "DURATION:3", "--variable=TRIALS:7", "tests"]
+    assert preflight.robot_variables(args) == {"DURATION": "3", "TRIALS": "7"}
+    assert preflight.run_problems(args) == []
+    assert preflight.run_problems(["--variable=TRIALS:0", "tests"]) == \
+        ["-v TRIALS:0: expected an integer >= 1, got '0'"]

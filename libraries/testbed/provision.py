@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m libraries.testbed", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Build, inspect or remove a local testbed: a topology whose nodes are "
-                    "network namespaces on this host (provision: netns; needs root).\n\n"
+                    "network\nnamespaces on this host (provision: netns; needs root).\n\n"
                     "  up TOPOLOGY      build its namespaces and links (a real lab: nothing to "
                     "build)\n"
                     "  down TOPOLOGY    remove them\n"
