@@ -36,7 +36,7 @@ from libraries.capacity.sanity import (
 )
 from libraries.capacity.settings import LatencyGoal, parse_capacity_settings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
-from libraries.results.headline import headline
+from libraries.results.headline import figure, headline
 from libraries.results.measurement import Measurement
 from libraries.results.records import build_record, validate_record
 
@@ -222,48 +222,56 @@ def _run(measurement: Measurement, settings=None, paths=PATHS) -> list[tuple[str
     return folded
 
 
-def test_the_figure_is_the_miss_curves_rate_with_its_interval_and_the_message_says_so(
+def test_the_figure_is_the_safe_end_of_the_miss_curves_crossing_and_the_message_says_so(
         monkeypatch):
+    """Issue 60: the figure is the lowest crossing the windows leave plausible (a 95 % lower
+    bound), not the fitted crossing, at which a window misses more than the share about as
+    often as less; the claim names both."""
     asked = _searched(monkeypatch, dict(FOUND), _steps(proxy=7_000.0, direct=15_000.0))
     measurement = _measured()
     folded = _run(measurement)
     capacity, direct = measurement.metrics["capacity"], measurement.metrics["direct_capacity"]
-    assert 5_000 < capacity.value <= 7_000 and 10_000 < direct.value <= 15_000
+    record = measurement.evidence["capacity_confirmation"]["proxy"]
+    assert 5_000 < record["crossing"] <= 7_000 and capacity.value < record["crossing"]
+    assert capacity.value < 7_000 and direct.value < 15_000
     interval = capacity.as_record()["interval"]
-    assert interval["low"] <= capacity.value <= interval["high"] and interval["level"] == 0.9
+    assert interval["low"] == capacity.value < interval["high"] and interval["level"] == 0.9
     assert interval["method"] == "profile likelihood of the miss curve"
     assert measurement.value("capacity_ratio") == pytest.approx(capacity.value / direct.value)
     assert measurement.invalid == [] and measurement.unavailable == {}
-    record = measurement.evidence["capacity_confirmation"]["proxy"]
     assert record["rate"] == capacity.value and record["knee"] == 9_000.0
+    assert record["confidence"] == pytest.approx(0.95) and not record["drift"]["detected"]
     assert record["model"]["windows"] == len([a for a in asked if a[0] == "proxy"])
     claim = record["semantics"]
-    assert claim.startswith("p99<=10ms missed in <= 10% of 30 s windows at ")
-    assert measurement.notes[0].startswith(f"proxy capacity: {claim} (90% interval; ")
+    assert claim.startswith("p99<=10ms missed in <= 10% of 30 s windows at "
+                            f"{figure(capacity.value)} req/s (95% confidence; the 10% crossing "
+                            f"{figure(record['crossing'])} [{figure(capacity.value)}, ")
+    assert measurement.notes[0].startswith(f"proxy capacity: {claim} (the figure the 90% "
+                                           "interval's safe end; ")
     assert f"capacity: {claim}" in headline(measurement)
     # the paths take turns window by window
     assert [a[0] for a in asked[:4]] == ["proxy", "direct", "proxy", "direct"]
     assert {a[1] for a in asked} == {30.0}
     assert [t for t, _ in folded][2] == f"windows of the proxy path: {claim}"
     sanity = measurement.evidence["capacity_sanity"]["proxy"]
-    assert sanity["capacity"] == capacity.value and sanity["holds"]
+    assert sanity["capacity"] == record["crossing"] and sanity["holds"]  # the curve's estimate
     assert measurement.evidence["capacity_limited_by"] == {"proxy": "path", "direct": "path"}
     assert measurement.parameters["capacity_miss_share"] == 0.1
 
 
-def test_the_checks_see_the_recorded_figure_not_the_knee(monkeypatch):
+def test_the_checks_see_the_miss_curves_crossing_not_the_knee(monkeypatch):
     """Issue 52: a knee at 70 % of the closed-loop maximum passed every check, then the
-    step-down recorded 22 %. Now the far-below check sees the figure the windows put, runs
-    windows at half the maximum, and those that missed there explain the figure: it stands,
-    a note quoting both."""
+    step-down recorded 22 %. Now the far-below check sees the crossing the windows put (the
+    estimate whose safe end is recorded), runs windows at half the maximum, and those that
+    missed there explain the figure: it stands, a note quoting both."""
     asked = _searched(monkeypatch, {"proxy": _path("proxy", 7_000.0, [])},
                       _steps(proxy=2_300.0))
     measurement = _measured()
     _run(measurement, paths={"proxy": PATHS["proxy"]})
-    figure = measurement.value("capacity")
-    assert figure < 2_500  # under 25 % of the maximum 10,000
+    crossing = measurement.evidence["capacity_confirmation"]["proxy"]["crossing"]
+    assert measurement.value("capacity") < crossing < 2_500  # under 25 % of the maximum
     sanity = measurement.evidence["capacity_sanity"]["proxy"]
-    assert sanity["capacity"] == figure and sanity["knee"] == 7_000.0 and sanity["holds"]
+    assert sanity["capacity"] == crossing and sanity["knee"] == 7_000.0 and sanity["holds"]
     [challenged] = sanity["challenged"]
     assert (challenged["check"], challenged["rate"], challenged["missed"]) == \
         ("far below", 5_000.0, CHALLENGE)
@@ -317,9 +325,9 @@ def test_evidence_the_extra_windows_confirm_makes_the_result_invalid_quoting_bot
 
 
 def test_a_figure_above_the_closed_loop_maximum_earns_windows_there_then_is_invalid():
-    """The windows put the figure at ~6k where the closed-loop maximum read 5k: three more
-    windows at the figure hold, the refit stays above: the check still disagrees, and why
-    quotes the figure, the maximum and the figure before the extra windows."""
+    """The windows put the crossing at ~6k where the closed-loop maximum read 5k: three more
+    windows there hold, the refit stays above: the check still disagrees, and why quotes the
+    claim, the maximum and the claim before the extra windows."""
     asked: list[float] = []
 
     def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
@@ -329,11 +337,11 @@ def test_a_figure_above_the_closed_loop_maximum_earns_windows_there_then_is_inva
     confirmation = confirm_capacity(measure, "proxy", 8_000.0, GOAL, 30.0, 100.0,
                                     top=11_000.0)
     planned = len(asked)
-    figure = confirmation.rate
-    assert figure is not None and figure > 5_250
+    figure = confirmation.crossing  # what the checks judge (the recorded figure is below it)
+    assert figure is not None and figure > 5_250 and confirmation.rate < figure
     after, record, notes = challenge(confirmation, _evidence(maximum=5_000.0), [], measure)
     assert asked[planned:] == [figure] * CHALLENGE and notes == []
-    assert not record["holds"] and record["capacity"] == after.rate
+    assert not record["holds"] and record["capacity"] == after.crossing
     assert record["why"].startswith("is above the closed-loop maximum 5000; after 3 more 30 s "
                                     f"windows at {figure:.0f} requests/s (0 missed; before "
                                     f"them: {confirmation.semantics})")
