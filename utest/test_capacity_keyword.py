@@ -24,6 +24,7 @@ from libraries.capacity.confirm import (
     goal_trial,
     short_of_schedule,
 )
+from libraries.capacity.floor import judge_unconfirmed
 from libraries.capacity.generators import Generator
 from libraries.capacity.limits import _problem, _ratio, search_paths_capacity
 from libraries.capacity.sanity import (
@@ -371,11 +372,70 @@ def test_every_window_missing_on_the_proxy_alone_is_the_proxys_miss(monkeypatch)
     _run(measurement)
     proxy = [rate for path, _, rate in asked if path == "proxy"]
     assert min(proxy) == 1000.0  # down to the search's lowest rate, then no further
-    assert asked[-1] == ("direct", 30.0, 1000.0)  # the direct path at the proxy's lowest rate
+    # the direct path at the proxy's lowest rate: two that held leave no floor to prove
+    assert asked[-2:] == [("direct", 30.0, 1000.0)] * 2
     [why] = measurement.invalid
     assert "all " in why and "windows of 30 s missed (down to 1000 requests/s)" in why
-    assert why.endswith("the proxied path 5.00% (p99 3 ms)")
-    assert measurement.evidence["capacity_floor"]["verdict"] == "the proxy's miss"
+    assert why.endswith("where the direct path kept it: at or below 1000 requests/s over 30 s "
+                        "the direct path (no proxy) missed 0 of 2 windows (lost 0.10% (p99 3 "
+                        "ms), 0.10% (p99 3 ms)), the proxied path 1 of 1 windows (lost 5.00% "
+                        "(p99 3 ms)); no floor over 10% shown (exact binomial p = 1)")
+    floor = measurement.evidence["capacity_floor"]
+    assert (floor["verdict"], floor["ran"], len(floor["direct"])) == ("the proxy's miss", 2, 2)
+
+
+def _direct_at_the_floor(*losses: float) -> Callable[[str, float], float]:
+    """Every proxied window misses (5 %); the direct path's windows hold (0.1 %) except at the
+    proxied path's lowest rate (1,000), where they lose ``losses`` in turn."""
+    turn = iter(losses)
+    return lambda path, rate: 0.05 if path == "proxy" else (
+        next(turn) if rate <= 1000.0 else 0.001)
+
+
+@pytest.mark.parametrize(("losses", "verdict", "ran"), [
+    # one direct window that missed decided before issue 60: the proxy's defect was skipped
+    ((0.05, 0.001, 0.001), "the proxy's miss", 3),
+    ((0.05, 0.001, 0.05), "under the testbed's latency floor", 3),
+    ((0.05, 0.05), "under the testbed's latency floor", 2),
+    ((0.001, 0.001), "the proxy's miss", 2),
+])
+def test_one_direct_window_never_turns_the_proxys_miss_into_a_skip(monkeypatch, losses,
+                                                                    verdict, ran):
+    """The floor is proven only by direct windows missing where a 10 % share makes that
+    unlikely (2 of 2 or 3): with one window, a proxy's defect was skipped as often as that
+    window missed."""
+    asked = _searched(monkeypatch, dict(FOUND), _direct_at_the_floor(*losses))
+    measurement = _measured()
+    _run(measurement)
+    floor = measurement.evidence["capacity_floor"]
+    assert (floor["verdict"], floor["ran"]) == (verdict, ran)
+    assert [a for a in asked if a[0] == "direct" and a[2] <= 1000.0] == \
+        [("direct", 30.0, 1000.0)] * ran
+    if verdict == "the proxy's miss":
+        [why] = measurement.invalid
+        assert measurement.untestable == [] and "where the direct path kept it" in why
+    else:
+        [why] = measurement.untestable
+        assert measurement.invalid == [] and why.startswith(
+            f"p99<=10ms is under this testbed's latency floor: at or below 1000 requests/s "
+            f"over 30 s the direct path (no proxy) missed 2 of {ran} windows")
+
+
+def test_the_direct_paths_own_windows_at_the_lowest_rate_count_toward_the_floor():
+    """Two windows of the direct path's own plan at or below the proxied path's lowest rate
+    missed: the floor is proven without another window."""
+    proxy = confirm_capacity(lambda path, seconds, rate: _window(rate, seconds, 0.05), "proxy",
+                             9_000.0, GOAL, 30.0, 2_000.0)
+    direct = confirm_capacity(lambda path, seconds, rate: _window(
+        rate, seconds, 0.05 if rate <= 2_000.0 else 0.001), "direct", 2_500.0, GOAL, 30.0,
+        1_000.0)
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        raise AssertionError("no window needed")
+
+    judged = judge_unconfirmed({"proxy": proxy, "direct": direct}, measure)
+    assert judged.evidence is not None and judged.evidence["ran"] == 0
+    assert len(judged.untestable) == 1 and judged.invalid == []
 
 
 def test_a_goal_neither_path_keeps_at_any_rate_is_under_the_testbeds_floor(monkeypatch):
@@ -386,8 +446,11 @@ def test_a_goal_neither_path_keeps_at_any_rate_is_under_the_testbeds_floor(monke
     _run(measurement)
     assert measurement.invalid == []
     [floor] = measurement.untestable
-    assert floor.startswith("p99<=10ms is under this testbed's latency floor: at 1000 "
-                            "requests/s over 30 s the direct path (no proxy) lost 1.20%")
+    assert floor.startswith("p99<=10ms is under this testbed's latency floor: at or below 1000 "
+                            "requests/s over 30 s the direct path (no proxy) missed 2 of 2 "
+                            "windows (lost 1.20% (p99 3 ms), 1.20% (p99 3 ms)), the proxied "
+                            "path 1 of 1 windows (lost 1.20% (p99 3 ms)): a direct window "
+                            "misses there in more than 10% (exact binomial p = 0.01)")
     assert floor.endswith("the goal allows 1.0%: no capacity under it can be measured here (a "
                           "larger -v LATENCY_SLO can)")
     assert measurement.unavailable["capacity"] == floor
