@@ -285,7 +285,7 @@ def _holdout(measurement: Measurement, measure: Measure, settings: SearchSetting
         at_figure = [w for w in windows if w["kind"] == "figure"]
         kept[variant] = {
             "rate": rate, "interval": [interval.low, interval.high],
-            "share": settings.miss_share, "share_interval": record["model"]["share_at_rate"],
+            "share": settings.miss_share, "share_interval": record["model"]["share_at_figure"],
             "windows": windows, "at_figure": len(at_figure),
             "missed_at_figure": sum(not w["held"] for w in at_figure),
             "counted": False}

@@ -110,7 +110,8 @@ class MissCurve:
     """What :func:`fit_miss_curve` found: the ``rate`` (requests/s) where a window misses with
     probability ``share`` and its ``level`` interval ``low``..``high`` (None each, with
     ``why``, when the fit was refused), the interval ``share_low``..``share_high`` of
-    the miss probability at ``rate`` (what separate windows at ``rate`` should find), the
+    the miss probability at the figure, ``low`` (what separate windows there should find; its
+    upper end is ``share``: no plausible curve crosses below the figure), the
     coefficients (``intercept`` + ``slope`` x ln(rate / ``scale``)), the windows counted
     (``windows``, ``missed``) and the rates they span."""
 
@@ -160,7 +161,7 @@ class MissCurve:
                 "windows": self.windows, "missed": self.missed, "span": list(self.span),
                 "rate": self.rate, "low": self.low, "high": self.high,
                 "figure": self.figure, "confidence": self.confidence,
-                "share_at_rate": [self.share_low, self.share_high],
+                "share_at_figure": [self.share_low, self.share_high],
                 "intercept": self.intercept, "slope": self.slope, "scale": self.scale,
                 "why": self.why or None}
 
@@ -220,16 +221,17 @@ def _refusal(rates: np.ndarray, missed: np.ndarray, seconds: float) -> str:
     return ""
 
 
-def _profile(x: np.ndarray, y: np.ndarray, target: float, level: float,
-             at: float) -> tuple[float, float, float, float, bool]:
+def _profile(x: np.ndarray, y: np.ndarray, target: float,
+             level: float) -> tuple[float, float, float, float, bool]:
     """The profile interval of ln(crossing) (grid of :data:`CROSSINGS` x :data:`SLOPES`), the
-    interval of the miss probability at ``at`` (ln rate) over the same region, and whether the
-    crossing's interval stays inside the grid."""
+    interval of the miss probability at its low end (the figure) over the same region, and
+    whether the crossing's interval stays inside the grid."""
     crossings = np.linspace(x.min() - BEYOND, x.max() + BEYOND, CROSSINGS)
     eta = SLOPES[None, :, None] * (x[None, None, :] - crossings[:, None, None]) + target
     penalised = _penalised(x, y, eta)
     inside = 2.0 * (penalised.max() - penalised) <= chi2.ppf(level, 1)
     cross = np.broadcast_to(crossings[:, None], inside.shape)[inside]
+    at = cross.min()
     share = _sigmoid(SLOPES[None, :] * (at - crossings[:, None]) + target)[inside]
     bounded = cross.min() > crossings[0] and cross.max() < crossings[-1]
     return float(cross.min()), float(cross.max()), float(share.min()), float(share.max()), \
@@ -273,8 +275,7 @@ def fit_miss_curve(windows: Sequence[MissWindow], share: float = 0.1,
         return replace(fit, why=f"the fitted crossing ({rate:.0f} requests/s) lies outside the "
                                 f"rates measured ({rates.min():.0f}..{rates.max():.0f}): an "
                                 "extrapolation")
-    low, high, share_low, share_high, bounded = _profile(x, missed, target, level,
-                                                         math.log(rate / scale))
+    low, high, share_low, share_high, bounded = _profile(x, missed, target, level)
     safe = scale * math.exp(low)
     why = (f"the {level:.0%} interval of the crossing reaches beyond {math.exp(BEYOND):.2f} "
            "times the rates measured: unbounded" if not bounded
