@@ -15,14 +15,14 @@ its interval, the lowest crossing the windows leave plausible: a one-sided ``(1 
 Why the safe end and not the crossing (issue 60): the crossing is an estimate, and at it a
 window misses more than the share about as often as less; a curve the model does not describe
 (a share of windows that miss at any rate, a machine slow part of the time) put it higher
-still. Simulated (:mod:`benchmarks.capacity_sim`, the suite's windows, 60-100 tests a curve),
-the true miss share at the crossing was within the stated 10 % in 68-80 % of the tests on
-curves with no floor, 41-55 % with a 5 % or 8 % floor and 38-45 % on a machine slow 20 % of
-the time at 0.7 x its rate; at the safe end in 93-100 % on every one of them, the price a
-figure at about 0.5-0.7 of the true crossing (12 windows are few). The guarantee is the
-model's: with more windows (``CAPACITY_WINDOWS`` 20) the interval narrows about a curve the
-logistic does not describe, and on the slow-part-of-the-time machine the safe end held in
-86 % (benchmarks/README.md).
+still. Simulated (:mod:`benchmarks.capacity_sim`, the suite's windows, 100 tests a curve,
+2026-11-29), the true miss share at the crossing was within the stated 10 % in 69-89 % of the
+tests with a figure on curves with no floor, 16-68 % with a 3-8 % floor and 43-46 % on a
+machine slow 20 % of the time at 0.7 x its rate; at the safe end in 98-100 % on every one of
+them, the price a figure at 0.47-0.58 of the true crossing (median: what 12 windows can
+prove). The guarantee is the model's: with 20 planned windows (``CAPACITY_WINDOWS``) the
+interval narrows about a curve the logistic does not describe, and the safe end held in 91 %
+(a 5 % floor) and 88 % (the machine slow part of the time) of the tests (benchmarks/README.md).
 
 The interval is the profile penalised-likelihood interval of that rate (the interval Heinze
 and Schemper recommend with Firth's fit): the curve is written as ``logit(share) + slope x
