@@ -28,8 +28,9 @@ never counted (``-v CAPACITY_HOLDOUT``); the analysis tells whether the figure's
 the share of them that missed (:mod:`benchmarks.capacity_holdout`), with the interval's width.
 
 ``--simulate`` runs the suite's windows and miss curve on known curves instead of a testbed
-(:mod:`benchmarks.capacity_sim`): tests with a figure, intervals holding the true rate,
-widths.
+(:mod:`benchmarks.capacity_sim`; floors, a machine slow part of the time, machines that drift):
+tests with a figure, the true miss share at it and whether it is within the stated share,
+intervals holding the true crossing, widths, drifts stated.
 
 ``--analyze`` also pools the proxied path's whole-window trials of each file (confirmation
 trials and verification runs, per goal and length) by share of the knee and runs the suite's

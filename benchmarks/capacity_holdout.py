@@ -4,8 +4,11 @@ A capacity test run with ``-v CAPACITY_HOLDOUT:N`` (``capacity_bench --holdout N
 its figure is fixed, N more 30 s constant-rate windows at the recorded rate, after every second
 one a window at an end of the figure's interval (low and high in turn), never counted in the
 curve (``evidence.capacity_holdout``). The figure claims that a window at it misses the goal
-with probability ``share`` (10 %), and the curve's interval of that probability at the figure
-(``share_interval``, the same likelihood region as the rate's interval) says how sure it is.
+with probability at most ``share`` (10 %; since issue 60 the figure is the safe end of the
+crossing's interval, and its low end the figure itself), and the curve's interval of that
+probability at the figure (``share_interval``, the same likelihood region as the rate's
+interval; its upper end the share) says how sure it is. Records before issue 60 hold the
+figure at the crossing and the share interval there.
 
 Per test, :func:`rows` reads: the figure and its interval (with its width), the windows at the
 figure that missed (with a 90 % Clopper-Pearson interval of the share), and whether the curve's

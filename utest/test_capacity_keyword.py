@@ -24,6 +24,7 @@ from libraries.capacity.confirm import (
     goal_trial,
     short_of_schedule,
 )
+from libraries.capacity.floor import judge_unconfirmed
 from libraries.capacity.generators import Generator
 from libraries.capacity.limits import _problem, _ratio, search_paths_capacity
 from libraries.capacity.sanity import (
@@ -36,7 +37,7 @@ from libraries.capacity.sanity import (
 )
 from libraries.capacity.settings import LatencyGoal, parse_capacity_settings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
-from libraries.results.headline import headline
+from libraries.results.headline import figure, headline
 from libraries.results.measurement import Measurement
 from libraries.results.records import build_record, validate_record
 
@@ -222,48 +223,56 @@ def _run(measurement: Measurement, settings=None, paths=PATHS) -> list[tuple[str
     return folded
 
 
-def test_the_figure_is_the_miss_curves_rate_with_its_interval_and_the_message_says_so(
+def test_the_figure_is_the_safe_end_of_the_miss_curves_crossing_and_the_message_says_so(
         monkeypatch):
+    """Issue 60: the figure is the lowest crossing the windows leave plausible (a 95 % lower
+    bound), not the fitted crossing, at which a window misses more than the share about as
+    often as less; the claim names both."""
     asked = _searched(monkeypatch, dict(FOUND), _steps(proxy=7_000.0, direct=15_000.0))
     measurement = _measured()
     folded = _run(measurement)
     capacity, direct = measurement.metrics["capacity"], measurement.metrics["direct_capacity"]
-    assert 5_000 < capacity.value <= 7_000 and 10_000 < direct.value <= 15_000
+    record = measurement.evidence["capacity_confirmation"]["proxy"]
+    assert 5_000 < record["crossing"] <= 7_000 and capacity.value < record["crossing"]
+    assert capacity.value < 7_000 and direct.value < 15_000
     interval = capacity.as_record()["interval"]
-    assert interval["low"] <= capacity.value <= interval["high"] and interval["level"] == 0.9
+    assert interval["low"] == capacity.value < interval["high"] and interval["level"] == 0.9
     assert interval["method"] == "profile likelihood of the miss curve"
     assert measurement.value("capacity_ratio") == pytest.approx(capacity.value / direct.value)
     assert measurement.invalid == [] and measurement.unavailable == {}
-    record = measurement.evidence["capacity_confirmation"]["proxy"]
     assert record["rate"] == capacity.value and record["knee"] == 9_000.0
+    assert record["confidence"] == pytest.approx(0.95) and not record["drift"]["detected"]
     assert record["model"]["windows"] == len([a for a in asked if a[0] == "proxy"])
     claim = record["semantics"]
-    assert claim.startswith("p99<=10ms missed in <= 10% of 30 s windows at ")
-    assert measurement.notes[0].startswith(f"proxy capacity: {claim} (90% interval; ")
+    assert claim.startswith("p99<=10ms missed in <= 10% of 30 s windows at "
+                            f"{figure(capacity.value)} req/s (95% confidence; the 10% crossing "
+                            f"{figure(record['crossing'])} [{figure(capacity.value)}, ")
+    assert measurement.notes[0].startswith(f"proxy capacity: {claim} (the figure the 90% "
+                                           "interval's safe end; ")
     assert f"capacity: {claim}" in headline(measurement)
     # the paths take turns window by window
     assert [a[0] for a in asked[:4]] == ["proxy", "direct", "proxy", "direct"]
     assert {a[1] for a in asked} == {30.0}
     assert [t for t, _ in folded][2] == f"windows of the proxy path: {claim}"
     sanity = measurement.evidence["capacity_sanity"]["proxy"]
-    assert sanity["capacity"] == capacity.value and sanity["holds"]
+    assert sanity["capacity"] == record["crossing"] and sanity["holds"]  # the curve's estimate
     assert measurement.evidence["capacity_limited_by"] == {"proxy": "path", "direct": "path"}
     assert measurement.parameters["capacity_miss_share"] == 0.1
 
 
-def test_the_checks_see_the_recorded_figure_not_the_knee(monkeypatch):
+def test_the_checks_see_the_miss_curves_crossing_not_the_knee(monkeypatch):
     """Issue 52: a knee at 70 % of the closed-loop maximum passed every check, then the
-    step-down recorded 22 %. Now the far-below check sees the figure the windows put, runs
-    windows at half the maximum, and those that missed there explain the figure: it stands,
-    a note quoting both."""
+    step-down recorded 22 %. Now the far-below check sees the crossing the windows put (the
+    estimate whose safe end is recorded), runs windows at half the maximum, and those that
+    missed there explain the figure: it stands, a note quoting both."""
     asked = _searched(monkeypatch, {"proxy": _path("proxy", 7_000.0, [])},
                       _steps(proxy=2_300.0))
     measurement = _measured()
     _run(measurement, paths={"proxy": PATHS["proxy"]})
-    figure = measurement.value("capacity")
-    assert figure < 2_500  # under 25 % of the maximum 10,000
+    crossing = measurement.evidence["capacity_confirmation"]["proxy"]["crossing"]
+    assert measurement.value("capacity") < crossing < 2_500  # under 25 % of the maximum
     sanity = measurement.evidence["capacity_sanity"]["proxy"]
-    assert sanity["capacity"] == figure and sanity["knee"] == 7_000.0 and sanity["holds"]
+    assert sanity["capacity"] == crossing and sanity["knee"] == 7_000.0 and sanity["holds"]
     [challenged] = sanity["challenged"]
     assert (challenged["check"], challenged["rate"], challenged["missed"]) == \
         ("far below", 5_000.0, CHALLENGE)
@@ -317,9 +326,9 @@ def test_evidence_the_extra_windows_confirm_makes_the_result_invalid_quoting_bot
 
 
 def test_a_figure_above_the_closed_loop_maximum_earns_windows_there_then_is_invalid():
-    """The windows put the figure at ~6k where the closed-loop maximum read 5k: three more
-    windows at the figure hold, the refit stays above: the check still disagrees, and why
-    quotes the figure, the maximum and the figure before the extra windows."""
+    """The windows put the crossing at ~6k where the closed-loop maximum read 5k: three more
+    windows there hold, the refit stays above: the check still disagrees, and why quotes the
+    claim, the maximum and the claim before the extra windows."""
     asked: list[float] = []
 
     def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
@@ -329,11 +338,11 @@ def test_a_figure_above_the_closed_loop_maximum_earns_windows_there_then_is_inva
     confirmation = confirm_capacity(measure, "proxy", 8_000.0, GOAL, 30.0, 100.0,
                                     top=11_000.0)
     planned = len(asked)
-    figure = confirmation.rate
-    assert figure is not None and figure > 5_250
+    figure = confirmation.crossing  # what the checks judge (the recorded figure is below it)
+    assert figure is not None and figure > 5_250 and confirmation.rate < figure
     after, record, notes = challenge(confirmation, _evidence(maximum=5_000.0), [], measure)
     assert asked[planned:] == [figure] * CHALLENGE and notes == []
-    assert not record["holds"] and record["capacity"] == after.rate
+    assert not record["holds"] and record["capacity"] == after.crossing
     assert record["why"].startswith("is above the closed-loop maximum 5000; after 3 more 30 s "
                                     f"windows at {figure:.0f} requests/s (0 missed; before "
                                     f"them: {confirmation.semantics})")
@@ -363,11 +372,70 @@ def test_every_window_missing_on_the_proxy_alone_is_the_proxys_miss(monkeypatch)
     _run(measurement)
     proxy = [rate for path, _, rate in asked if path == "proxy"]
     assert min(proxy) == 1000.0  # down to the search's lowest rate, then no further
-    assert asked[-1] == ("direct", 30.0, 1000.0)  # the direct path at the proxy's lowest rate
+    # the direct path at the proxy's lowest rate: two that held leave no floor to prove
+    assert asked[-2:] == [("direct", 30.0, 1000.0)] * 2
     [why] = measurement.invalid
     assert "all " in why and "windows of 30 s missed (down to 1000 requests/s)" in why
-    assert why.endswith("the proxied path 5.00% (p99 3 ms)")
-    assert measurement.evidence["capacity_floor"]["verdict"] == "the proxy's miss"
+    assert why.endswith("where the direct path kept it: at or below 1000 requests/s over 30 s "
+                        "the direct path (no proxy) missed 0 of 2 windows (lost 0.10% (p99 3 "
+                        "ms), 0.10% (p99 3 ms)), the proxied path 1 of 1 windows (lost 5.00% "
+                        "(p99 3 ms)); no floor over 10% shown (exact binomial p = 1)")
+    floor = measurement.evidence["capacity_floor"]
+    assert (floor["verdict"], floor["ran"], len(floor["direct"])) == ("the proxy's miss", 2, 2)
+
+
+def _direct_at_the_floor(*losses: float) -> Callable[[str, float], float]:
+    """Every proxied window misses (5 %); the direct path's windows hold (0.1 %) except at the
+    proxied path's lowest rate (1,000), where they lose ``losses`` in turn."""
+    turn = iter(losses)
+    return lambda path, rate: 0.05 if path == "proxy" else (
+        next(turn) if rate <= 1000.0 else 0.001)
+
+
+@pytest.mark.parametrize(("losses", "verdict", "ran"), [
+    # one direct window that missed decided before issue 60: the proxy's defect was skipped
+    ((0.05, 0.001, 0.001), "the proxy's miss", 3),
+    ((0.05, 0.001, 0.05), "under the testbed's latency floor", 3),
+    ((0.05, 0.05), "under the testbed's latency floor", 2),
+    ((0.001, 0.001), "the proxy's miss", 2),
+])
+def test_one_direct_window_never_turns_the_proxys_miss_into_a_skip(monkeypatch, losses,
+                                                                    verdict, ran):
+    """The floor is proven only by direct windows missing where a 10 % share makes that
+    unlikely (2 of 2 or 3): with one window, a proxy's defect was skipped as often as that
+    window missed."""
+    asked = _searched(monkeypatch, dict(FOUND), _direct_at_the_floor(*losses))
+    measurement = _measured()
+    _run(measurement)
+    floor = measurement.evidence["capacity_floor"]
+    assert (floor["verdict"], floor["ran"]) == (verdict, ran)
+    assert [a for a in asked if a[0] == "direct" and a[2] <= 1000.0] == \
+        [("direct", 30.0, 1000.0)] * ran
+    if verdict == "the proxy's miss":
+        [why] = measurement.invalid
+        assert measurement.untestable == [] and "where the direct path kept it" in why
+    else:
+        [why] = measurement.untestable
+        assert measurement.invalid == [] and why.startswith(
+            f"p99<=10ms is under this testbed's latency floor: at or below 1000 requests/s "
+            f"over 30 s the direct path (no proxy) missed 2 of {ran} windows")
+
+
+def test_the_direct_paths_own_windows_at_the_lowest_rate_count_toward_the_floor():
+    """Two windows of the direct path's own plan at or below the proxied path's lowest rate
+    missed: the floor is proven without another window."""
+    proxy = confirm_capacity(lambda path, seconds, rate: _window(rate, seconds, 0.05), "proxy",
+                             9_000.0, GOAL, 30.0, 2_000.0)
+    direct = confirm_capacity(lambda path, seconds, rate: _window(
+        rate, seconds, 0.05 if rate <= 2_000.0 else 0.001), "direct", 2_500.0, GOAL, 30.0,
+        1_000.0)
+
+    def measure(path: str, seconds: float, rate: float) -> CapacityTrial:
+        raise AssertionError("no window needed")
+
+    judged = judge_unconfirmed({"proxy": proxy, "direct": direct}, measure)
+    assert judged.evidence is not None and judged.evidence["ran"] == 0
+    assert len(judged.untestable) == 1 and judged.invalid == []
 
 
 def test_a_goal_neither_path_keeps_at_any_rate_is_under_the_testbeds_floor(monkeypatch):
@@ -378,8 +446,11 @@ def test_a_goal_neither_path_keeps_at_any_rate_is_under_the_testbeds_floor(monke
     _run(measurement)
     assert measurement.invalid == []
     [floor] = measurement.untestable
-    assert floor.startswith("p99<=10ms is under this testbed's latency floor: at 1000 "
-                            "requests/s over 30 s the direct path (no proxy) lost 1.20%")
+    assert floor.startswith("p99<=10ms is under this testbed's latency floor: at or below 1000 "
+                            "requests/s over 30 s the direct path (no proxy) missed 2 of 2 "
+                            "windows (lost 1.20% (p99 3 ms), 1.20% (p99 3 ms)), the proxied "
+                            "path 1 of 1 windows (lost 1.20% (p99 3 ms)): a direct window "
+                            "misses there in more than 10% (exact binomial p = 0.01)")
     assert floor.endswith("the goal allows 1.0%: no capacity under it can be measured here (a "
                           "larger -v LATENCY_SLO can)")
     assert measurement.unavailable["capacity"] == floor

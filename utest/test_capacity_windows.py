@@ -53,16 +53,20 @@ def _pool(miss_from: float, flaky: tuple[float, float] = (0.0, 0.0)) -> list[Win
 
 
 def test_a_steep_miss_curve_gives_the_same_figure_every_time():
+    """The same figure, under the step at 0.9: the safe end of the crossing's interval
+    (issue 60), which a dozen windows of a step leave far below it (gentle curves through
+    them stay plausible)."""
     found = resample(_pool(miss_from=0.9), sets=10)
     assert found.within == 1.0 and found.verified == 1.0
-    assert 0.8 <= found.p10 == found.p90 < 0.9
+    assert 0.4 <= found.p10 == found.p90 < 0.9
 
 
 def test_a_wide_band_of_flaky_windows_scatters_the_figure_and_fails_verifications():
     found = resample(_pool(miss_from=0.9, flaky=(0.5, 0.9)), sets=20)
     assert found.within < 0.5 and found.verified < 0.5
-    # the miss curve puts 10 % of misses under the flaky band's start (half miss in it)
-    assert found.p10 < 0.5 and found.p90 > 0.6
+    # the miss curve puts 10 % of misses under the flaky band's start (half miss in it), and
+    # its safe end further down, scattered by a factor of two
+    assert found.p90 < 0.5 and found.p90 > 1.5 * found.p10
 
 
 def test_no_windows_or_mixed_goals_are_refused():

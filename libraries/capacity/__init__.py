@@ -9,11 +9,12 @@ behind one small interface: find the node's generator, run one trial at a rate, 
 pass, search a set of paths (``generators``); the MLRsearch controller, one search per path
 and latency limit, their trials interleaved and shared (``search``), whose knee the windows
 start from; the windows of the reported length and the miss curve fitted over them
-(``confirm``, ``misscurve``): the figure is the rate at which a window misses the goal with
-probability at most a stated share, with its interval; the checks of that recorded figure
-(``sanity``: the closed-loop maximum, the latency pass, far below the maximum, the generator's
-limit), with more windows where evidence disagrees; the figures that stand and the ratio
-(``limits``); and a path whose windows gave no figure (``floor``).
+(``confirm``, ``misscurve``): the figure is a rate at which a window misses the goal with
+probability at most a stated share at a stated confidence, the safe end of the interval of the
+curve's crossing; whether the machine drifted while the windows ran (``drift``); the checks of
+the curve's crossing (``sanity``: the closed-loop maximum, the latency pass, far below the
+maximum, the generator's limit), with more windows where evidence disagrees; the figures that
+stand and the ratio (``limits``); and a path whose windows gave no figure (``floor``).
 
 The goals and the searches' ``-v`` settings (``LATENCY_SLO``, ``CAPACITY_*``) are parsed in
 ``settings``. Imports only ``libraries.testbed``, ``libraries.tools`` and ``libraries.results``;

@@ -1,8 +1,10 @@
-"""The capacity a test reports: the rate at which a whole window (``seconds``, 30 s by default)
-misses the goal with probability at most ``share`` (10 % by default), from the miss curve
-fitted over every window of that length the test measured (:mod:`libraries.capacity.misscurve`),
-with its confidence interval: "p99<=25ms missed in <= 10% of 30 s windows at 5.1k req/s [4.6k,
-5.5k]".
+"""The capacity a test reports: a rate at which a whole window (``seconds``, 30 s by default)
+misses the goal with probability at most ``share`` (10 % by default), at a stated confidence,
+from the miss curve fitted over every window of that length the test measured
+(:mod:`libraries.capacity.misscurve`): the safe end of the interval of the rate where the curve
+crosses the share. "p99<=25ms missed in <= 10% of 30 s windows at 4.6k req/s (95% confidence;
+the 10% crossing 5.1k [4.6k, 5.5k])". Where the windows' two halves judged the same rate
+differently (:mod:`libraries.capacity.drift`), the claim says that the machine drifted.
 
 Why a curve and not one window (issue 52): MLRsearch's figure (exceed ratio 0.5 over 1 s
 trials) is a knee where half the trial time met the goal, and near it a window's chance to miss
@@ -39,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from libraries.capacity.drift import Drift, drift_test
 from libraries.capacity.misscurve import (
     MIN_EACH,
     MissCurve,
@@ -106,9 +109,10 @@ def missed(trial: CapacityTrial, goal: LatencyGoal) -> bool:
 class Confirmation:
     """The windows of one path and what their miss curve says: the ``knee`` (MLRsearch's
     figure), the ``trials`` (each a window of ``seconds``, in order, ``kinds`` saying what ran
-    each), the fitted ``curve`` and its ``rate`` (the figure; None: none stands, ``curve.why``
-    says why), ``share`` and ``level``; ``retried``: the runs set aside as short of their
-    schedule by the generator and run again."""
+    each), the fitted ``curve``, its ``crossing`` and ``rate`` (the figure, the crossing's safe
+    end; None: none stands, ``curve.why`` says why), ``share`` and ``level``, and whether the
+    machine drifted (``drift``); ``retried``: the runs set aside as short of their schedule by
+    the generator and run again."""
 
     path: str
     goal: LatencyGoal
@@ -121,8 +125,20 @@ class Confirmation:
 
     @property
     def rate(self) -> float | None:
-        """The figure: where a window misses with probability ``share`` (None: no fit)."""
+        """The figure recorded: a rate where a window misses with probability at most
+        ``share`` at the curve's confidence, the crossing's safe end (None: no fit)."""
+        return self.curve.figure
+
+    @property
+    def crossing(self) -> float | None:
+        """The fitted curve's estimate of the rate where a window misses with probability
+        ``share`` (None: no fit); what the checks of :mod:`libraries.capacity.sanity` judge."""
         return self.curve.rate
+
+    @property
+    def drift(self) -> Drift:
+        """Whether the windows' first and second half judged the same rate differently."""
+        return drift_test(_windows(self.trials, self.goal, self.kinds))
 
     @property
     def all_missed(self) -> bool:
@@ -133,29 +149,36 @@ class Confirmation:
     def semantics(self) -> str:
         """What the reported figure claims, in words."""
         curve = self.curve
+        drifted = self.drift.statement
+        drifted = f"; {drifted}" if drifted else ""
         if curve.rate is None:
             rates = [t.rate for t in self.trials]
             span = f"{min(rates):.0f}..{max(rates):.0f}" if rates else "none"
             return (f"no figure for {self.goal.name} from {len(rates)} {self.seconds:g} s windows "
-                    f"({span} requests/s): {curve.why}")
+                    f"({span} requests/s): {curve.why}{drifted}")
         assert curve.low is not None and curve.high is not None
         return (f"{self.goal.name} missed in <= {curve.share:.0%} of {self.seconds:g} s windows"
-                f" at {figure(curve.rate)} req/s [{figure(curve.low)}, {figure(curve.high)}]")
+                f" at {figure(curve.low)} req/s ({curve.confidence:.0%} confidence; the "
+                f"{curve.share:.0%} crossing {figure(curve.rate)} [{figure(curve.low)}, "
+                f"{figure(curve.high)}]){drifted}")
 
     @property
     def detail(self) -> str:
         """How the figure was found: the windows, the interval's level, the knee."""
-        return (f"{self.curve.level:.0%} interval; {len(self.trials)} windows, "
-                f"{self.curve.missed} missed; MLRsearch's knee {self.knee:.0f}")
+        return (f"the figure the {self.curve.level:.0%} interval's safe end; "
+                f"{len(self.trials)} windows, {self.curve.missed} missed; MLRsearch's knee "
+                f"{self.knee:.0f}")
 
     def as_record(self) -> dict[str, Any]:
         """The record's form (each window's whole loss for the goal's limit)."""
         curve = self.curve
         return {"goal": self.goal.name, "duration_s": self.seconds, "knee": self.knee,
-                "rate": curve.rate, "held": curve.rate is not None, "share": curve.share,
+                "rate": curve.figure, "held": curve.rate is not None, "share": curve.share,
+                "confidence": curve.confidence, "crossing": curve.rate,
                 "interval": None if curve.rate is None else {
                     "low": curve.low, "high": curve.high, "level": curve.level},
                 "semantics": self.semantics, "model": curve.as_record(),
+                "drift": self.drift.as_record(),
                 "rule": {"start": list(START), "targets": [list(t) for t in TARGETS],
                          "extra": EXTRA,
                          "missed": f"lost more than {self.goal.loss_ratio:.1%}"},

@@ -1,13 +1,15 @@
 """The limits of a capacity search and the figures that stand on it: each path's capacity under
 the first goal (``p99 <= 10 ms``: at most 1 % of the requests failed, unsent or later than
-10 ms from their scheduled time), the rate at which a whole window misses it with probability
-at most the stated share, from the miss curve of every window of the reported length
-(:mod:`libraries.capacity.confirm`), MLRsearch (:mod:`libraries.capacity.search`) giving the
-knee the windows start from, each search's highest load a little over the path's closed-loop
-maximum; the checks of the **recorded** figure (:mod:`libraries.capacity.sanity`: the
-closed-loop maximum, the 50 % latency pass, far below the maximum, the generator's limit),
-with more windows where evidence disagrees; ``capacity_ratio`` where both figures stand; and
-the held-out windows a benchmark asks for (``holdout``: never counted).
+10 ms from their scheduled time), a rate at which a whole window misses it with probability
+at most the stated share at a stated confidence (the safe end of the interval of the miss
+curve's crossing, from every window of the reported length:
+:mod:`libraries.capacity.confirm`), whether the machine drifted while they ran, MLRsearch
+(:mod:`libraries.capacity.search`) giving the knee the windows start from, each search's
+highest load a little over the path's closed-loop maximum; the checks of the curve's crossing
+(:mod:`libraries.capacity.sanity`: the closed-loop maximum, the 50 % latency pass, far below
+the maximum, the generator's limit), with more windows where evidence disagrees;
+``capacity_ratio`` where both figures stand; and the held-out windows a benchmark asks for
+(``holdout``: never counted).
 
 Pure of Robot Framework: warnings and notes go to the standard :mod:`logging` (Robot shows a
 Python ``WARNING`` as a warning), folded logs to the ``log_folded(title, text)`` the caller
@@ -189,9 +191,11 @@ def _windows(measurement: Measurement, measure: Measure, found: dict[str, PathCa
         assert curve.low is not None and curve.high is not None
         measurement.notes.append(f"{variant} capacity: {confirmation.semantics} "
                                  f"({confirmation.detail})")
-        figures[variant] = (curve.rate, Interval(curve.low, curve.high, curve.level,
-                                                 "profile likelihood of the miss curve",
-                                                 decisive=True))
+        # the figure is the safe end of the crossing's interval (a lower confidence bound)
+        figures[variant] = (curve.low, Interval(curve.low, curve.high, curve.level,
+                                                "profile likelihood of the miss curve",
+                                                decisive=True))
+    _drifted(measurement, done)
     judged = judge_unconfirmed({v: c for v, c in done.items()
                                 if not checks[v].get("challenged")}, measure)
     for variant, why in judged.unavailable.items():
@@ -204,6 +208,16 @@ def _windows(measurement: Measurement, measure: Measure, found: dict[str, PathCa
                                       if "direct" in judged.unavailable else [])]:
         LOG.warning(why)
     return figures
+
+
+def _drifted(measurement: Measurement, done: dict[str, Confirmation]) -> None:
+    """A note and a warning for each path whose windows' halves judged the same rate
+    differently (:mod:`libraries.capacity.drift`; its claim says so too)."""
+    for variant, confirmation in done.items():
+        drifted = confirmation.drift.statement
+        if drifted:
+            LOG.warning("%s path: %s", variant, drifted)
+            measurement.notes.append(f"{variant} path: {drifted}")
 
 
 def _verify(measurement: Measurement, measure: Measure, done: dict[str, Confirmation],
@@ -271,7 +285,7 @@ def _holdout(measurement: Measurement, measure: Measure, settings: SearchSetting
         at_figure = [w for w in windows if w["kind"] == "figure"]
         kept[variant] = {
             "rate": rate, "interval": [interval.low, interval.high],
-            "share": settings.miss_share, "share_interval": record["model"]["share_at_rate"],
+            "share": settings.miss_share, "share_interval": record["model"]["share_at_figure"],
             "windows": windows, "at_figure": len(at_figure),
             "missed_at_figure": sum(not w["held"] for w in at_figure),
             "counted": False}

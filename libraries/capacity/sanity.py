@@ -1,9 +1,11 @@
-"""The checks of a **recorded** capacity figure against independent evidence, and what evidence
-that disagrees earns before the result is refused.
+"""The checks of a capacity figure against independent evidence, and what evidence that
+disagrees earns before the result is refused.
 
-The figure checked is the one the record will hold (the miss curve's rate, after every window:
-:mod:`libraries.capacity.confirm`), never MLRsearch's knee (issue 52: a knee at 70 % of the
-closed-loop maximum passed every check, then the step-down recorded 22 %). The checks:
+The figure checked is the miss curve's estimate the record holds beside its figure (the rate
+where the curve crosses the stated share, after every window: :mod:`libraries.capacity.confirm`;
+the figure recorded is that crossing's safe end, a lower confidence bound, which sits below a
+latency pass that met the goal by design), never MLRsearch's knee (issue 52: a knee at 70 % of
+the closed-loop maximum passed every check, then the step-down recorded 22 %). The checks:
 
 - **closed-loop maximum**: the figure at most :data:`CEILING` of the path's best closed-loop
   trial (the capacity under a latency goal cannot be above what the path served at all);
@@ -163,8 +165,8 @@ def challenge(confirmation: Confirmation, evidence: Evidence,
     challenged: list[dict[str, Any]] = []
     notes: list[str] = []
     record: dict[str, Any] = {}
-    while confirmation.rate is not None:
-        figure = confirmation.rate
+    while confirmation.crossing is not None:
+        figure = confirmation.crossing
         bound = generator_bound([*search, *confirmation.trials], figure, goal)
         record, found = check_figure(figure, evidence, bound)
         found = [d for d in found if d.check not in refuted]
@@ -191,7 +193,7 @@ def challenge(confirmation: Confirmation, evidence: Evidence,
     history = "".join(f"; after {c['windows']} more {confirmation.seconds:g} s windows at "
                       f"{c['rate']:.0f} requests/s ({c['missed']} missed; before them: "
                       f"{c['before']})" for c in challenged)
-    if confirmation.rate is None:  # the windows the evidence earned left no curve to fit
+    if confirmation.crossing is None:  # the windows the evidence earned left no curve to fit
         record = {"capacity": None, "holds": False, "why": confirmation.semantics + "".join(
             f"; the figure before, {c['figure']:.0f} requests/s, {c['why']}"
             for c in challenged) + history}

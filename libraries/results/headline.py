@@ -74,6 +74,25 @@ def _latency(measurement: Measurement) -> str | None:
     return None
 
 
+def _capacity(m: Measurement, goal: str) -> str:
+    """The proxied path's capacity as its windows proved it (issue 60: the claim the miss
+    curve's record states), else as the record's parameters describe it."""
+    share, seconds = (m.parameters.get("capacity_miss_share"),
+                      m.parameters.get("capacity_confirm_s"))
+    claim = ((m.evidence.get("capacity_confirmation") or {}).get("proxy") or {}).get("semantics")
+    if share and seconds and claim:
+        return f"capacity: {claim}"
+    if share and seconds:  # the miss curve's figure (issue 52)
+        return (f"capacity: {goal} missed in <= {share:.0%} of {seconds:g} s windows at "
+                f"{figure(m.value('capacity'))} req/s{interval_text(m.metrics['capacity'])}")
+    text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal else "")
+    if seconds:
+        text += f" over {seconds:g} s"
+    elif "capacity_confirm_s" in m.parameters:
+        text += " (MLRsearch knee, unconfirmed)"
+    return text
+
+
 def _ssl_proxy(m: Measurement) -> list[str]:
     rps = m.metrics["rps"]
     inside = _ratios(m)
@@ -90,18 +109,7 @@ def _ssl_proxy(m: Measurement) -> list[str]:
         goals = m.parameters.get("latency_goals") or []
         slo = m.parameters.get("latency_slo_ms")
         goal = goals[0] if goals else (f"p99<={slo:g}ms" if slo else "")
-        share, seconds = (m.parameters.get("capacity_miss_share"),
-                          m.parameters.get("capacity_confirm_s"))
-        if share and seconds:  # the miss curve's figure (issue 52)
-            text = (f"capacity: {goal} missed in <= {share:.0%} of {seconds:g} s windows at "
-                    f"{figure(m.value('capacity'))} req/s{interval_text(m.metrics['capacity'])}")
-        else:
-            text = f"capacity {figure(m.value('capacity'))} req/s" + (f" at {goal}" if goal
-                                                                     else "")
-            if seconds:
-                text += f" over {seconds:g} s"
-            elif "capacity_confirm_s" in m.parameters:
-                text += " (MLRsearch knee, unconfirmed)"
+        text = _capacity(m, goal)
         inside = []
         if "capacity_ratio" in m.metrics:
             inside.append(f"proxy/direct {m.value('capacity_ratio'):.2f}")
