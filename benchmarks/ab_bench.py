@@ -146,17 +146,13 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
         subprocess.run(command, cwd=REPO, timeout=3600, check=False,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         bench_cgroups_removed()
-        records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
-        if not records.is_file():
+        record = keep_record(run_dir, duet, out, {
+            "case": case, "side": side, "truth": truth, "duet": duet,
+            "wall_s": time.monotonic() - started})
+        if record is None:
             print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
             kept = True
             continue
-        record = json.loads(records.read_text().splitlines()[-1])
-        record["bench"] = {"case": case, "side": side, "truth": truth, "duet": duet,
-                           "wall_s": time.monotonic() - started}
-        with out.open("a") as stream:
-            stream.write(json.dumps(record) + "\n")
-        shutil.rmtree(run_dir)  # its record is in ``out`` now
         block = record["ab"]
         metric = rate_metric(block)
         print(f"run {index + 1}/{runs}: {block['verdict']} {metric['change_pct']:+.2f} % after "
@@ -164,6 +160,22 @@ def collect(case: str, side: str, runs: int, out: Path, truth: bool,
               flush=True)
     if not kept:  # the comparison file and wrappers; a run without a record keeps them all
         shutil.rmtree(folder)
+
+
+def keep_record(run_dir: Path, duet: bool, out: Path,
+                bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The A/B record of one benchmark run in ``run_dir`` (side a's in a ``duet``) with
+    ``bench`` added, appended to ``out`` and the run's folder removed; None (the folder kept
+    for a look) when the run wrote no record."""
+    records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
+    if not records.is_file():
+        return None
+    record = json.loads(records.read_text().splitlines()[-1])
+    record["bench"] = bench
+    with out.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+    shutil.rmtree(run_dir)  # its record is in ``out`` now
+    return record
 
 
 def _records(path: Path) -> list[dict[str, Any]]:

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.ab_bench import sign_flips
+from benchmarks.ab_bench import keep_record, sign_flips
 from libraries.ab.rounds import judge_at_looks
 from libraries.results.plan import AbSettings
 
@@ -143,17 +143,13 @@ def collect(side: str, runs: int, out: Path, *, duet: bool = False, burn: int = 
             subprocess.run(robot_command(path, run_dir, index, duet, variables), cwd=REPO,
                            timeout=3600, check=False, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-            records = run_dir / "a" / "records.jsonl" if duet else run_dir / "records.jsonl"
-            if not records.is_file():
+            record = keep_record(run_dir, duet, out, {
+                "side": side, "duet": duet, "burners": burn, "truth": truth,
+                "wall_s": time.monotonic() - started})
+            if record is None:
                 print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
                 kept = True
                 continue
-            record = json.loads(records.read_text().splitlines()[-1])
-            record["bench"] = {"side": side, "duet": duet, "burners": burn, "truth": truth,
-                               "wall_s": time.monotonic() - started}
-            with out.open("a") as stream:
-                stream.write(json.dumps(record) + "\n")
-            shutil.rmtree(run_dir)
             found.append(record)
             print(f"run {index + 1}/{runs}: {line(record)}", flush=True)
     if not kept:
