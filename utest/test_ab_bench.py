@@ -109,15 +109,14 @@ def test_the_mde_shrinks_with_rounds_and_reads_the_a_a_rounds_by_sign(tmp_path: 
     assert rows[2][1] == "2.0"  # 60 rounds of 2 s
 
 
-def test_a_runs_record_is_kept_with_its_bench_fields_and_the_run_removed(tmp_path) -> None:
-    from benchmarks.ab_bench import keep_record
+def test_a_runs_record_is_kept_with_its_bench_fields_and_the_run_removed(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     empty = tmp_path / "run000"
     empty.mkdir()
-    assert keep_record(empty, False, out, {"side": "aa"}) is None and empty.is_dir()
+    assert ab_bench.keep_record(empty, False, out, {"side": "aa"}) is None and empty.is_dir()
     duet = tmp_path / "run001"
     (duet / "a").mkdir(parents=True)
     (duet / "a" / "records.jsonl").write_text('{"n": 1}\n{"n": 2}\n')
-    kept = keep_record(duet, True, out, {"side": "regex:1"})
+    kept = ab_bench.keep_record(duet, True, out, {"side": "regex:1"})
     assert kept == {"n": 2, "bench": {"side": "regex:1"}} and not duet.exists()
     assert out.read_text().splitlines() == ['{"n": 2, "bench": {"side": "regex:1"}}']
