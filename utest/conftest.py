@@ -25,6 +25,7 @@ lists hold every module that starts real processes.
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from pathlib import PurePosixPath
 from types import FrameType
@@ -32,6 +33,8 @@ from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
+
+from libraries.ab.duet_link import DuetLink
 
 E2E_MODULES = frozenset({
     "test_faults_e2e", "test_interrupt_e2e", "test_lab_pool", "test_reallab_e2e",
@@ -100,3 +103,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return scope_of(nodeid)
 
     return UnitScheduling(config, log)
+
+
+@pytest.fixture
+def links() -> Any:
+    """Two connected ends of a duet's link (a socket pair): side a's and side b's."""
+    ends = socket.socketpair()
+    pair = DuetLink(ends[0], "a"), DuetLink(ends[1], "b")
+    yield pair
+    for link in pair:
+        link.close()

@@ -29,15 +29,6 @@ THREE = load_topology("3node")
 PLAN = TrialPlan(duration=1, trials=3, warmup=1)
 
 
-@pytest.fixture
-def links():
-    ends = socket.socketpair()
-    pair = DuetLink(ends[0], "a"), DuetLink(ends[1], "b")
-    yield pair
-    for link in pair:
-        link.close()
-
-
 def _in_thread(work: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     """Run ``work`` beside the test (side b's run): its return value or exception."""
     outcome: dict[str, Any] = {}

@@ -6,7 +6,6 @@ sequential A/B runs and duet A/B runs alike, without Robot."""
 from __future__ import annotations
 
 import datetime
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -182,15 +181,6 @@ def test_a_duet_side_whose_errors_the_other_run_lacks_without_a_reason_is_an_err
                                         "side b's run's measurement"):
         combine("b", {"here": here, "there": there}, ["here", "there"],
                 {"rps": "higher_is_better"})
-
-
-@pytest.fixture
-def links():
-    ends = socket.socketpair()
-    pair = DuetLink(ends[0], "a"), DuetLink(ends[1], "b")
-    yield pair
-    for link in pair:
-        link.close()
 
 
 def _serve(link: DuetLink, trial: Callable[[Trial], Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ undecided."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import threading
 import time
@@ -22,7 +21,6 @@ import numpy as np
 import pytest
 
 from libraries.ab.duet import measure_duet, serve_duet
-from libraries.ab.duet_link import DuetLink
 from libraries.ab.rounds import metric_alpha
 from libraries.cases.telemetry import TrialTelemetry
 from libraries.history.load import load_records
@@ -317,15 +315,6 @@ def test_a_cost_is_named_by_its_unit(unit, phrase):
 
 
 # -- a duet pairs each trial's telemetry with that trial's own work ------------------------------
-
-
-@pytest.fixture
-def links():
-    ends = socket.socketpair()
-    pair = DuetLink(ends[0], "a"), DuetLink(ends[1], "b")
-    yield pair
-    for link in pair:
-        link.close()
 
 
 def test_a_duet_side_keeps_every_rounds_telemetry_from_the_run_that_held_it(links):
