@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout
 from libraries.testbed.node import CommandResult
 
@@ -75,8 +76,10 @@ class LocalNode:
         """True while the process has not exited."""
         return process.popen.poll() is None
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
-            check: bool = True, quiet: bool = False) -> CommandResult:
+    def run(self, command: str | NodeCommand, timeout: float | None = None,
+            sudo: bool = False, check: bool = True, quiet: bool = False) -> CommandResult:
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         self.history.append(command)
         start = time.monotonic()
         proc = subprocess.Popen(

@@ -425,5 +425,5 @@ def test_tool_units_depend_without_a_circle():
 def test_the_family_check_sees_a_reach_into_another_family(tmp_path: Path):
     assert _tool_imports(TOOLS / "wrk" / "run.py") == [("cpu", "libraries.tools.cpu")]
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from libraries.tools.cpu.telemetry import accounted_command\n")
+    bad.write_text("def f():\n    from libraries.tools.cpu.telemetry import take_snapshot\n")
     assert _tool_imports(bad, own="wrk") == [("cpu", "libraries.tools.cpu.telemetry")]

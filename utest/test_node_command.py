@@ -6,12 +6,8 @@ from __future__ import annotations
 import pytest
 
 from libraries.testbed.command import Ledger, NodeCommand, hard_timeout
-from libraries.tools.iperf3 import (
-    IperfClientOptions,
-    build_iperf3_client_command,
-    iperf3_client_command,
-)
-from libraries.tools.wrk.run import WrkOptions, build_wrk_command, wrk_command
+from libraries.tools.iperf3 import IperfClientOptions, iperf3_client_command
+from libraries.tools.wrk.run import WrkOptions, wrk_command
 
 
 def test_a_command_renders_pinned_with_its_environment_timed_accounted_and_bounded():
@@ -42,7 +38,7 @@ def test_wrk_builds_its_command_as_a_value_with_the_default_hard_timeout():
     assert command == NodeCommand(
         ("wrk", "-t", "1", "-c", "10", "-d", "2s", "https://198.18.1.1:8089/1kb"), 19.0,
         cpus=(1,), ledger=Ledger("/w/cpu-ledger", "wrk"))
-    assert build_wrk_command("wrk", options) == command.tool_line()
+    assert command.tool_line() == "taskset -c 1 wrk -t 1 -c 10 -d 2s https://198.18.1.1:8089/1kb"
 
 
 def test_an_iperf3_client_builds_its_command_as_a_value():
@@ -51,4 +47,4 @@ def test_an_iperf3_client_builds_its_command_as_a_value():
     assert command == NodeCommand(
         ("iperf3", "-c", "198.18.1.1", "-p", "5201", "-t", "2", "--json"), 17.0, cpus=(1,),
         ledger=Ledger("/w/cpu-ledger", "iperf3-client"))
-    assert build_iperf3_client_command("iperf3", options) == command.tool_line()
+    assert command.tool_line() == "taskset -c 1 iperf3 -c 198.18.1.1 -p 5201 -t 2 --json"

@@ -4,7 +4,10 @@ One :class:`Node` per topology node, one reused paramiko connection per node. Ev
 logged (command, exit code, duration at INFO; output at DEBUG) through the standard ``logging``
 module, which Robot Framework writes to its log. Every command has a timeout enforced on the node
 itself (coreutils ``timeout`` kills the command's whole process group) and locally as a backstop;
-a timeout raises :class:`CommandTimeout` carrying the partial output.
+a timeout raises :class:`CommandTimeout` carrying the partial output. A command is a
+:class:`~libraries.testbed.command.NodeCommand` value (a plain shell line becomes one), rendered
+with its timeout by :meth:`NodeCommand.rendered <libraries.testbed.command.NodeCommand.rendered>`
+alone; this module adds ``sudo -n`` where the command needs root.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from libraries.testbed.command import env_exports, hard_timeout
+from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
 from libraries.testbed.ssh import SshTarget, collect, open_client
 
@@ -145,12 +148,12 @@ class Node:
 
     # -- commands --------------------------------------------------------------------------
 
-    def _wrap(self, command: str, timeout: float, sudo: bool) -> str:
-        wrapped = hard_timeout(command, timeout)
+    def _wrap(self, command: NodeCommand, sudo: bool) -> str:
+        wrapped = command.rendered()
         if sudo and self.target.user != "root":
             if not self.target.sudo:
                 raise NodeError(
-                    f"{self.where}: command {command!r} needs root, but user "
+                    f"{self.where}: command {command.line()!r} needs root, but user "
                     f"{self.target.user!r} is not root and the topology does not set sudo: true"
                 )
             wrapped = f"sudo -n {wrapped}"
@@ -158,18 +161,22 @@ class Node:
 
     def run(
         self,
-        command: str,
-        timeout: float = 60.0,
+        command: str | NodeCommand,
+        timeout: float | None = None,
         sudo: bool = False,
         check: bool = True,
         stdin: bytes | None = None,
         quiet: bool = False,
     ) -> CommandResult:
-        """Run ``command`` (a shell command line) and return its :class:`CommandResult`.
+        """Run ``command`` (a :class:`NodeCommand`, which holds its timeout, or a shell command
+        line, stopped after ``timeout`` s: 60 unless given) and return its
+        :class:`CommandResult` (``command``: the line before its hard timeout).
 
         Raises :class:`CommandError` on a non-zero exit when ``check`` is set, and
-        :class:`CommandTimeout` (with the partial output) past ``timeout`` seconds.
+        :class:`CommandTimeout` (with the partial output) past the timeout.
         """
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         if self._client is None:
             self.connect()
         assert self._client is not None
@@ -179,7 +186,7 @@ class Node:
         start = time.monotonic()
         try:
             channel = transport.open_session(timeout=self.target.connect_timeout)
-            channel.exec_command(self._wrap(command, timeout, sudo))
+            channel.exec_command(self._wrap(value, sudo))
             if stdin is not None:
                 channel.sendall(stdin)
             channel.shutdown_write()
@@ -240,7 +247,7 @@ class Node:
 
     def start(
         self,
-        command: str,
+        command: str | NodeCommand,
         name: str,
         env: dict[str, str] | None = None,
         cpus: list[int] | None = None,
@@ -248,21 +255,27 @@ class Node:
     ) -> Process:
         """Start ``command`` in the background, fully detached, and track it.
 
-        The process runs in its own session (``setsid``), with output to ``<workdir>/<name>.log``.
-        ``env`` is exported to the target program only (``exec`` after the export, so wrappers
-        such as nohup never see e.g. LD_PRELOAD); ``cpus`` pins it (the shell pins itself and
-        then ``exec``s, so no taskset process is preloaded either).
+        ``command``: a :class:`NodeCommand` without a timeout (it runs until stopped), or a
+        shell line with ``env`` and ``cpus``. The process runs in its own session
+        (``setsid``), with output to ``<workdir>/<name>.log``. The environment is exported to
+        the target program only (``exec`` after the export, so wrappers such as nohup never
+        see e.g. LD_PRELOAD); the CPUs pin it (the shell pins itself and then ``exec``s, so no
+        taskset process is preloaded either): :meth:`NodeCommand.background_line`.
         """
+        if isinstance(command, NodeCommand):
+            if env or cpus:
+                raise ValueError(f"{self.where}: start {name!r}: env and cpus belong in the "
+                                 "command value")
+            value = command
+        else:
+            value = NodeCommand.shell(command, cpus=tuple(cpus or ()),
+                                      env=tuple((env or {}).items()))
+        command = value.quoted()
         log_path = f"{self.workdir}/{name}.log"
-        inner = []
-        if cpus:
-            inner.append(f"taskset -p -c {','.join(map(str, cpus))} $$ >/dev/null")
-        inner.extend(env_exports(env))
-        inner.append(f"exec {command}")
-        script = "; ".join(inner)
         launcher = (
             f"cd {shlex.quote(self.workdir)} && "
-            f"setsid nohup sh -c {shlex.quote(script)} > {shlex.quote(log_path)} 2>&1 "
+            f"setsid nohup sh -c {shlex.quote(value.background_line())} "
+            f"> {shlex.quote(log_path)} 2>&1 "
             f"< /dev/null & p=$!; echo $p $({_birth('$p')})"
         )
         result = self.run(launcher, timeout=15, sudo=sudo)

@@ -138,8 +138,7 @@ def iperf3_client_command(
 ) -> NodeCommand:
     """The command of an iperf3 client with ``--json``: pinned to ``options.cpus``, ``env``
     for iperf3 itself, its CPU left in ``cpu_ledger`` as ``iperf3-client``, stopped after
-    ``timeout`` (default :func:`default_timeout`); rendered by
-    :class:`libraries.testbed.command.NodeCommand`."""
+    ``timeout`` (default :func:`default_timeout`); ``Node.run`` renders it."""
     argv = [binary, "-c", options.server, "-p", str(options.port), "-t", str(options.duration),
             "--json"]
     if options.reverse:
@@ -160,14 +159,6 @@ def iperf3_client_command(
     return NodeCommand(tuple(argv), default_timeout(options) if timeout is None else timeout,
                        tuple(options.cpus or ()), tuple((env or {}).items()),
                        Ledger(cpu_ledger, "iperf3-client") if cpu_ledger else None)
-
-
-def build_iperf3_client_command(
-    binary: str, options: IperfClientOptions, *, env: Mapping[str, str] | None = None
-) -> str:
-    """Shell command line of an iperf3 client with ``--json`` (every value quoted): the tool
-    line of :func:`iperf3_client_command`."""
-    return iperf3_client_command(binary, options, env=env).tool_line()
 
 
 @dataclass(frozen=True)
@@ -328,7 +319,7 @@ def run_iperf3_client(
     """
     value = iperf3_client_command(binary, options, timeout, env=env, cpu_ledger=cpu_ledger)
     command = value.tool_line()
-    result = node.run(value.line(), timeout=value.timeout, check=False)
+    result = node.run(value, check=False)
     LOG.debug("%s: iperf3 output:\n%s%s", node.name, result.stdout, result.stderr)
     if not result.stdout.strip():
         raise CommandError(node.name, command, result.exit_code, result.stdout, result.stderr)
