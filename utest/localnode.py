@@ -38,6 +38,33 @@ class LocalProcess:
         return self.popen.pid
 
 
+@dataclass
+class LocalRunning:
+    """A command started by :meth:`LocalNode.launch` (``Node.launch``'s RunningCommand)."""
+
+    where: str
+    command: NodeCommand
+    proc: subprocess.Popen[bytes]
+    start: float
+
+    def wait(self, check: bool = True, quiet: bool = False) -> CommandResult:
+        command, proc = self.command.line(), self.proc
+        try:
+            out, err = proc.communicate(timeout=self.command.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise CommandTimeout(self.where, command, self.command.timeout,
+                                 out.decode(errors="replace"),
+                                 err.decode(errors="replace")) from None
+        result = CommandResult(command, proc.returncode, out.decode(errors="replace"),
+                               err.decode(errors="replace"), time.monotonic() - self.start)
+        if check and result.exit_code != 0:
+            raise CommandError(self.where, command, result.exit_code, result.stdout,
+                               result.stderr)
+        return result
+
+
 @dataclass(frozen=True)
 class LocalUser:
     """The login user of a :class:`LocalNode`."""
@@ -78,27 +105,18 @@ class LocalNode:
 
     def run(self, command: str | NodeCommand, timeout: float | None = None,
             sudo: bool = False, check: bool = True, quiet: bool = False) -> CommandResult:
+        return self.launch(command, timeout, sudo).wait(check, quiet)
+
+    def launch(self, command: str | NodeCommand, timeout: float | None = None,
+               sudo: bool = False) -> LocalRunning:
+        """Start ``command`` in the foreground of a local shell; collected by ``wait``."""
         value = node_command(command, timeout)
-        command, timeout = value.line(), value.timeout
-        self.history.append(command)
-        start = time.monotonic()
+        self.history.append(value.line())
         proc = subprocess.Popen(
-            ["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            ["sh", "-c", value.line()], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            raise CommandTimeout(self.where, command, timeout, out.decode(errors="replace"),
-                                 err.decode(errors="replace")) from None
-        result = CommandResult(command, proc.returncode, out.decode(errors="replace"),
-                               err.decode(errors="replace"), time.monotonic() - start)
-        if check and result.exit_code != 0:
-            raise CommandError(self.where, command, result.exit_code, result.stdout,
-                               result.stderr)
-        return result
+        return LocalRunning(self.where, value, proc, time.monotonic())
 
     def put(self, text: str, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         target = Path(path)

@@ -62,6 +62,39 @@ class Process:
     new process for this one."""
 
 
+@dataclass
+class RunningCommand:
+    """A foreground command sent to ``node`` (:meth:`Node.launch`) whose output and exit are
+    not read yet."""
+
+    node: Node
+    command: NodeCommand
+    channel: paramiko.Channel
+    start: float
+
+    def wait(self, check: bool = True, quiet: bool = False) -> CommandResult:
+        """Read the command's output until it exits; its :class:`CommandResult`
+        (:class:`CommandError`, :class:`CommandTimeout` as :meth:`Node.run` raises them)."""
+        name, command, timeout = self.node.name, self.command.line(), self.command.timeout
+        assert timeout is not None  # rendered() refused a foreground command without one
+        out, err, status = collect(self.channel, self.start + timeout + _BACKSTOP)
+        duration = time.monotonic() - self.start
+        stdout = out.decode(errors="replace")
+        stderr = err.decode(errors="replace")
+        if status is None or status == 124:
+            LOG.info("%s: `%s` timed out after %.2f s", name, command, duration)
+            raise CommandTimeout(self.node.where, command, timeout, stdout, stderr)
+        if quiet:
+            LOG.debug("%s: `%s` -> %d in %.3f s", name, command, status, duration)
+        else:
+            LOG.info("%s: `%s` -> %d in %.3f s", name, command, status, duration)
+        if stdout or stderr:
+            LOG.debug("%s: stdout:\n%s\nstderr:\n%s", name, stdout[-20000:], stderr[-20000:])
+        if check and status != 0:
+            raise CommandError(self.node.where, command, status, stdout, stderr)
+        return CommandResult(command, status, stdout, stderr, duration)
+
+
 def _birth(pid: str) -> str:
     """A shell command printing the start time of process ``pid`` (``/proc/<pid>/stat`` field
     22, after the parenthesised command name, which may hold spaces), nothing once gone."""
@@ -175,8 +208,15 @@ class Node:
         Raises :class:`CommandError` on a non-zero exit when ``check`` is set, and
         :class:`CommandTimeout` (with the partial output) past the timeout.
         """
+        return self.launch(command, timeout, sudo, stdin).wait(check, quiet)
+
+    def launch(self, command: str | NodeCommand, timeout: float | None = None,
+               sudo: bool = False, stdin: bytes | None = None) -> RunningCommand:
+        """Send ``command`` as :meth:`run` does and return at once; its result is collected by
+        :meth:`RunningCommand.wait`. The command still runs in the foreground of its SSH
+        session (its shell waits for it, and ``timeout`` ends it), so a command that runs
+        beside a trial (``perf record``) is waited for and never left to init."""
         value = node_command(command, timeout)
-        command, timeout = value.line(), value.timeout
         if self._client is None:
             self.connect()
         assert self._client is not None
@@ -191,24 +231,8 @@ class Node:
                 channel.sendall(stdin)
             channel.shutdown_write()
         except (OSError, paramiko.SSHException) as error:
-            raise NodeError(f"{self.where}: cannot run {command!r}: {error}") from None
-        out, err, status = collect(channel, start + timeout + _BACKSTOP)
-        duration = time.monotonic() - start
-        stdout = out.decode(errors="replace")
-        stderr = err.decode(errors="replace")
-        if status is None or status == 124:
-            LOG.info("%s: `%s` timed out after %.2f s", self.name, command, duration)
-            raise CommandTimeout(self.where, command, timeout, stdout, stderr)
-        if quiet:
-            LOG.debug("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
-        else:
-            LOG.info("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
-        if stdout or stderr:
-            LOG.debug("%s: stdout:\n%s\nstderr:\n%s", self.name, stdout[-20000:],
-                      stderr[-20000:])
-        if check and status != 0:
-            raise CommandError(self.where, command, status, stdout, stderr)
-        return CommandResult(command, status, stdout, stderr, duration)
+            raise NodeError(f"{self.where}: cannot run {value.line()!r}: {error}") from None
+        return RunningCommand(self, value, channel, start)
 
     def put(self, text: str | bytes, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         """Write ``text`` to ``path`` on the node (parent directories created)."""
