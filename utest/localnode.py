@@ -124,8 +124,10 @@ class LocalNode:
         target.write_text(text)
         target.chmod(mode)
 
-    def start(self, command: str, name: str, env: dict[str, str] | None = None,
+    def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
               cpus: list[int] | None = None, sudo: bool = False) -> LocalProcess:
+        if isinstance(command, NodeCommand):
+            command, env, cpus = command.quoted(), dict(command.env), list(command.cpus)
         log_path = os.path.join(self.workdir, f"{name}.log")
         if cpus:
             command = f"taskset -c {','.join(map(str, cpus))} {command}"

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from libraries.testbed.command import node_command
+from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, ParseError
 from libraries.testbed.node import CommandResult
 from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfServerOptions,
-    build_iperf3_server_command,
     default_timeout,
     iperf3_client_command,
+    iperf3_server_command,
     parse_iperf3_json,
     run_iperf3_client,
     start_iperf3_server,
@@ -84,12 +84,13 @@ def test_client_command_minimal_always_json():
 
 
 def test_server_commands():
-    assert build_iperf3_server_command("iperf3", IperfServerOptions()) == "iperf3 -s -p 5201"
+    assert iperf3_server_command("iperf3", IperfServerOptions()).quoted() == "iperf3 -s -p 5201"
     options = IperfServerOptions(port=18202, bind="198.18.2.2", one_off=True, affinity=1,
                                  cpus=(0, 1))
-    assert build_iperf3_server_command("iperf3", options) == (
-        "taskset -c 0,1 iperf3 -s -p 18202 -B 198.18.2.2 -1 -A 1"
-    )
+    command = iperf3_server_command("iperf3", options, env={"VCL_CONFIG": "/c.conf"})
+    assert command.background_line() == (
+        "taskset -p -c 0,1 $$ >/dev/null; export VCL_CONFIG=/c.conf; "
+        "exec iperf3 -s -p 18202 -B 198.18.2.2 -1 -A 1")
 
 
 def test_env_goes_to_iperf3_not_taskset():
@@ -285,8 +286,9 @@ def test_start_server_pins_through_node_start():
     node = FakeNode()
     options = IperfServerOptions(port=18203, one_off=True, cpus=[1])
     assert start_iperf3_server(node, "iperf3", options) == "handle"
-    assert node.calls[0] == {"command": "iperf3 -s -p 18203 -1", "name": "iperf3-server-18203",
-                             "env": None, "cpus": [1]}
+    assert node.calls[0] == {"command": NodeCommand(("iperf3", "-s", "-p", "18203", "-1"),
+                                                    cpus=(1,)),
+                             "name": "iperf3-server-18203", "env": None, "cpus": None}
 
 
 # -- real iperf3 on loopback ---------------------------------------------------------------
