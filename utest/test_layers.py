@@ -48,12 +48,6 @@ NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "librar
 """What runs commands on a node: ``results`` imports none of it."""
 # A command whose home moved keeps its old spelling as an alias module: run with ``python -m``,
 # it runs the new home by module name (runpy), importing nothing of the project.
-ALIASES: dict[str, str] = {
-    "trend/__main__.py": "libraries.report",
-    "trend/ingest.py": "libraries.history.ingest",
-    "trend/report.py": "libraries.report.run",
-    "trend/nightly.py": "libraries.nightly",
-}
 SIZE_WARNING = 400
 """Past this a module is a question to answer (one concern, or two?), not a count to meet by
 splitting: the test warns and the module stays whole while it holds one concern."""
@@ -138,17 +132,13 @@ def test_the_layer_checker_sees_a_violation(tmp_path: Path):
     assert _imported_packages(module) == {"keywords", "trend"}
 
 
-@pytest.mark.parametrize("alias", sorted(ALIASES))
-def test_an_alias_only_runs_the_commands_new_home_by_name(alias: str):
-    tree = ast.parse((LIBRARIES / alias).read_text())
-    docstring, imported, guarded = tree.body
-    assert isinstance(docstring, ast.Expr) and isinstance(imported, ast.Import)
-    assert [a.name for a in imported.names] == ["runpy"]
-    assert isinstance(guarded, ast.If) and ast.unparse(guarded.test) == "__name__ == '__main__'"
-    assert [ast.unparse(n) for n in guarded.body] == [
-        f"runpy.run_module('{ALIASES[alias]}', run_name='__main__', alter_sys=True)"]
-    target = LIBRARIES.parent.joinpath(*ALIASES[alias].split("."))
-    assert target.with_suffix(".py").is_file() or (target / "__main__.py").is_file()
+def test_no_module_only_forwards_to_another_command():
+    """A command has one spelling, at its home (the old ``python -m libraries.trend...``
+    aliases are gone): no module runs another module's ``__main__`` by name."""
+    forwarding = [path for path in sorted(LIBRARIES.rglob("*.py"))
+                  if "runpy" in {a.name for n in ast.walk(ast.parse(path.read_text()))
+                                 if isinstance(n, ast.Import) for a in n.names}]
+    assert forwarding == []
 
 
 @pytest.mark.parametrize("package", NO_ROBOT)
@@ -241,12 +231,6 @@ def test_no_results_module_runs_a_node_command():
     for module, targets in graph.items():
         if module.startswith("libraries.results"):
             assert not targets & set(NODE_MODULES), module
-
-
-def test_no_module_imports_an_alias():
-    aliases = {_module_name(LIBRARIES / a, LIBRARIES.parent) for a in ALIASES}
-    graph = _module_graph(_modules())
-    assert {m for m, targets in graph.items() if targets & aliases} == set()
 
 
 def test_allowed_imports_have_no_cycle():
