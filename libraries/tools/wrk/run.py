@@ -43,9 +43,10 @@ def _positive_int(name: str, value: object) -> int:
 class WrkOptions:
     """Parameters of one wrk/wrk2 run.
 
-    ``url`` (http:// or https://), ``threads`` (-t), ``connections`` (-c, at least one per
-    thread), ``duration`` (-d, whole seconds), ``rate`` (-R, total requests/s: required by wrk2,
-    refused by wrk 4.x; ``None`` for plain wrk), ``latency`` (--latency: print percentiles),
+    ``url`` (http:// or https://), ``threads`` (-t; one unless given, as the seeds run it),
+    ``connections`` (-c, at least one per thread), ``duration`` (-d, whole seconds), ``rate``
+    (-R, total requests/s: required by wrk2, refused by wrk 4.x; ``None`` for plain wrk),
+    ``latency`` (--latency: print percentiles),
     ``timeout`` (wrk's own --timeout in whole seconds; ``None`` keeps wrk's default of 2 s),
     ``script`` (-s, Lua script path on the node), ``headers`` (-H, e.g. ``"Connection: close"``),
     ``cpus`` (CPU list for ``taskset -c``; ``None`` leaves wrk unpinned).
