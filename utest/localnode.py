@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from libraries.testbed.command import NodeCommand, node_command
+from libraries.testbed.command import NodeCommand, background_command, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout
 from libraries.testbed.node import CommandResult
 
@@ -126,8 +126,8 @@ class LocalNode:
 
     def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
               cpus: list[int] | None = None, sudo: bool = False) -> LocalProcess:
-        if isinstance(command, NodeCommand):
-            command, env, cpus = command.quoted(), dict(command.env), list(command.cpus)
+        value = background_command(command, env, cpus)
+        command, env, cpus = value.quoted(), dict(value.env), list(value.cpus)
         log_path = os.path.join(self.workdir, f"{name}.log")
         if cpus:
             command = f"taskset -c {','.join(map(str, cpus))} {command}"

@@ -189,3 +189,16 @@ def node_command(command: str | NodeCommand, timeout: float | None = None) -> No
                              f"({command.timeout}); got timeout={timeout} beside it")
         return command
     return NodeCommand.shell(command, 60.0 if timeout is None else timeout)
+
+
+def background_command(command: str | NodeCommand, env: Mapping[str, str] | None = None,
+                       cpus: Sequence[int] | None = None) -> NodeCommand:
+    """What ``Node.start`` is given, as a value: a :class:`NodeCommand` as it is (``env`` and
+    ``cpus`` beside it are refused: the value holds its own), a shell line as a script value
+    with ``env`` and ``cpus``."""
+    if isinstance(command, NodeCommand):
+        if env or cpus:
+            raise ValueError(f"background command {command.quoted()!r}: env and cpus belong "
+                             "in the command value")
+        return command
+    return NodeCommand.shell(command, cpus=tuple(cpus or ()), env=tuple((env or {}).items()))

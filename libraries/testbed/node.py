@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from libraries.testbed.command import NodeCommand, node_command
+from libraries.testbed.command import NodeCommand, background_command, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
 from libraries.testbed.ssh import SshTarget, collect, open_client
 
@@ -64,8 +64,7 @@ class Process:
 
 @dataclass
 class RunningCommand:
-    """A foreground command sent to ``node`` (:meth:`Node.launch`) whose output and exit are
-    not read yet."""
+    """A foreground command sent to ``node`` (:meth:`Node.launch`), its output not read yet."""
 
     node: Node
     command: NodeCommand
@@ -79,15 +78,12 @@ class RunningCommand:
         assert timeout is not None  # rendered() refused a foreground command without one
         out, err, status = collect(self.channel, self.start + timeout + _BACKSTOP)
         duration = time.monotonic() - self.start
-        stdout = out.decode(errors="replace")
-        stderr = err.decode(errors="replace")
+        stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
         if status is None or status == 124:
             LOG.info("%s: `%s` timed out after %.2f s", name, command, duration)
             raise CommandTimeout(self.node.where, command, timeout, stdout, stderr)
-        if quiet:
-            LOG.debug("%s: `%s` -> %d in %.3f s", name, command, status, duration)
-        else:
-            LOG.info("%s: `%s` -> %d in %.3f s", name, command, status, duration)
+        LOG.log(logging.DEBUG if quiet else logging.INFO, "%s: `%s` -> %d in %.3f s", name,
+                command, status, duration)
         if stdout or stderr:
             LOG.debug("%s: stdout:\n%s\nstderr:\n%s", name, stdout[-20000:], stderr[-20000:])
         if check and status != 0:
@@ -192,15 +188,8 @@ class Node:
             wrapped = f"sudo -n {wrapped}"
         return wrapped
 
-    def run(
-        self,
-        command: str | NodeCommand,
-        timeout: float | None = None,
-        sudo: bool = False,
-        check: bool = True,
-        stdin: bytes | None = None,
-        quiet: bool = False,
-    ) -> CommandResult:
+    def run(self, command: str | NodeCommand, timeout: float | None = None, sudo: bool = False,
+            check: bool = True, stdin: bytes | None = None, quiet: bool = False) -> CommandResult:
         """Run ``command`` (a :class:`NodeCommand`, which holds its timeout, or a shell command
         line, stopped after ``timeout`` s: 60 unless given) and return its
         :class:`CommandResult` (``command``: the line before its hard timeout).
@@ -269,14 +258,8 @@ class Node:
 
     # -- background processes ---------------------------------------------------------------
 
-    def start(
-        self,
-        command: str | NodeCommand,
-        name: str,
-        env: dict[str, str] | None = None,
-        cpus: list[int] | None = None,
-        sudo: bool = False,
-    ) -> Process:
+    def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
+              cpus: list[int] | None = None, sudo: bool = False) -> Process:
         """Start ``command`` in the background, fully detached, and track it.
 
         ``command``: a :class:`NodeCommand` without a timeout (it runs until stopped), or a
@@ -286,14 +269,7 @@ class Node:
         see e.g. LD_PRELOAD); the CPUs pin it (the shell pins itself and then ``exec``s, so no
         taskset process is preloaded either): :meth:`NodeCommand.background_line`.
         """
-        if isinstance(command, NodeCommand):
-            if env or cpus:
-                raise ValueError(f"{self.where}: start {name!r}: env and cpus belong in the "
-                                 "command value")
-            value = command
-        else:
-            value = NodeCommand.shell(command, cpus=tuple(cpus or ()),
-                                      env=tuple((env or {}).items()))
+        value = background_command(command, env, cpus)
         command = value.quoted()
         log_path = f"{self.workdir}/{name}.log"
         launcher = (
