@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -130,7 +129,8 @@ def test_a_run_killed_by_its_timeout_leaves_no_files(nginx, tmp_path):
     command = vegeta_command(VEGETA, VegetaOptions(
         url=f"https://127.0.0.1:{port}/1kb", rate=100, duration=20), str(tmp_path)).script
     # as testbed.node.Node runs it on a node: `timeout -k 2 N sh -c ...` (TERM, then KILL)
-    result = node.run(f"timeout -k 2 2 sh -c {shlex.quote(command)}", timeout=15, check=False)
+    rendered = NodeCommand.shell(command, 2).rendered()
+    result = node.run(rendered, timeout=15, check=False)
     assert result.exit_code == 124  # timed out
     assert list(tmp_path.glob("vegeta.*")) == []
 
