@@ -56,12 +56,18 @@ from libraries.tools.iperf3 import (
     run_iperf3_client,
     start_iperf3_server,
 )
-from libraries.tools.nginx.config import HttpsServerParams, NginxInstance, SslProxyParams
+from libraries.tools.nginx.config import (
+    PROXY_PORT,
+    SERVER_PORT,
+    HttpsServerParams,
+    NginxInstance,
+    SslProxyParams,
+)
 from libraries.tools.nginx.service import instance_prefix, start_nginx
 from libraries.tools.sysctl import write_sysctls
 from libraries.tools.wrk.run import WrkOptions, run_wrk
 
-IPERF_PORT, SERVER_PORT, PROXY_PORT = 5201, 8445, 8089
+IPERF_PORT = 5201
 UNITS = {"tcp_term": "Gbit/s", "ssl_proxy": "requests/s"}
 
 

@@ -28,7 +28,7 @@ from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3
-from libraries.tools.nginx.config import HttpsServerParams, NginxInstance
+from libraries.tools.nginx.config import SERVER_PORT, HttpsServerParams, NginxInstance
 from libraries.tools.nginx.service import start_nginx
 from libraries.tools.wrk.run import WrkOptions, run_wrk
 
@@ -162,8 +162,8 @@ def bench_fidelity(rounds: int, duration: int) -> None:
             instance=NginxInstance(prefix=f"{server.workdir}/nginx", user="root"),
             cert_path=f"{server.workdir}/c.pem", key_path=f"{server.workdir}/k.pem",
             root_dir=www)
-        start_nginx(server, "nginx", params.render(), [8445])
-        url = "https://198.18.2.2:8445/1kb"
+        start_nginx(server, "nginx", params.render(), [SERVER_PORT])
+        url = f"https://198.18.2.2:{SERVER_PORT}/1kb"
 
         def wrk_by_hand() -> float:
             out = subprocess.run(["ip", "netns", "exec", tg_ns, "wrk", "-t1", "-c10",

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from libraries.testbed.command import NodeCommand, background_command, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout
 from libraries.testbed.node import CommandResult
 
@@ -35,6 +36,33 @@ class LocalProcess:
     @property
     def pid(self) -> int:
         return self.popen.pid
+
+
+@dataclass
+class LocalRunning:
+    """A command started by :meth:`LocalNode.launch` (``Node.launch``'s RunningCommand)."""
+
+    where: str
+    command: NodeCommand
+    proc: subprocess.Popen[bytes]
+    start: float
+
+    def wait(self, check: bool = True, quiet: bool = False) -> CommandResult:
+        command, proc = self.command.line(), self.proc
+        try:
+            out, err = proc.communicate(timeout=self.command.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise CommandTimeout(self.where, command, self.command.timeout,
+                                 out.decode(errors="replace"),
+                                 err.decode(errors="replace")) from None
+        result = CommandResult(command, proc.returncode, out.decode(errors="replace"),
+                               err.decode(errors="replace"), time.monotonic() - self.start)
+        if check and result.exit_code != 0:
+            raise CommandError(self.where, command, result.exit_code, result.stdout,
+                               result.stderr)
+        return result
 
 
 @dataclass(frozen=True)
@@ -75,27 +103,20 @@ class LocalNode:
         """True while the process has not exited."""
         return process.popen.poll() is None
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
-            check: bool = True, quiet: bool = False) -> CommandResult:
-        self.history.append(command)
-        start = time.monotonic()
+    def run(self, command: str | NodeCommand, timeout: float | None = None,
+            sudo: bool = False, check: bool = True, quiet: bool = False) -> CommandResult:
+        return self.launch(command, timeout, sudo).wait(check, quiet)
+
+    def launch(self, command: str | NodeCommand, timeout: float | None = None,
+               sudo: bool = False) -> LocalRunning:
+        """Start ``command`` in the foreground of a local shell; collected by ``wait``."""
+        value = node_command(command, timeout)
+        self.history.append(value.line())
         proc = subprocess.Popen(
-            ["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            ["sh", "-c", value.line()], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            raise CommandTimeout(self.where, command, timeout, out.decode(errors="replace"),
-                                 err.decode(errors="replace")) from None
-        result = CommandResult(command, proc.returncode, out.decode(errors="replace"),
-                               err.decode(errors="replace"), time.monotonic() - start)
-        if check and result.exit_code != 0:
-            raise CommandError(self.where, command, result.exit_code, result.stdout,
-                               result.stderr)
-        return result
+        return LocalRunning(self.where, value, proc, time.monotonic())
 
     def put(self, text: str, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         target = Path(path)
@@ -103,8 +124,10 @@ class LocalNode:
         target.write_text(text)
         target.chmod(mode)
 
-    def start(self, command: str, name: str, env: dict[str, str] | None = None,
+    def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
               cpus: list[int] | None = None, sudo: bool = False) -> LocalProcess:
+        value = background_command(command, env, cpus)
+        command, env, cpus = value.quoted(), dict(value.env), list(value.cpus)
         log_path = os.path.join(self.workdir, f"{name}.log")
         if cpus:
             command = f"taskset -c {','.join(map(str, cpus))} {command}"

@@ -34,7 +34,7 @@ from libraries.cases.telemetry import TrialTelemetry
 from libraries.cases.tracers import KernelTracerTrials, TracerSetup
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
-from libraries.testbed.command import hard_timeout
+from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, HostStackError, ParseError
 from libraries.testbed.node import CommandResult, Process
 from libraries.testbed.provision import Testbed
@@ -75,13 +75,17 @@ class FakeNode:
     processes: list[Process] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     calls: list[tuple[str, float]] = field(default_factory=list)
+    values: list[NodeCommand] = field(default_factory=list)
 
     @property
     def where(self) -> str:
         return f"{self.name} (fake)"
 
-    def run(self, command: str, timeout: float = 10, check: bool = True, sudo: bool = False,
-            quiet: bool = False) -> CommandResult:
+    def run(self, command: str | NodeCommand, timeout: float | None = None, check: bool = True,
+            sudo: bool = False, quiet: bool = False) -> CommandResult:
+        value = node_command(command, timeout)
+        self.values.append(value)
+        command, timeout = value.line(), value.timeout
         self.commands.append(command)
         self.calls.append((command, timeout))
         if command.startswith("wrk --help"):
@@ -158,8 +162,7 @@ def test_the_architecture_walk_shows_the_wrk_command_the_case_renders():
                  if line.strip().startswith("timeout -k 2 19 sh -c"))
     case = _proxy_case(Log())
     case.trial(Trial("proxy", 2, 1))
-    line, timeout = case.tg.calls[-1]
-    assert hard_timeout(line, timeout) == shown.replace("/tmp/hoststack-<prefix>/tg", "/w")
+    assert case.tg.values[-1].rendered() == shown.replace("/tmp/hoststack-<prefix>/tg", "/w")
 
 
 def test_the_mtls_variant_has_no_direct_path():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from libraries.testbed.command import Ledger, NodeCommand
 from libraries.testbed.errors import ParseError
 from libraries.tools.cpu.proc_stat import (
     parse_pid_stat,
@@ -21,7 +22,6 @@ from libraries.tools.cpu.proc_stat import (
 from libraries.tools.cpu.telemetry import (
     CORE_COLUMNS,
     TelemetryError,
-    accounted_command,
     cpu_usage,
     snapshot_script,
     take_snapshot,
@@ -201,7 +201,7 @@ def test_script_refuses_names_that_are_not_words():
     with pytest.raises(ValueError):
         snapshot_script([], sections={"a b": "true"})
     with pytest.raises(ValueError):
-        accounted_command("true", "/tmp", "x;rm")
+        NodeCommand.shell("true", 10, ledger=Ledger("/tmp", "x;rm")).line()
 
 
 @pytest.mark.integration
@@ -215,9 +215,10 @@ def test_live_snapshots_and_ledger_through_a_local_shell(tmp_path: Path):
         before = take_snapshot(node, [sleeper.pid], ledger=ledger, sections={"hi": "echo hi"},
                                counters_last=True)
         busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"
-        result = node.run(accounted_command(busy, ledger, "busy"), timeout=60)
+        result = node.run(NodeCommand.shell(busy, 60, ledger=Ledger(ledger, "busy")))
         assert result.exit_code == 0
-        assert node.run(accounted_command("exit 3", ledger, "fails"), check=False).exit_code == 3
+        fails = NodeCommand.shell("exit 3", 60, ledger=Ledger(ledger, "fails"))
+        assert node.run(fails, check=False).exit_code == 3
         time.sleep(0.05)
         after = take_snapshot(node, [], ledger=ledger, pids=list(before.processes))
         # members known from an earlier read are trusted while alive, listed again otherwise

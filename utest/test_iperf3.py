@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, ParseError
 from libraries.testbed.node import CommandResult
 from libraries.tools.iperf3 import (
     IperfClientOptions,
     IperfServerOptions,
-    build_iperf3_client_command,
-    build_iperf3_server_command,
     default_timeout,
+    iperf3_client_command,
+    iperf3_server_command,
     parse_iperf3_json,
     run_iperf3_client,
     start_iperf3_server,
@@ -50,8 +51,10 @@ class FakeNode:
         self.stdout, self.stderr, self.exit_code = stdout, stderr, exit_code
         self.calls: list[dict[str, object]] = []
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+    def run(self, command, timeout: float | None = None, sudo: bool = False,
             check: bool = True) -> CommandResult:
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         self.calls.append({"command": command, "timeout": timeout, "check": check})
         return CommandResult(command, self.exit_code, self.stdout, self.stderr, 0.1)
 
@@ -67,7 +70,7 @@ def test_client_command_with_every_option():
         server="198.18.1.1", port=18201, duration=30, reverse=True, parallel=4, mss=1400,
         bind="198.18.1.2", affinity=1, server_affinity=2, omit=2, cpus=[3],
     )
-    command = build_iperf3_client_command("/usr/bin/iperf3", options)
+    command = iperf3_client_command("/usr/bin/iperf3", options).tool_line()
     assert shlex.split(command) == [
         "taskset", "-c", "3", "/usr/bin/iperf3", "-c", "198.18.1.1", "-p", "18201", "-t", "30",
         "--json", "-R", "-P", "4", "-M", "1400", "-B", "198.18.1.2", "-A", "1,2", "-O", "2",
@@ -75,24 +78,26 @@ def test_client_command_with_every_option():
 
 
 def test_client_command_minimal_always_json():
-    command = build_iperf3_client_command("iperf3", IperfClientOptions(server="127.0.0.1"))
+    command = iperf3_client_command("iperf3",
+                                    IperfClientOptions(server="127.0.0.1")).tool_line()
     assert command == "iperf3 -c 127.0.0.1 -p 5201 -t 10 --json"
 
 
 def test_server_commands():
-    assert build_iperf3_server_command("iperf3", IperfServerOptions()) == "iperf3 -s -p 5201"
+    assert iperf3_server_command("iperf3", IperfServerOptions()).quoted() == "iperf3 -s -p 5201"
     options = IperfServerOptions(port=18202, bind="198.18.2.2", one_off=True, affinity=1,
                                  cpus=(0, 1))
-    assert build_iperf3_server_command("iperf3", options) == (
-        "taskset -c 0,1 iperf3 -s -p 18202 -B 198.18.2.2 -1 -A 1"
-    )
+    command = iperf3_server_command("iperf3", options, env={"VCL_CONFIG": "/c.conf"})
+    assert command.background_line() == (
+        "taskset -p -c 0,1 $$ >/dev/null; export VCL_CONFIG=/c.conf; "
+        "exec iperf3 -s -p 18202 -B 198.18.2.2 -1 -A 1")
 
 
 def test_env_goes_to_iperf3_not_taskset():
     options = IperfClientOptions(server="172.16.1.1", cpus=[3])
-    command = build_iperf3_client_command(
+    command = iperf3_client_command(
         "iperf3", options, env={"LD_PRELOAD": "/x/libvcl_ldpreload.so", "VCL_CONFIG": "/c.conf"}
-    )
+    ).tool_line()
     argv = shlex.split(command)
     assert argv[:5] == ["taskset", "-c", "3", "sh", "-c"]
     assert argv[5] == ("export LD_PRELOAD=/x/libvcl_ldpreload.so; export VCL_CONFIG=/c.conf; "
@@ -260,7 +265,7 @@ def test_run_client_uses_hard_timeout_and_parses():
     options = IperfClientOptions(server="127.0.0.1", duration=2, reverse=True)
     result = run_iperf3_client(node, "iperf3", options)
     assert result.reverse is True
-    assert node.calls[0]["command"] == build_iperf3_client_command("iperf3", options)
+    assert node.calls[0]["command"] == iperf3_client_command("iperf3", options).tool_line()
     assert node.calls[0]["timeout"] == default_timeout(options)
     assert node.calls[0]["check"] is False
 
@@ -281,8 +286,9 @@ def test_start_server_pins_through_node_start():
     node = FakeNode()
     options = IperfServerOptions(port=18203, one_off=True, cpus=[1])
     assert start_iperf3_server(node, "iperf3", options) == "handle"
-    assert node.calls[0] == {"command": "iperf3 -s -p 18203 -1", "name": "iperf3-server-18203",
-                             "env": None, "cpus": [1]}
+    assert node.calls[0] == {"command": NodeCommand(("iperf3", "-s", "-p", "18203", "-1"),
+                                                    cpus=(1,)),
+                             "name": "iperf3-server-18203", "env": None, "cpus": None}
 
 
 # -- real iperf3 on loopback ---------------------------------------------------------------

@@ -48,12 +48,6 @@ NODE_MODULES = ("libraries.testbed.node", "libraries.testbed.provision", "librar
 """What runs commands on a node: ``results`` imports none of it."""
 # A command whose home moved keeps its old spelling as an alias module: run with ``python -m``,
 # it runs the new home by module name (runpy), importing nothing of the project.
-ALIASES: dict[str, str] = {
-    "trend/__main__.py": "libraries.report",
-    "trend/ingest.py": "libraries.history.ingest",
-    "trend/report.py": "libraries.report.run",
-    "trend/nightly.py": "libraries.nightly",
-}
 SIZE_WARNING = 400
 """Past this a module is a question to answer (one concern, or two?), not a count to meet by
 splitting: the test warns and the module stays whole while it holds one concern."""
@@ -73,9 +67,9 @@ TOOL_UNITS: dict[str, set[str]] = {
     "perf": set(),
     "nginx": {"render"},
     "wrk": {"cpu"},
-    "iperf3": {"cpu"},
+    "iperf3": set(),
     "open_loop": set(),
-    "vegeta": {"cpu", "open_loop"},
+    "vegeta": {"open_loop"},
     "oha": {"cpu", "open_loop"},
     "ebpf_stream": {"nginx"},
     "sslsniff": {"render", "bpftime"},
@@ -138,17 +132,13 @@ def test_the_layer_checker_sees_a_violation(tmp_path: Path):
     assert _imported_packages(module) == {"keywords", "trend"}
 
 
-@pytest.mark.parametrize("alias", sorted(ALIASES))
-def test_an_alias_only_runs_the_commands_new_home_by_name(alias: str):
-    tree = ast.parse((LIBRARIES / alias).read_text())
-    docstring, imported, guarded = tree.body
-    assert isinstance(docstring, ast.Expr) and isinstance(imported, ast.Import)
-    assert [a.name for a in imported.names] == ["runpy"]
-    assert isinstance(guarded, ast.If) and ast.unparse(guarded.test) == "__name__ == '__main__'"
-    assert [ast.unparse(n) for n in guarded.body] == [
-        f"runpy.run_module('{ALIASES[alias]}', run_name='__main__', alter_sys=True)"]
-    target = LIBRARIES.parent.joinpath(*ALIASES[alias].split("."))
-    assert target.with_suffix(".py").is_file() or (target / "__main__.py").is_file()
+def test_no_module_only_forwards_to_another_command():
+    """A command has one spelling, at its home (the old ``python -m libraries.trend...``
+    aliases are gone): no module runs another module's ``__main__`` by name."""
+    forwarding = [path for path in sorted(LIBRARIES.rglob("*.py"))
+                  if "runpy" in {a.name for n in ast.walk(ast.parse(path.read_text()))
+                                 if isinstance(n, ast.Import) for a in n.names}]
+    assert forwarding == []
 
 
 @pytest.mark.parametrize("package", NO_ROBOT)
@@ -241,12 +231,6 @@ def test_no_results_module_runs_a_node_command():
     for module, targets in graph.items():
         if module.startswith("libraries.results"):
             assert not targets & set(NODE_MODULES), module
-
-
-def test_no_module_imports_an_alias():
-    aliases = {_module_name(LIBRARIES / a, LIBRARIES.parent) for a in ALIASES}
-    graph = _module_graph(_modules())
-    assert {m for m, targets in graph.items() if targets & aliases} == set()
 
 
 def test_allowed_imports_have_no_cycle():
@@ -425,5 +409,5 @@ def test_tool_units_depend_without_a_circle():
 def test_the_family_check_sees_a_reach_into_another_family(tmp_path: Path):
     assert _tool_imports(TOOLS / "wrk" / "run.py") == [("cpu", "libraries.tools.cpu")]
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from libraries.tools.cpu.telemetry import accounted_command\n")
+    bad.write_text("def f():\n    from libraries.tools.cpu.telemetry import take_snapshot\n")
     assert _tool_imports(bad, own="wrk") == [("cpu", "libraries.tools.cpu.telemetry")]

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from libraries.testbed.command import Ledger, NodeCommand, hard_timeout
-from libraries.tools.iperf3 import (
-    IperfClientOptions,
-    build_iperf3_client_command,
-    iperf3_client_command,
+from libraries.testbed.command import (
+    Ledger,
+    NodeCommand,
+    background_command,
+    hard_timeout,
+    node_command,
 )
-from libraries.tools.wrk.run import WrkOptions, build_wrk_command, wrk_command
+from libraries.testbed.node import Node
+from libraries.testbed.ssh import SshTarget
+from libraries.tools.iperf3 import IperfClientOptions, iperf3_client_command
+from libraries.tools.wrk.run import WrkOptions, wrk_command
 
 
 def test_a_command_renders_pinned_with_its_environment_timed_accounted_and_bounded():
@@ -42,7 +46,7 @@ def test_wrk_builds_its_command_as_a_value_with_the_default_hard_timeout():
     assert command == NodeCommand(
         ("wrk", "-t", "1", "-c", "10", "-d", "2s", "https://198.18.1.1:8089/1kb"), 19.0,
         cpus=(1,), ledger=Ledger("/w/cpu-ledger", "wrk"))
-    assert build_wrk_command("wrk", options) == command.tool_line()
+    assert command.tool_line() == "taskset -c 1 wrk -t 1 -c 10 -d 2s https://198.18.1.1:8089/1kb"
 
 
 def test_an_iperf3_client_builds_its_command_as_a_value():
@@ -51,4 +55,45 @@ def test_an_iperf3_client_builds_its_command_as_a_value():
     assert command == NodeCommand(
         ("iperf3", "-c", "198.18.1.1", "-p", "5201", "-t", "2", "--json"), 17.0, cpus=(1,),
         ledger=Ledger("/w/cpu-ledger", "iperf3-client"))
-    assert build_iperf3_client_command("iperf3", options) == command.tool_line()
+    assert command.tool_line() == "taskset -c 1 iperf3 -c 198.18.1.1 -p 5201 -t 2 --json"
+
+
+def test_a_script_value_renders_as_it_is_and_refuses_cpus_or_env_in_the_foreground():
+    script = NodeCommand.shell("a & p=$!; wait $p", 5, ledger=Ledger("/w", "x"))
+    assert script.tool_line() == "a & p=$!; wait $p"
+    assert script.rendered() == hard_timeout(
+        "mkdir -p /w; (a & p=$!; wait $p); rc=$?; cat /proc/$$/stat > /w/x.$$.stat; exit $rc",
+        5)
+    with pytest.raises(ValueError, match="pin and export inside the script"):
+        NodeCommand.shell("a", 5, cpus=(1,)).line()
+    with pytest.raises(ValueError, match="an argv or a script"):
+        NodeCommand(("a",), 5, script="b")
+
+
+def test_a_foreground_command_needs_its_timeout_and_holds_it_alone():
+    with pytest.raises(ValueError, match="needs a timeout"):
+        NodeCommand(("wrk",)).rendered()
+    assert node_command("uname -r", 10) == NodeCommand.shell("uname -r", 10)
+    assert node_command("uname -r").timeout == 60
+    with pytest.raises(ValueError, match="holds its timeout"):
+        node_command(NodeCommand(("wrk",), 19), 60)
+
+
+def test_a_background_process_pins_itself_and_exports_to_the_tool_alone():
+    value = NodeCommand(("nginx", "-c", "/w/a b.conf"), cpus=(0, 2), env=(("K", "v w"),))
+    assert value.background_line() == (
+        "taskset -p -c 0,2 $$ >/dev/null; export K='v w'; exec nginx -c '/w/a b.conf'")
+    assert background_command("sleep 9", {"K": "v"}, [1]) == NodeCommand.shell(
+        "sleep 9", cpus=(1,), env=(("K", "v"),))
+    with pytest.raises(ValueError, match="env and cpus belong in the command value"):
+        background_command(value, cpus=[1])
+    with pytest.raises(ValueError, match="no timeout, ledger or times"):
+        NodeCommand(("wrk",), 19).background_line()
+
+
+def test_a_node_sends_the_values_rendering_behind_sudo_only_where_root_is_needed():
+    value = NodeCommand(("perf", "record"), 20)
+    as_user = Node("dut", SshTarget("h", user="u", sudo=True), "/w")
+    assert as_user._wrap(value, sudo=True) == f"sudo -n {value.rendered()}"
+    assert as_user._wrap(value, sudo=False) == value.rendered()
+    assert Node("dut", SshTarget("h"), "/w")._wrap(value, sudo=True) == value.rendered()

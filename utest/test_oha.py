@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from libraries.testbed.command import Ledger, NodeCommand
 from libraries.testbed.errors import ParseError, ToolMissing
 from libraries.tools.oha import (
     COUNT_MARKER,
     OhaOptions,
-    build_oha_command,
+    oha_command,
     oha_version,
     parse_oha_output,
     run_oha,
@@ -61,11 +62,19 @@ def test_the_counts_are_oha_s_own_rows_against_each_limit(tmp_path: Path):
 def test_one_process_per_load_core_with_its_share(tmp_path: Path):
     options = OhaOptions(url="https://198.18.1.1:8089/1kb", rate=9001, duration=0.5,
                          connections=10, cpus=[1, 2], slo_ms=(10.0,))
-    command = build_oha_command("oha", options, "/tmp/run")
+    command = oha_command("oha", options, "/tmp/run").script
     assert command.count("-q 4500.5 --latency-correction -c 5 -w") == 2
     assert 'taskset -c 2 oha -z 0.5s' in command and '-o "$d/1.csv"' in command
     assert "lim=0.01" in command and command.endswith("exit $rc")
     assert "trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT" in command
+
+
+def test_the_command_is_a_script_value_with_its_ledger_and_timeout():
+    options = OhaOptions(url="https://198.18.1.1:8089/1kb", rate=900, duration=8, cpus=[1])
+    value = oha_command("oha", options, "/tmp/run", cpu_ledger="/w/cpu-ledger")
+    assert value == NodeCommand.shell(value.script, 8 + 30.0 + 2.0,
+                                      ledger=Ledger("/w/cpu-ledger", "oha"))
+    assert oha_command("oha", options, "/tmp/run").ledger is None
 
 
 @pytest.mark.parametrize("text", ["", f"{COUNT_MARKER} answered=3 failed=0 over= p50=1",

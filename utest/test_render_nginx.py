@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import pytest
 
 from libraries.testbed.errors import RenderError
 from libraries.tools.nginx.config import (
+    PROXY_PORT,
+    SERVER_PORT,
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
@@ -309,3 +312,16 @@ def test_render_errors_name_the_template():
         render("nginx/https_server.conf.j2", {"instance": instance()})
     with pytest.raises(RenderError, match="expected a dataclass instance or a dict"):
         render("nginx/https_server.conf.j2", "text")
+
+
+def test_the_server_and_proxy_ports_are_written_once_in_the_config_module():
+    """A reader of the proxy's nginx.conf finds its ports where the config is rendered; the
+    case and the benchmarks take them from there (``PROXY_PORT``, ``SERVER_PORT``)."""
+    root = Path(__file__).resolve().parent.parent
+    written = sorted(
+        str(path.relative_to(root))
+        for folder in ("libraries", "benchmarks") for path in (root / folder).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and type(node.value) is int
+        and node.value in (PROXY_PORT, SERVER_PORT))
+    assert written == ["libraries/tools/nginx/config.py"] * 2

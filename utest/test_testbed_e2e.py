@@ -318,6 +318,50 @@ def test_suite_teardown_does_not_wait_for_init_to_reap():
     assert outcome["left"] == [], outcome
 
 
+_PERF_UNDER_SLOW_INIT = """
+import ctypes, json, os, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
+child = os.fork()
+if child == 0:  # a profiled trial: perf record beside it, collected after it
+    from libraries.testbed.provision import Testbed
+    from libraries.tools.perf import finish_recording, start_recording
+    bed = Testbed.up("2node")
+    try:
+        dut = bed.node("dut")
+        perf, pidfile = f"{dut.workdir}/perf", f"{dut.workdir}/perf.pid"
+        dut.put(f"#!/bin/sh\\necho $$ > {pidfile}; sleep 0.2\\n", perf, mode=0o755)
+        recording = start_recording(dut, perf, [1], 0.2, delay=0.1)
+        time.sleep(1.0)  # the trial: perf ended during it
+        finish_recording(recording)
+        pid = int(dut.get(pidfile))
+        state = dut.run(f"cat /proc/{pid}/stat", check=False).stdout.split()
+        print(json.dumps({"perf": pid, "state": state[2] if len(state) > 2 else None}),
+              flush=True)
+    finally:
+        bed.down()
+    os._exit(0)
+os.waitpid(child, 0)  # a busy init: reaps nothing of the run's until it is over
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+"""
+
+
+def test_a_perf_recording_is_reaped_when_it_ends():
+    """After a profiled A/B test a ``[perf] <defunct>`` stood on the DUT: perf record ran in
+    the background, and ended during the trial, an orphan left to init. It now runs in the
+    foreground of its SSH session (sent before the trial, collected after), whose shell
+    reaps it. The init here reaps nothing until the run is over, so a perf left to it is
+    still in the process table, a zombie, when the recording is collected."""
+    run = subprocess.run([os.sys.executable, "-c", _PERF_UNDER_SLOW_INIT], capture_output=True,
+                         text=True, timeout=90, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+    assert outcome["state"] is None, outcome
+
+
 def test_put_files_writes_several_files_with_their_modes_in_one_command(testbed):
     node = testbed.node("dut")
     directory = f"{node.workdir}/bundle"

@@ -16,9 +16,9 @@ from libraries.results.adaptive import run_interleaved
 from libraries.results.measurement import Measurement
 from libraries.results.plan import TrialPlan
 from libraries.results.records import validate_record
+from libraries.testbed.command import Ledger, NodeCommand
 from libraries.testbed.errors import CommandError
 from libraries.testbed.topology import VppInstall
-from libraries.tools.cpu.telemetry import accounted_command
 from utest.localnode import LocalNode
 from utest.test_measurement_criteria import _record
 
@@ -39,7 +39,7 @@ class TrackedNode(LocalNode):
     broken: bool = False
     commands: list[str] = field(default_factory=list)
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+    def run(self, command, timeout: float | None = None, sudo: bool = False,
             check: bool = True, quiet: bool = False):
         if self.broken:
             raise CommandError(self.where, command, 1, "", "sh: 1: cannot open /proc/stat: "
@@ -77,7 +77,7 @@ def test_every_node_is_read_around_measured_trials_only(tmp_path: Path, spinner)
 
     def trial(seconds: int) -> int:
         busy = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"
-        tg.run(accounted_command(busy, ledger, "load"))
+        tg.run(NodeCommand.shell(busy, 60, ledger=Ledger(ledger, "load")))
         return seconds
 
     run_interleaved({"only": trial}, TrialPlan(trials=2, duration=1, warmup=1), telemetry)

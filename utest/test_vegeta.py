@@ -4,7 +4,7 @@ server stall shows in the latency of every request scheduled during it (no coord
 omission).
 
 Fixtures in utest/fixtures/vegeta/ (vegeta v12.13.0 against nginx 1.22 HTTPS, 1 KiB file, this
-project's VM, printed by build_vegeta_command's command): ``ok.txt`` (2000 req/s for 2 s),
+project's VM, printed by vegeta_command's command): ``ok.txt`` (2000 req/s for 2 s),
 ``refused.txt`` (nothing listening).
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -22,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from libraries.testbed.command import TIMES_MARKER, Ledger, NodeCommand
 from libraries.testbed.errors import ParseError, ToolMissing
 from libraries.tools.open_loop import temporary_folder
 from libraries.tools.vegeta import (
-    CPU_MARKER,
     PLOT_MARKER,
     SLO_MARKER,
     VegetaOptions,
-    build_vegeta_command,
     parse_vegeta_output,
     run_vegeta,
+    vegeta_command,
     vegeta_version,
 )
 from utest.localnode import LocalNode, free_port, wait_for_port
@@ -69,7 +68,7 @@ def test_a_report_without_the_cpu_section_has_no_cpu_figure():
 
 @pytest.mark.parametrize("garbage", [
     "", "not json\n" + PLOT_MARKER + "\n", '{"latencies": {}}',
-    CPU_MARKER + "\nnot times\n{}\n" + PLOT_MARKER + "\n",
+    TIMES_MARKER + "\nnot times\n{}\n" + PLOT_MARKER + "\n",
     '{"latencies": {"50th": 1}, "requests": 0}\n' + PLOT_MARKER + "\n1 0.5 1 2\n",
     (FIXTURES / "ok.txt").read_text().replace("Value(ms)", "Value(ms)\nnot a row"),
 ])
@@ -81,7 +80,7 @@ def test_garbage_is_a_parse_error_quoting_it(garbage):
 def test_the_command_pins_quotes_and_cleans_up():
     options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=5000, duration=3,
                             cpus=[1], max_workers=200)
-    command = build_vegeta_command("/opt/x y/vegeta", options, "/tmp/run")
+    command = vegeta_command("/opt/x y/vegeta", options, "/tmp/run").script
     assert command.startswith("d=; trap '[ -n \"$d\" ] && rm -rf \"$d\"' EXIT; trap 'exit 143' "
                               "TERM INT HUP; n=$(mktemp -u /tmp/run/vegeta.XXXXXX) || exit 1; "
                               "d=$n; mkdir -m 700 \"$d\" || exit 1; "
@@ -91,6 +90,15 @@ def test_the_command_pins_quotes_and_cleans_up():
     assert "-max-workers=200" in command and "-insecure" in command
     assert "-max-body=0" in command and "encode" not in command  # no limits: no counting
     assert command.endswith("exit $rc")
+
+
+def test_the_command_is_a_script_value_with_its_ledger_and_timeout():
+    options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=5000, duration=4, cpus=[1])
+    value = vegeta_command("vegeta", options, "/tmp/run", cpu_ledger="/w/cpu-ledger")
+    assert value == NodeCommand.shell(value.script, 4 + options.timeout + 15.0,
+                                      ledger=Ledger("/w/cpu-ledger", "vegeta"))
+    assert value.line().startswith("mkdir -p /w/cpu-ledger; (d=; trap")
+    assert vegeta_command("vegeta", options, "/tmp/run").ledger is None
 
 
 @pytest.mark.parametrize("killer", ["mktemp", "mkdir"])
@@ -118,10 +126,11 @@ def test_a_term_while_the_folder_is_made_leaves_no_folder(tmp_path, killer):
 def test_a_run_killed_by_its_timeout_leaves_no_files(nginx, tmp_path):
     """Issue 34: a vegeta timeout left its temporary folder in the work folder."""
     node, port, _ = nginx
-    command = build_vegeta_command(VEGETA, VegetaOptions(
-        url=f"https://127.0.0.1:{port}/1kb", rate=100, duration=20), str(tmp_path))
+    command = vegeta_command(VEGETA, VegetaOptions(
+        url=f"https://127.0.0.1:{port}/1kb", rate=100, duration=20), str(tmp_path)).script
     # as testbed.node.Node runs it on a node: `timeout -k 2 N sh -c ...` (TERM, then KILL)
-    result = node.run(f"timeout -k 2 2 sh -c {shlex.quote(command)}", timeout=15, check=False)
+    rendered = NodeCommand.shell(command, 2).rendered()
+    result = node.run(rendered, timeout=15, check=False)
     assert result.exit_code == 124  # timed out
     assert list(tmp_path.glob("vegeta.*")) == []
 
@@ -130,7 +139,7 @@ def test_one_attack_per_load_cpu_shares_the_rate_and_the_counts_read_every_file(
     options = VegetaOptions(url="https://198.18.1.1:8089/1kb", rate=9001, duration=0.5,
                             cpus=[1, 2, 3], max_workers=300, max_connections=10,
                             slo_ms=(10.0, 1.0))
-    command = build_vegeta_command("vegeta", options, "/tmp/run")
+    command = vegeta_command("vegeta", options, "/tmp/run").script
     for cpu in range(3):
         assert (f"taskset -c {cpu + 1} vegeta attack -name=g{cpu} -rate=9001/3s "
                 f"-duration=0.5s") in command

@@ -107,8 +107,9 @@ def test_a_link_interface_goes_to_vpp_and_comes_back(two_node, tmp_path, driver,
         assert "198.18.1.1" not in node.run("ip -o addr show dev eth1").stdout
         interface = instance.hoststack.interface_by_name(vpp_name)
         assert interface.admin_up
-        assert instance.hoststack.interface_addresses(interface.sw_if_index) == [
-            "198.18.1.1/24"]
+        addresses = instance.hoststack.papi.call("ip_address_dump", is_ipv6=False,
+                                                 sw_if_index=interface.sw_if_index)
+        assert [str(d.prefix) for d in addresses] == ["198.18.1.1/24"]
         assert detach_ports(instance.hoststack, attached) == []
     finally:
         stop_vpp(instance)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from libraries.testbed.command import node_command
 from libraries.testbed.errors import CommandError, HostStackError, NodeError, ParseError
 from libraries.vpp.vppctl import (
     collect_diagnostics,
@@ -55,8 +56,10 @@ class ScriptedNode:
         self.outputs = outputs
         self.runs: list[tuple[str, float, bool]] = []
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+    def run(self, command, timeout: float | None = None, sudo: bool = False,
             check: bool = True) -> Result:
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         self.runs.append((command, timeout, sudo))
         for suffix, output in self.outputs.items():
             if command.endswith(suffix):
@@ -67,12 +70,14 @@ class ScriptedNode:
 
 
 def test_vppctl_command_quotes_every_part():
-    assert vppctl_command(["show", "session", "verbose"]) == \
+    assert vppctl_command(["show", "session", "verbose"]).quoted() == \
         "vppctl -s /run/vpp/cli.sock show session verbose"
     assert vppctl_command(["show", "int"], socket="/tmp/my run/cli.sock",
-                          vppctl="/opt/vpp/bin/vppctl") == \
+                          vppctl="/opt/vpp/bin/vppctl").quoted() == \
         "/opt/vpp/bin/vppctl -s '/tmp/my run/cli.sock' show int"
-    assert vppctl_command(["show", "x; rm -rf /"]).endswith("show 'x; rm -rf /'")
+    assert vppctl_command(["show", "x; rm -rf /"]).quoted().endswith("show 'x; rm -rf /'")
+    assert vppctl_command(["show", "int"], timeout=3).rendered().startswith(
+        "timeout -k 2 3 sh -c 'vppctl -s /run/vpp/cli.sock show int'")
     with pytest.raises(ValueError, match="no words"):
         vppctl_command([])
 

@@ -22,17 +22,18 @@ from pathlib import Path
 
 import pytest
 
+from libraries.testbed.command import node_command
 from libraries.testbed.errors import CommandError, CommandTimeout, ParseError, ToolMissing
 from libraries.testbed.node import CommandResult
 from libraries.tools.wrk.output import WrkErrors, parse_wrk_output
 from libraries.tools.wrk.run import (
     WrkOptions,
-    build_wrk_command,
     choose_load_tool,
     default_timeout,
     detect_wrk_flavour,
     probe_wrk,
     run_wrk,
+    wrk_command,
 )
 from utest.localnode import LocalNode, free_port, wait_for_port
 
@@ -56,8 +57,10 @@ class FakeNode:
         self.stdout, self.stderr, self.exit_code = stdout, stderr, exit_code
         self.calls: list[dict[str, object]] = []
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+    def run(self, command, timeout: float | None = None, sudo: bool = False,
             check: bool = True) -> CommandResult:
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         self.calls.append({"command": command, "timeout": timeout, "check": check})
         if check and self.exit_code != 0:
             raise CommandError(self.name, command, self.exit_code, self.stdout, self.stderr)
@@ -71,7 +74,7 @@ def test_command_for_plain_wrk_has_every_option_quoted():
         url="https://198.18.1.1:8089/1kb", threads=2, connections=20, duration=5,
         latency=True, timeout=3, script="/tmp/run 1/mix.lua", headers=("Connection: close",),
     )
-    command = build_wrk_command("/usr/bin/wrk", options, flavour="wrk")
+    command = wrk_command("/usr/bin/wrk", options, flavour="wrk").tool_line()
     assert shlex.split(command) == [
         "/usr/bin/wrk", "-t", "2", "-c", "20", "-d", "5s", "--latency", "--timeout", "3s",
         "-s", "/tmp/run 1/mix.lua", "-H", "Connection: close", "https://198.18.1.1:8089/1kb",
@@ -80,7 +83,7 @@ def test_command_for_plain_wrk_has_every_option_quoted():
 
 def test_command_for_wrk2_has_rate_and_taskset_prefix():
     options = WrkOptions(url="http://127.0.0.1:8080/", rate=100000000, cpus=[1, 3])
-    command = build_wrk_command("/opt/wrk2/wrk", options, flavour="wrk2")
+    command = wrk_command("/opt/wrk2/wrk", options, flavour="wrk2").tool_line()
     assert command.startswith("taskset -c 1,3 /opt/wrk2/wrk ")
     argv = shlex.split(command)
     assert argv[argv.index("-R") + 1] == "100000000"
@@ -90,23 +93,23 @@ def test_command_for_wrk2_has_rate_and_taskset_prefix():
 
 def test_env_is_exported_to_wrk_only_not_to_taskset():
     options = WrkOptions(url="http://127.0.0.1:8080/", cpus=[2])
-    command = build_wrk_command(
+    command = wrk_command(
         "wrk", options, env={"LD_PRELOAD": "/usr/lib/libvcl_ldpreload.so", "VCL_CONFIG": "/a b"}
-    )
+    ).tool_line()
     argv = shlex.split(command)
     assert argv[:5] == ["taskset", "-c", "2", "sh", "-c"]
     inner = argv[5]
     assert inner.startswith("export LD_PRELOAD=/usr/lib/libvcl_ldpreload.so; ")
     assert "export VCL_CONFIG='/a b'; exec wrk -t 1" in inner
     with pytest.raises(ValueError, match="not a valid name"):
-        build_wrk_command("wrk", options, env={"BAD NAME": "x"})
+        wrk_command("wrk", options, env={"BAD NAME": "x"}).tool_line()
 
 
 def test_wrk2_without_rate_and_wrk_with_rate_are_refused():
     with pytest.raises(ValueError, match="rate .* is required"):
-        build_wrk_command("wrk", WrkOptions(url="http://h/"), flavour="wrk2")
+        wrk_command("wrk", WrkOptions(url="http://h/"), flavour="wrk2")
     with pytest.raises(ValueError, match="no -R/--rate"):
-        build_wrk_command("wrk", WrkOptions(url="http://h/", rate=1000), flavour="wrk")
+        wrk_command("wrk", WrkOptions(url="http://h/", rate=1000), flavour="wrk")
 
 
 @pytest.mark.parametrize(
@@ -171,8 +174,10 @@ class ByBinary(FakeNode):
         super().__init__()
         self.helps = helps
 
-    def run(self, command: str, timeout: float = 60.0, sudo: bool = False,
+    def run(self, command, timeout: float | None = None, sudo: bool = False,
             check: bool = True) -> CommandResult:
+        value = node_command(command, timeout)
+        command, timeout = value.line(), value.timeout
         self.calls.append({"command": command, "timeout": timeout, "check": check})
         text = self.helps.get(shlex.split(command)[0])
         if text is None:
@@ -412,7 +417,7 @@ def test_run_wrk_builds_runs_with_hard_timeout_and_parses():
     result = run_wrk(node, "wrk", options)
     assert result.requests_per_second == pytest.approx(54366.42)
     call = node.calls[0]
-    assert call["command"] == build_wrk_command("wrk", options)
+    assert call["command"] == wrk_command("wrk", options).tool_line()
     assert call["timeout"] == default_timeout(options)
     assert 2 < default_timeout(options) < 30
 

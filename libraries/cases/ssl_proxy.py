@@ -54,6 +54,8 @@ from libraries.testbed.provision import Testbed
 from libraries.tools.certs import RunCertificates, make_run_certificates
 from libraries.tools.content import content_file_command, parse_size, size_name
 from libraries.tools.nginx.config import (
+    PROXY_PORT,
+    SERVER_PORT,
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
@@ -69,9 +71,7 @@ from libraries.tools.nginx.service import (
 from libraries.tools.wrk.output import Flavour, WrkResult
 from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
 
-SERVER_PORT = 8445
 STATUS_PORT = 8446
-PROXY_PORT = 8089
 SERVER_NAME = "server.hoststack.test"
 LATENCY_SHARE = 0.5
 """The latency pass offers this share of the measured maximum (the proxied rps median)."""
@@ -156,7 +156,7 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
                                worker_cpus=one_cpu(testbed, target.name, "server"),
                                extra_http=http, extra_server=server),
         cert_path=f"{certs}/server.crt", key_path=f"{certs}/server.key",
-        root_dir=f"{target.workdir}/www", listen_port=SERVER_PORT, status_port=status_port,
+        root_dir=f"{target.workdir}/www", status_port=status_port,
         client_ca_path=f"{certs}/ca.crt" if require_client_cert else None,
     )
     config = params.render()
@@ -198,7 +198,7 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
                                worker_cpus=one_cpu(testbed, target.name, "proxy"),
                                extra_http=http, extra_server=server),
         cert_path=f"{certs}/proxy.crt", key_path=f"{certs}/proxy.key",
-        listen_port=PROXY_PORT, upstreams=(f"{address}:{SERVER_PORT}",),
+        upstreams=(f"{address}:{SERVER_PORT}",),
         upstream_tls=upstream_tls,
     )
     config = params.render()
@@ -280,7 +280,7 @@ class SslProxyCase:
         assert server is not None and proxy is not None
         binary, kind = self.load_tool()
         connections = self.request.connections
-        options = WrkOptions(url=self.urls[variant], threads=1, connections=connections,
+        options = WrkOptions(url=self.urls[variant], connections=connections,
                              duration=run.seconds, rate=MAX_RATE if kind == "wrk2" else None,
                              cpus=self.cpus)
         count = self.status and measured and variant == "proxy"

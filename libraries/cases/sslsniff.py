@@ -90,7 +90,7 @@ class SslsniffCase:
         testbed, tg = self.ctx.testbed, self.tg
         binary, kind = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         options = WrkOptions(url=f"https://{self.address}:{port}{self.request.path}",
-                             threads=1, connections=self.request.connections, duration=seconds,
+                             connections=self.request.connections, duration=seconds,
                              rate=MAX_RATE if kind == "wrk2" else None, cpus=self.cpus)
         result = run_wrk(tg, binary, options, flavour=kind, env=tool_env(testbed, tg.name, kind),
                          cpu_ledger=self.telemetry.ledger(tg.name))

@@ -165,7 +165,7 @@ class TrialTelemetry:
 
         def cli(*words: str) -> str:
             return vppctl_command(words, socket=instance.install.cli_socket,
-                                  vppctl=instance.install.vppctl)
+                                  vppctl=instance.install.vppctl).quoted()
 
         if when == "start":
             return {"clear": cli("clear", "runtime")}

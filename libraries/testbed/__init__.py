@@ -2,8 +2,9 @@
 
 Owns the topology model (``topology``, read by ``topology_file``), command execution on a
 node over SSH (``node``; the login target, trusted host keys and login errors in ``ssh``,
-below ``node``), a command as one value and the one place it becomes a shell line, with its
-pinning, environment, CPU ledger and hard timeout (``command``), network-namespace
+below ``node``), a command as one value (an argv or a script) and the one place it becomes
+a shell line, with its pinning, environment, CPU ledger and hard timeout (``command``: every
+tool's runner builds one, ``Node.run`` and ``Node.start`` take it), network-namespace
 provisioning of ``provision: netns`` topologies (``netns``, ``provision``), the pre-flight
 ping check of every testbed's links and routes (``preflight``) and the error types every other
 package raises (``errors``). It is the lowest layer: it imports nothing else of

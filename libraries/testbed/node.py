@@ -4,7 +4,10 @@ One :class:`Node` per topology node, one reused paramiko connection per node. Ev
 logged (command, exit code, duration at INFO; output at DEBUG) through the standard ``logging``
 module, which Robot Framework writes to its log. Every command has a timeout enforced on the node
 itself (coreutils ``timeout`` kills the command's whole process group) and locally as a backstop;
-a timeout raises :class:`CommandTimeout` carrying the partial output.
+a timeout raises :class:`CommandTimeout` carrying the partial output. A command is a
+:class:`~libraries.testbed.command.NodeCommand` value (a plain shell line becomes one), rendered
+with its timeout by :meth:`NodeCommand.rendered <libraries.testbed.command.NodeCommand.rendered>`
+alone; this module adds ``sudo -n`` where the command needs root.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from libraries.testbed.command import env_exports, hard_timeout
+from libraries.testbed.command import NodeCommand, background_command, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
 from libraries.testbed.ssh import SshTarget, collect, open_client
 
@@ -57,6 +60,35 @@ class Process:
     boot), read as it started: a pid is reused once its process is gone (PIDs wrap at 32768
     here within minutes beside a build), and a stop or a liveness check must not take the
     new process for this one."""
+
+
+@dataclass
+class RunningCommand:
+    """A foreground command sent to ``node`` (:meth:`Node.launch`), its output not read yet."""
+
+    node: Node
+    command: NodeCommand
+    channel: paramiko.Channel
+    start: float
+
+    def wait(self, check: bool = True, quiet: bool = False) -> CommandResult:
+        """Read the command's output until it exits; its :class:`CommandResult`
+        (:class:`CommandError`, :class:`CommandTimeout` as :meth:`Node.run` raises them)."""
+        name, command, timeout = self.node.name, self.command.line(), self.command.timeout
+        assert timeout is not None  # rendered() refused a foreground command without one
+        out, err, status = collect(self.channel, self.start + timeout + _BACKSTOP)
+        duration = time.monotonic() - self.start
+        stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+        if status is None or status == 124:
+            LOG.info("%s: `%s` timed out after %.2f s", name, command, duration)
+            raise CommandTimeout(self.node.where, command, timeout, stdout, stderr)
+        LOG.log(logging.DEBUG if quiet else logging.INFO, "%s: `%s` -> %d in %.3f s", name,
+                command, status, duration)
+        if stdout or stderr:
+            LOG.debug("%s: stdout:\n%s\nstderr:\n%s", name, stdout[-20000:], stderr[-20000:])
+        if check and status != 0:
+            raise CommandError(self.node.where, command, status, stdout, stderr)
+        return CommandResult(command, status, stdout, stderr, duration)
 
 
 def _birth(pid: str) -> str:
@@ -145,31 +177,35 @@ class Node:
 
     # -- commands --------------------------------------------------------------------------
 
-    def _wrap(self, command: str, timeout: float, sudo: bool) -> str:
-        wrapped = hard_timeout(command, timeout)
+    def _wrap(self, command: NodeCommand, sudo: bool) -> str:
+        wrapped = command.rendered()
         if sudo and self.target.user != "root":
             if not self.target.sudo:
                 raise NodeError(
-                    f"{self.where}: command {command!r} needs root, but user "
+                    f"{self.where}: command {command.line()!r} needs root, but user "
                     f"{self.target.user!r} is not root and the topology does not set sudo: true"
                 )
             wrapped = f"sudo -n {wrapped}"
         return wrapped
 
-    def run(
-        self,
-        command: str,
-        timeout: float = 60.0,
-        sudo: bool = False,
-        check: bool = True,
-        stdin: bytes | None = None,
-        quiet: bool = False,
-    ) -> CommandResult:
-        """Run ``command`` (a shell command line) and return its :class:`CommandResult`.
+    def run(self, command: str | NodeCommand, timeout: float | None = None, sudo: bool = False,
+            check: bool = True, stdin: bytes | None = None, quiet: bool = False) -> CommandResult:
+        """Run ``command`` (a :class:`NodeCommand`, which holds its timeout, or a shell command
+        line, stopped after ``timeout`` s: 60 unless given) and return its
+        :class:`CommandResult` (``command``: the line before its hard timeout).
 
         Raises :class:`CommandError` on a non-zero exit when ``check`` is set, and
-        :class:`CommandTimeout` (with the partial output) past ``timeout`` seconds.
+        :class:`CommandTimeout` (with the partial output) past the timeout.
         """
+        return self.launch(command, timeout, sudo, stdin).wait(check, quiet)
+
+    def launch(self, command: str | NodeCommand, timeout: float | None = None,
+               sudo: bool = False, stdin: bytes | None = None) -> RunningCommand:
+        """Send ``command`` as :meth:`run` does and return at once; its result is collected by
+        :meth:`RunningCommand.wait`. The command still runs in the foreground of its SSH
+        session (its shell waits for it, and ``timeout`` ends it), so a command that runs
+        beside a trial (``perf record``) is waited for and never left to init."""
+        value = node_command(command, timeout)
         if self._client is None:
             self.connect()
         assert self._client is not None
@@ -179,29 +215,13 @@ class Node:
         start = time.monotonic()
         try:
             channel = transport.open_session(timeout=self.target.connect_timeout)
-            channel.exec_command(self._wrap(command, timeout, sudo))
+            channel.exec_command(self._wrap(value, sudo))
             if stdin is not None:
                 channel.sendall(stdin)
             channel.shutdown_write()
         except (OSError, paramiko.SSHException) as error:
-            raise NodeError(f"{self.where}: cannot run {command!r}: {error}") from None
-        out, err, status = collect(channel, start + timeout + _BACKSTOP)
-        duration = time.monotonic() - start
-        stdout = out.decode(errors="replace")
-        stderr = err.decode(errors="replace")
-        if status is None or status == 124:
-            LOG.info("%s: `%s` timed out after %.2f s", self.name, command, duration)
-            raise CommandTimeout(self.where, command, timeout, stdout, stderr)
-        if quiet:
-            LOG.debug("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
-        else:
-            LOG.info("%s: `%s` -> %d in %.3f s", self.name, command, status, duration)
-        if stdout or stderr:
-            LOG.debug("%s: stdout:\n%s\nstderr:\n%s", self.name, stdout[-20000:],
-                      stderr[-20000:])
-        if check and status != 0:
-            raise CommandError(self.where, command, status, stdout, stderr)
-        return CommandResult(command, status, stdout, stderr, duration)
+            raise NodeError(f"{self.where}: cannot run {value.line()!r}: {error}") from None
+        return RunningCommand(self, value, channel, start)
 
     def put(self, text: str | bytes, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         """Write ``text`` to ``path`` on the node (parent directories created)."""
@@ -238,31 +258,24 @@ class Node:
 
     # -- background processes ---------------------------------------------------------------
 
-    def start(
-        self,
-        command: str,
-        name: str,
-        env: dict[str, str] | None = None,
-        cpus: list[int] | None = None,
-        sudo: bool = False,
-    ) -> Process:
+    def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
+              cpus: list[int] | None = None, sudo: bool = False) -> Process:
         """Start ``command`` in the background, fully detached, and track it.
 
-        The process runs in its own session (``setsid``), with output to ``<workdir>/<name>.log``.
-        ``env`` is exported to the target program only (``exec`` after the export, so wrappers
-        such as nohup never see e.g. LD_PRELOAD); ``cpus`` pins it (the shell pins itself and
-        then ``exec``s, so no taskset process is preloaded either).
+        ``command``: a :class:`NodeCommand` without a timeout (it runs until stopped), or a
+        shell line with ``env`` and ``cpus``. The process runs in its own session
+        (``setsid``), with output to ``<workdir>/<name>.log``. The environment is exported to
+        the target program only (``exec`` after the export, so wrappers such as nohup never
+        see e.g. LD_PRELOAD); the CPUs pin it (the shell pins itself and then ``exec``s, so no
+        taskset process is preloaded either): :meth:`NodeCommand.background_line`.
         """
+        value = background_command(command, env, cpus)
+        command = value.quoted()
         log_path = f"{self.workdir}/{name}.log"
-        inner = []
-        if cpus:
-            inner.append(f"taskset -p -c {','.join(map(str, cpus))} $$ >/dev/null")
-        inner.extend(env_exports(env))
-        inner.append(f"exec {command}")
-        script = "; ".join(inner)
         launcher = (
             f"cd {shlex.quote(self.workdir)} && "
-            f"setsid nohup sh -c {shlex.quote(script)} > {shlex.quote(log_path)} 2>&1 "
+            f"setsid nohup sh -c {shlex.quote(value.background_line())} "
+            f"> {shlex.quote(log_path)} 2>&1 "
             f"< /dev/null & p=$!; echo $p $({_birth('$p')})"
         )
         result = self.run(launcher, timeout=15, sudo=sudo)

@@ -22,7 +22,7 @@ from libraries.testbed.netns import LocalTestbed, make_prefix
 from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
 from libraries.testbed.ssh import SshTarget
-from libraries.testbed.teardown import list_testbeds, teardown_prefix
+from libraries.testbed.teardown import list_testbeds, teardown_prefix, workdir_root
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
@@ -57,14 +57,11 @@ class Testbed:
         try:
             if topology.provision == "netns":
                 testbed.local = LocalTestbed(topology, prefix, owner)
-                info = testbed.local.up()
-                targets = info.targets
-                workdir_root = info.workdir_root
+                targets = testbed.local.up().targets
             else:
                 targets = {name: _lab_target(name, topology) for name in topology.nodes}
-                workdir_root = f"/tmp/hoststack-{prefix}"
             for name, target in targets.items():
-                node = Node(name, target, f"{workdir_root}/{name}")
+                node = Node(name, target, f"{workdir_root(prefix)}/{name}")
                 testbed.nodes[name] = node
                 node.connect()
             check_paths(topology, testbed.nodes)

@@ -20,11 +20,11 @@ one process per load core, requests counted over latency limits from their sched
 parameters read, set and put back on a node) and ``versions`` (each tool's version command and
 the pattern its answer must match).
 
-A runner builds its command (as a ``testbed.command.NodeCommand`` value: wrk, the iperf3
-client; the others as a line from the same module's helpers) and runs it on a
-``testbed.node.Node``; a parser turns the
+A runner builds its command as one ``testbed.command.NodeCommand`` value (an argv, or a
+script where the tool needs one: vegeta's and oha's processes and reports) and runs it on a
+``testbed.node.Node``, which renders it with its timeout in that one place; a parser turns the
 tool's output into a typed result or raises ``ParseError`` quoting it. Imports only
 ``libraries.testbed``. A family uses another family only through that family's package
-(``from libraries.tools.cpu import accounted_command``), never its modules, and the families
+(``from libraries.tools.cpu import children_cpu_s``), never its modules, and the families
 depend on each other without a circle (``utest/test_layers.py``).
 """

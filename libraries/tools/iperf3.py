@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libraries.testbed.command import Ledger, NodeCommand, tool_command
+from libraries.testbed.command import Ledger, NodeCommand
 from libraries.testbed.errors import CommandError, ParseError
 
 if TYPE_CHECKING:
@@ -115,13 +115,12 @@ class IperfClientOptions:
             object.__setattr__(self, "cpus", _cpu_tuple("cpus", self.cpus))
 
 
-def build_iperf3_server_command(
+def iperf3_server_command(
     binary: str, options: IperfServerOptions, *, env: Mapping[str, str] | None = None
-) -> str:
-    """Shell command line of an iperf3 server (``[-4] -s -p PORT [-B addr] [-1] [-A n]``).
-
-    ``env`` is exported to iperf3 itself (e.g. LD_PRELOAD + VCL_CONFIG), not to taskset.
-    """
+) -> NodeCommand:
+    """The command of an iperf3 server (``[-4] -s -p PORT [-B addr] [-1] [-A n]``), a
+    background process pinned to ``options.cpus``, ``env`` for iperf3 itself (e.g. LD_PRELOAD
+    + VCL_CONFIG), not for taskset."""
     argv = [binary, *(["-4"] if options.ipv4_only else []), "-s", "-p", str(options.port)]
     if options.bind is not None:
         argv += ["-B", options.bind]
@@ -129,7 +128,7 @@ def build_iperf3_server_command(
         argv.append("-1")
     if options.affinity is not None:
         argv += ["-A", str(options.affinity)]
-    return tool_command(argv, options.cpus, env)
+    return NodeCommand(tuple(argv), cpus=tuple(options.cpus or ()), env=tuple((env or {}).items()))
 
 
 def iperf3_client_command(
@@ -138,8 +137,7 @@ def iperf3_client_command(
 ) -> NodeCommand:
     """The command of an iperf3 client with ``--json``: pinned to ``options.cpus``, ``env``
     for iperf3 itself, its CPU left in ``cpu_ledger`` as ``iperf3-client``, stopped after
-    ``timeout`` (default :func:`default_timeout`); rendered by
-    :class:`libraries.testbed.command.NodeCommand`."""
+    ``timeout`` (default :func:`default_timeout`); ``Node.run`` renders it."""
     argv = [binary, "-c", options.server, "-p", str(options.port), "-t", str(options.duration),
             "--json"]
     if options.reverse:
@@ -160,14 +158,6 @@ def iperf3_client_command(
     return NodeCommand(tuple(argv), default_timeout(options) if timeout is None else timeout,
                        tuple(options.cpus or ()), tuple((env or {}).items()),
                        Ledger(cpu_ledger, "iperf3-client") if cpu_ledger else None)
-
-
-def build_iperf3_client_command(
-    binary: str, options: IperfClientOptions, *, env: Mapping[str, str] | None = None
-) -> str:
-    """Shell command line of an iperf3 client with ``--json`` (every value quoted): the tool
-    line of :func:`iperf3_client_command`."""
-    return iperf3_client_command(binary, options, env=env).tool_line()
 
 
 @dataclass(frozen=True)
@@ -328,7 +318,7 @@ def run_iperf3_client(
     """
     value = iperf3_client_command(binary, options, timeout, env=env, cpu_ledger=cpu_ledger)
     command = value.tool_line()
-    result = node.run(value.line(), timeout=value.timeout, check=False)
+    result = node.run(value, check=False)
     LOG.debug("%s: iperf3 output:\n%s%s", node.name, result.stdout, result.stderr)
     if not result.stdout.strip():
         raise CommandError(node.name, command, result.exit_code, result.stdout, result.stderr)
@@ -354,13 +344,8 @@ def start_iperf3_server(
 ) -> Process:
     """Start an iperf3 server in the background on ``node`` and return its process handle.
 
-    CPU pinning goes through ``Node.start(cpus=...)`` (the shell pins itself, then ``exec``s
-    iperf3), and ``env`` goes to iperf3 only. Stop it with ``node.stop(process)``.
+    The command value pins it (``Node.start``: the shell pins itself, then ``exec``s iperf3),
+    and ``env`` goes to iperf3 only. Stop it with ``node.stop(process)``.
     """
-    command = build_iperf3_server_command(binary, replace(options, cpus=None))
-    return node.start(
-        command,
-        name=name or f"iperf3-server-{options.port}",
-        env=dict(env) if env else None,
-        cpus=list(options.cpus) if options.cpus else None,
-    )
+    return node.start(iperf3_server_command(binary, options, env=env),
+                      name=name or f"iperf3-server-{options.port}")

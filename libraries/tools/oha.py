@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from libraries.testbed.command import tool_command
+from libraries.testbed.command import TIMES_MARKER, Ledger, NodeCommand, tool_command
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
-from libraries.tools.cpu import TIMES_MARKER, accounted_command, children_cpu_s
+from libraries.tools.cpu import children_cpu_s
 from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 
 if TYPE_CHECKING:
@@ -101,9 +101,11 @@ class OhaResult:
         return self.over[self.slo_ms.index(limit_ms)]
 
 
-def build_oha_command(binary: str, options: OhaOptions, workdir: str) -> str:
-    """The shell command of one run (see the module docstring). oha runs on the kernel stack
-    only: it is never given VPP's LD_PRELOAD environment."""
+def oha_command(binary: str, options: OhaOptions, workdir: str,
+                cpu_ledger: str | None = None) -> NodeCommand:
+    """The command of one run, a script (see the module docstring): its CPU left in
+    ``cpu_ledger`` as ``oha``, stopped after the duration, 30 s and a quarter of the duration.
+    oha runs on the kernel stack only: it is never given VPP's LD_PRELOAD environment."""
     count = options.processes
     rate = round(options.rate)
     lines = temporary_folder(workdir, "oha")
@@ -124,7 +126,8 @@ def build_oha_command(binary: str, options: OhaOptions, workdir: str) -> str:
               f"sort -g \"$d/durations\" | awk {shlex.quote(_PERCENTILES_AWK)}")
     lines += [f"rc=0; {waits}", f"if [ $rc -eq 0 ]; then {report}; rc=$?; fi",
               "exit $rc"]
-    return "; ".join(lines)
+    return NodeCommand.shell("; ".join(lines), options.duration + 30.0 + 0.25 * options.duration,
+                             ledger=Ledger(cpu_ledger, "oha") if cpu_ledger else None)
 
 
 def _number(text: str) -> float | None:
@@ -133,7 +136,7 @@ def _number(text: str) -> float | None:
 
 def parse_oha_output(text: str, source: str = "oha output", slo_ms: Sequence[float] = (),
                      processes: int = 1) -> OhaResult:
-    """Parse what :func:`build_oha_command` prints: the shell's ``times`` and the counts."""
+    """Parse what :func:`oha_command` prints: the shell's ``times`` and the counts."""
     cpu_s = children_cpu_s(text, source)
     match = _COUNTS.search(text)
     over = [int(v) for v in match.group(3).split(",") if v] if match else []
@@ -151,10 +154,9 @@ def run_oha(node: Node, binary: str, options: OhaOptions,
             cpu_ledger: str | None = None) -> OhaResult:
     """Run one constant-rate attack on ``node`` with a hard timeout; its parsed result (the CPU
     it took goes to ``cpu_ledger`` as ``oha`` for the telemetry)."""
-    command = build_oha_command(binary, options, node.workdir)
-    wrapped = accounted_command(command, cpu_ledger, "oha") if cpu_ledger else command
-    limit = options.duration + 30.0 + 0.25 * options.duration
-    result = node.run(wrapped, timeout=limit, check=False)
+    value = oha_command(binary, options, node.workdir, cpu_ledger)
+    command = value.tool_line()
+    result = node.run(value, check=False)
     source = f"{node.name}: output of oha (exit {result.exit_code})"
     if result.exit_code != 0:
         raise CommandError(node.where, command, result.exit_code, result.stdout, result.stderr)

@@ -24,9 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libraries.testbed.command import tool_command
+from libraries.testbed.command import TIMES_MARKER, Ledger, NodeCommand, tool_command
 from libraries.testbed.errors import CommandError, ParseError, ToolMissing
-from libraries.tools.cpu import accounted_command
 from libraries.tools.open_loop import check_open_loop_options, temporary_folder
 
 if TYPE_CHECKING:
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 PLOT_MARKER = "@@hoststack-hdrplot"
-CPU_MARKER = "@@hoststack-cpu"
 SLO_MARKER = "@@hoststack-slo"
 _SLO_LINE = re.compile(SLO_MARKER + r" rows=(\d+) failed=(\d+) late_max_ns=(-?\d+) over=([\d,]*)$",
                        re.MULTILINE)
@@ -138,10 +136,13 @@ class VegetaResult:
         return self.over[self.slo_ms.index(limit_ms)]
 
 
-def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
-                         env: Mapping[str, str] | None = None) -> str:
-    """The shell command of one run (the attacks, their CPU time from the shell's ``times``,
-    both reports, the per-request counts where limits are asked, the files removed)."""
+def vegeta_command(binary: str, options: VegetaOptions, workdir: str,
+                   env: Mapping[str, str] | None = None,
+                   cpu_ledger: str | None = None) -> NodeCommand:
+    """The command of one run, a script (the attacks, their CPU time from the shell's
+    ``times``, both reports, the per-request counts where limits are asked, the files
+    removed): its CPU left in ``cpu_ledger`` as ``vegeta``, stopped after the duration, the
+    requests' timeout and a margin (max(15 s, a quarter of the duration))."""
     quoted = shlex.quote(binary)
     count = options.processes
     rate = round(options.rate)
@@ -158,7 +159,7 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
         lines.append(f'{attack} -targets="$d/targets" -output="$d/{number}.bin" & '
                      f"p{number}=$!")
     waits = "; ".join(f"wait $p{n} || rc=$?" for n in range(count))
-    report = (f"echo {CPU_MARKER} && times && {quoted} report -type=json \"$d\"/*.bin && "
+    report = (f"echo {TIMES_MARKER} && times && {quoted} report -type=json \"$d\"/*.bin && "
               f"echo {PLOT_MARKER} && {quoted} report -type=hdrplot \"$d\"/*.bin")
     if options.slo_ms:
         limits = " ".join(f"{v * 1e6:.0f}" for v in options.slo_ms)
@@ -170,7 +171,9 @@ def build_vegeta_command(binary: str, options: VegetaOptions, workdir: str,
     lines += [f"rc=0; {waits}",
               f"if [ $rc -eq 0 ]; then {report}; rc=$?; fi",
               "exit $rc"]
-    return "; ".join(lines)
+    limit = options.duration + options.timeout + max(15.0, 0.25 * options.duration)
+    return NodeCommand.shell("; ".join(lines), limit,
+                             ledger=Ledger(cpu_ledger, "vegeta") if cpu_ledger else None)
 
 
 def _number(data: dict[str, Any], key: str, source: str, text: str) -> float:
@@ -199,7 +202,7 @@ def _plot(lines: list[str], source: str, text: str) -> list[tuple[float, float]]
 
 def parse_vegeta_output(text: str, source: str = "vegeta output",
                         slo_ms: Sequence[float] = (), processes: int = 1) -> VegetaResult:
-    """Parse what :func:`build_vegeta_command` prints: the two reports and, when ``slo_ms``
+    """Parse what :func:`vegeta_command` prints: the two reports and, when ``slo_ms``
     limits were asked, the per-request counts (one per limit, in that order)."""
     if PLOT_MARKER not in text:
         raise ParseError(source, f"no hdrplot report (marker {PLOT_MARKER})", text)
@@ -211,8 +214,8 @@ def parse_vegeta_output(text: str, source: str = "vegeta output",
         plot, section = plot.split(SLO_MARKER, 1)
         counts = _slo_counts(SLO_MARKER + section, len(slo_ms), source, text)
     cpu_s = None
-    if CPU_MARKER in report:
-        times, report = _split_times(report.split(CPU_MARKER, 1)[1], source, text)
+    if TIMES_MARKER in report:
+        times, report = _split_times(report.split(TIMES_MARKER, 1)[1], source, text)
         cpu_s = times
     try:
         data = json.loads(report)
@@ -259,7 +262,7 @@ def _split_times(section: str, source: str, text: str) -> tuple[float, str]:
     lines = section.strip().splitlines()
     match = _TIMES.fullmatch(lines[1].strip()) if len(lines) > 2 else None
     if match is None:
-        raise ParseError(source, f"two lines of the shell's times after {CPU_MARKER}", text)
+        raise ParseError(source, f"two lines of the shell's times after {TIMES_MARKER}", text)
     minutes_u, seconds_u, minutes_s, seconds_s = match.groups()
     cpu = 60 * (int(minutes_u) + int(minutes_s)) + float(seconds_u) + float(seconds_s)
     return cpu, "\n".join(lines[2:])
@@ -270,10 +273,9 @@ def run_vegeta(node: Node, binary: str, options: VegetaOptions,
                cpu_ledger: str | None = None) -> VegetaResult:
     """Run one attack on ``node`` with a hard timeout and return its parsed result (the CPU
     it took goes to ``cpu_ledger`` as ``vegeta`` for the telemetry)."""
-    command = build_vegeta_command(binary, options, node.workdir, env)
-    wrapped = accounted_command(command, cpu_ledger, "vegeta") if cpu_ledger else command
-    limit = options.duration + options.timeout + max(15.0, 0.25 * options.duration)
-    result = node.run(wrapped, timeout=limit, check=False)
+    value = vegeta_command(binary, options, node.workdir, env, cpu_ledger)
+    command = value.tool_line()
+    result = node.run(value, check=False)
     source = f"{node.name}: output of vegeta (exit {result.exit_code})"
     if result.exit_code != 0 and PLOT_MARKER not in result.stdout:
         raise CommandError(node.where, command, result.exit_code, result.stdout, result.stderr)

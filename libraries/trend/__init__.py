@@ -8,9 +8,8 @@ and the summary rows of the result (``analysis``); the gate over the store (``ga
 newest sample of every series classified, regressions named); and one run against another
 with the A/B verdict (``compare``). It reads the history (``libraries.history``) and the
 results layer's verdict and intervals (``libraries.results``); it writes no page (the
-dashboard and the command that prints the gate live in ``libraries.report``).
-
-``python -m libraries.trend`` (and ``libraries.trend.ingest``, ``.report``, ``.nightly``)
-are the commands' old spellings, kept as forwarding aliases: see ``libraries.report``,
-``libraries.history`` and ``libraries.nightly`` for their homes.
+dashboard and the command that prints the gate live in ``libraries.report``). It has no
+command of its own: ``hoststack-perf trend`` (``python -m libraries.report``), ``ingest``
+(``libraries.history.ingest``), ``report`` (``libraries.report.run``) and ``nightly``
+(``libraries.nightly``) are their homes.
 """

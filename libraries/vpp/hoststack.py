@@ -86,10 +86,6 @@ class HostStack:
         reply = self.papi.call("show_version")
         return VppVersion(reply.program, reply.version, reply.build_date, reply.build_directory)
 
-    def run_cli(self, command: str) -> str:
-        """Run a debug-CLI command inside VPP (``cli_inband``) and return its output."""
-        return str(self.papi.call("cli_inband", cmd=command).reply)
-
     def enable_session_layer(self, socket_api: bool = True) -> None:
         """Enable the session layer (rule-table engine) and, if asked, the app socket API.
 
@@ -197,10 +193,6 @@ class HostStack:
     def delete_af_packet_interface(self, host_if_name: str) -> None:
         self.papi.call("af_packet_delete", host_if_name=host_if_name)
 
-    def set_interface_mtu(self, sw_if_index: int, mtu: int) -> None:
-        """Set the L3 MTU (``mtu[0]``; the per-protocol IP4/IP6/MPLS entries stay 0 = unset)."""
-        self.papi.call("sw_interface_set_mtu", sw_if_index=sw_if_index, mtu=[mtu, 0, 0, 0])
-
     def set_hardware_mtu(self, sw_if_index: int, mtu: int) -> None:
         """Set the hardware (link) MTU, ``set interface mtu MTU X``: for a DPDK NIC its max
         frame size, for an af_packet interface the host interface's MTU (VPP sets it)."""
@@ -242,10 +234,3 @@ class HostStack:
         """VPP's threads (``show_threads``): the main thread, then one per worker."""
         reply = self.papi.call("show_threads")
         return [VppThread(int(t.id), t.name, t.type, int(t.cpu_id)) for t in reply.thread_data]
-
-    def interface_addresses(self, sw_if_index: int, ipv6: bool = False) -> list[str]:
-        """The addresses (``A.B.C.D/LEN``) of one interface (``ip_address_dump``)."""
-        details = self.papi.call("ip_address_dump", sw_if_index=sw_if_index, is_ipv6=ipv6)
-        return [str(d.prefix) for d in details]
-
-

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.ssh import trusted_known_hosts
@@ -189,8 +190,7 @@ def start_vpp(node: Node, install: VppInstall, main_core: int | None = None,
     node.put(params.render(), startup_path, sudo=True)
     runtime = shlex.quote(str(params.runtime_dir))
     node.run(f"rm -rf {runtime}; mkdir -p {runtime}", timeout=10, sudo=True)
-    process = node.start(f"{shlex.quote(install.bin)} -c {shlex.quote(startup_path)}", "vpp",
-                         sudo=True)
+    process = node.start(NodeCommand((install.bin, "-c", startup_path)), "vpp", sudo=True)
     deadline = time.monotonic() + timeout
     local_dir = tempfile.TemporaryDirectory(prefix="hoststack-vpp-")
     try:

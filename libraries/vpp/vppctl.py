@@ -1,20 +1,21 @@
 """vppctl over a node for VPP's show commands, and the ``show session verbose`` parser.
 
-``run_vppctl`` builds ``vppctl -s SOCK <words...>`` (every word quoted) and runs it on a node
-with a timeout. ``parse_show_session_verbose`` turns the session table into ``Session``
-records; ``listeners_on_port`` / ``require_listener`` prove that an application really sits
-on VPP's host stack (its listener shows up in VPP, not only in the kernel).
+``run_vppctl`` builds ``vppctl -s SOCK <words...>`` (a command value, ``vppctl_command``) and
+runs it on a node with its timeout. ``parse_show_session_verbose`` turns the session table
+into ``Session`` records; ``listeners_on_port`` / ``require_listener`` prove that an
+application really sits on VPP's host stack (its listener shows up in VPP, not only in the
+kernel).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import HostStackError, NodeError, ParseError
 
 if TYPE_CHECKING:
@@ -28,11 +29,12 @@ DIAGNOSTIC_COMMANDS = ("show session verbose", "show app", "show errors", "show 
 
 
 def vppctl_command(words: Sequence[str], socket: str = DEFAULT_CLI_SOCKET,
-                   vppctl: str = "vppctl") -> str:
-    """The shell command line ``vppctl -s SOCKET WORD...`` with every part quoted."""
+                   vppctl: str = "vppctl", timeout: float | None = 15.0) -> NodeCommand:
+    """The command ``vppctl -s SOCKET WORD...`` (``quoted()``: every part quoted, as a
+    telemetry read embeds it), stopped after ``timeout`` s."""
     if not words:
         raise ValueError("vppctl needs a CLI command, got no words")
-    return " ".join(shlex.quote(part) for part in (vppctl, "-s", socket, *words))
+    return NodeCommand((vppctl, "-s", socket, *words), timeout)
 
 
 def run_vppctl(node: Node, command: str, socket: str = DEFAULT_CLI_SOCKET,
@@ -42,8 +44,9 @@ def run_vppctl(node: Node, command: str, socket: str = DEFAULT_CLI_SOCKET,
     Raises CommandError/CommandTimeout from the node, and NodeError when VPP rejects the
     command (``unknown input``), since vppctl itself exits 0 then.
     """
-    line = vppctl_command(command.split(), socket=socket, vppctl=vppctl)
-    output = node.run(line, timeout=timeout, sudo=sudo).stdout
+    value = vppctl_command(command.split(), socket=socket, vppctl=vppctl, timeout=timeout)
+    line = value.quoted()
+    output = node.run(value, sudo=sudo).stdout
     for text in output.splitlines():
         if "unknown input `" in text:
             raise NodeError(f"{node.name}: VPP rejected {line!r}: {text.strip()}")

@@ -5,13 +5,12 @@ Owns the parsers of ``/proc/stat``, ``/proc/<pid>/stat`` and a telemetry snapsho
 (``proc_stat``), and the snapshot script, the CPU ledger that load generators write their own
 usage to, and the per-core / per-process usage computed from two snapshots (``telemetry``).
 
-Other tool families use only the names below (``from libraries.tools.cpu import ...``): a
-runner wraps its command with :func:`accounted_command` so the load generator's own CPU is
-counted, and with :func:`timed_command` to read that CPU back itself (``times``).
+A runner leaves its load generator's own CPU in the ledger, or has the shell print it
+(``times``), through its command value (``libraries.testbed.command.NodeCommand``: ``ledger``,
+``times``); other tool families use only the names below (``from libraries.tools.cpu import
+...``) to read that CPU back from the output.
 """
 
-from libraries.tools.cpu.telemetry import accounted_command
-from libraries.tools.cpu.times import TIMES_MARKER, before_times, children_cpu_s, timed_command
+from libraries.tools.cpu.times import before_times, children_cpu_s
 
-__all__ = ["TIMES_MARKER", "accounted_command", "before_times", "children_cpu_s",
-           "timed_command"]
+__all__ = ["before_times", "children_cpu_s"]

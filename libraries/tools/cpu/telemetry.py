@@ -4,10 +4,11 @@ sampling process.
 :func:`take_snapshot` runs one command on a node that prints ``/proc/stat``'s cpu lines, the
 ``/proc/<pid>/stat`` and ``task/*/stat`` lines of every process in the tracked process groups
 (a process started by ``Node.start`` leads its group: nginx workers are in their master's),
-the accounting of foreground commands run since the last read (:func:`accounted_command`
-leaves it in a ledger directory), optional extra sections (VPP's ``show runtime``) and the
-sampling shell's own CPU. :func:`cpu_usage` turns two snapshots into per-core percentages
-(like ``mpstat -P ALL``) and per-process percent of one core, named as the test named them.
+the accounting of foreground commands run since the last read (a command value with a
+``ledger``, ``libraries.testbed.command.NodeCommand``, leaves it in a ledger directory),
+optional extra sections (VPP's ``show runtime``) and the sampling shell's own CPU.
+:func:`cpu_usage` turns two snapshots into per-core percentages (like ``mpstat -P ALL``) and
+per-process percent of one core, named as the test named them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libraries.testbed.command import accounted
 from libraries.testbed.errors import HostStackError
 from libraries.tools.cpu.proc_stat import (
     CORE_FIELDS,
@@ -53,7 +53,7 @@ def snapshot_script(groups: list[int], ledger: str | None = None,
     ``groups``: process group ids whose members are listed with ``pgrep``; ``pids``:
     processes read directly; both: ``pids`` are the groups' members from an earlier read,
     listed again (``pgrep``) only when one of them is gone. ``ledger``: a directory whose
-    ``*.stat`` files (left by :func:`accounted_command`) are read and removed;
+    ``*.stat`` files (left by a command value's ``ledger``) are read and removed;
     ``sections``: name -> command whose output is passed through (single-word names).
     ``counters_last`` reads ``/proc/uptime`` and ``/proc/stat`` after everything else (a
     trial's start: the read's own cost then falls before the measured window; at the end
@@ -94,13 +94,6 @@ def snapshot_script(groups: list[int], ledger: str | None = None,
         body.append(f"echo '@section {name}'; {command} 2>&1")
     parts = head + body + counters if counters_last else head + counters + body
     return "; ".join([*parts, "echo @end", "times"])
-
-
-def accounted_command(command: str, ledger: str, name: str) -> str:
-    """``command`` run so that its CPU time (it and every child it waited for) lands in
-    ``<ledger>/<name>.<pid>.stat`` for the next snapshot; the exit code is kept (rendered by
-    :func:`libraries.testbed.command.accounted`, where the wrapper is told)."""
-    return accounted(command, ledger, name)
 
 
 def take_snapshot(node: Node, groups: list[int], ledger: str | None = None,

@@ -1,23 +1,18 @@
 """A foreground tool's own CPU time from the shell's ``times`` builtin: the command runs in a
 subshell, and once it ended the wrapping shell prints a marker and ``times``, whose second
 line is the CPU (user, system) of every child it waited for: the tool and its threads, with
-no sampling process. Used for the load generators whose CPU share decides whether the
-generator, not the path, set a trial's pace (wrk2, oha)."""
+no sampling process (a command value with ``times``: ``libraries.testbed.command``). Used
+for the load generators whose CPU share decides whether the generator, not the path, set a
+trial's pace (wrk2, oha)."""
 
 from __future__ import annotations
 
 import re
 
-from libraries.testbed.command import TIMES_MARKER, timed
+from libraries.testbed.command import TIMES_MARKER
 from libraries.testbed.errors import ParseError
 
 _TIMES = re.compile(r"(\d+)m([0-9.]+)s\s+(\d+)m([0-9.]+)s")
-
-
-def timed_command(command: str) -> str:
-    """``command`` followed by the marker and ``times`` (its exit code kept; rendered by
-    :func:`libraries.testbed.command.timed`)."""
-    return timed(command)
 
 
 def children_cpu_s(text: str, source: str) -> float | None:

@@ -41,6 +41,10 @@ TLS13_CIPHERSUITES = frozenset(
 TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 ERROR_LOG_LEVELS = ("debug", "info", "notice", "warn", "error", "crit", "alert", "emerg")
 TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+SERVER_PORT = 8445
+"""The HTTPS file server's port (seed 000's ``nginx_server.conf``)."""
+PROXY_PORT = 8089
+"""The HTTPS reverse proxy's port (seed 000's ``nginx_proxy.conf``)."""
 
 
 # ---------------------------------------------------------------------------- instance
@@ -178,7 +182,7 @@ class HttpsServerParams(_TlsFrontend):
     root_dir: str
     client_ca_path: str | None = None
     client_verify_depth: int = 1
-    listen_port: int = 8445
+    listen_port: int = SERVER_PORT
 
     template = "nginx/https_server.conf.j2"
 
@@ -248,7 +252,7 @@ class SslProxyParams(_TlsFrontend):
     proxy_ssl_protocols: tuple[str, ...] = ("TLSv1.3",)
     proxy_ssl_session_reuse: bool = True
     upstream_tls: UpstreamTls | None = None
-    listen_port: int = 8089
+    listen_port: int = PROXY_PORT
 
     template = "nginx/ssl_proxy.conf.j2"
 

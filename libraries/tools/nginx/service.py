@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import HostStackError, NodeError
 from libraries.testbed.node import Node, Process
 from libraries.tools.nginx.config import TEMP_PATHS
@@ -37,6 +38,15 @@ def instance_prefix(node: Node, name: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise ValueError(f"nginx instance name {name!r}: expected letters, digits, _ . -")
     return f"{node.workdir}/{name}"
+
+
+def nginx_command(binary: str, config_path: str, prefix: str,
+                  env: dict[str, str] | None = None,
+                  cpus: list[int] | None = None) -> NodeCommand:
+    """nginx with ``config_path`` under ``prefix`` (``-c <config> -p <prefix>/``), a
+    background process pinned to ``cpus``, ``env`` for nginx itself."""
+    return NodeCommand((binary, "-c", config_path, "-p", f"{prefix}/"),
+                       cpus=tuple(cpus or ()), env=tuple((env or {}).items()))
 
 
 def start_nginx(
@@ -65,8 +75,9 @@ def start_nginx(
                                                           "logs"))
     node.run(f"mkdir -p {shlex.quote(prefix)} {dirs}", timeout=10, sudo=True)
     node.put(config, config_path, sudo=True)
-    command = f"{shlex.quote(binary)} -c {shlex.quote(config_path)} -p {shlex.quote(prefix)}/"
-    check = node.run(f"{command} -t 2>&1", timeout=20, sudo=True, check=False)
+    command = nginx_command(binary, config_path, prefix, env, cpus)
+    check = node.run(NodeCommand.shell(f"{command.quoted()} -t 2>&1", 20), sudo=True,
+                     check=False)
     if check.exit_code != 0:
         raise HostStackError(
             f"{node.where}: nginx rejected {config_path} (`{binary} -t` exited "
@@ -74,7 +85,7 @@ def start_nginx(
         )
     for port in ports:
         node.ensure_port_free(port)
-    process = node.start(command, name=name, env=env, cpus=cpus, sudo=True)
+    process = node.start(command, name=name, sudo=True)
     try:
         for port in ports:
             node.wait_for_listener(port, process, timeout=startup_timeout)

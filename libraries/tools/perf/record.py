@@ -7,8 +7,12 @@ s of CPU a process uses, with call graphs unwound from a copy of each sample's u
 ``-g`` would see only the function on CPU and not who called it; the kernel's frames come from
 the kernel either way). ``perf record -p`` follows every thread of the
 processes it is given (nginx workers, VPP's main and worker threads), not children started
-later. The samples are turned into text on the node (``perf script``, which resolves the
-symbols where the binaries are), then the data file is removed.
+later. ``perf record`` runs as a foreground command sent before the trial and collected after
+it (``Node.launch``): its SSH session's shell waits for it, so it is reaped the moment it ends
+(started in the background, it was init's to reap: a ``[perf] <defunct>`` stood on the DUT
+after a profiled A/B test), and its hard timeout ends one that does not stop. The samples are
+turned into text on the node (``perf script``, which resolves the symbols where the binaries
+are), then the data file is removed.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from libraries.testbed.errors import CommandError, HostStackError, ParseError
-from libraries.testbed.node import Node, Process
+from libraries.testbed.command import NodeCommand
+from libraries.testbed.errors import CommandError, CommandTimeout, HostStackError, ParseError
+from libraries.testbed.node import Node, RunningCommand
 
 EVENT = "cpu-clock"
 FREQUENCY = 499
@@ -28,58 +33,60 @@ CALL_GRAPH = "dwarf,16384"
 """16 KiB of user stack per sample (about 8 MB/s per busy core at 499 Hz): deep enough for
 nginx -> OpenSSL -> libc -> the system call."""
 SCRIPT_TIMEOUT = 180.0
+GRACE = 15.0
+"""Seconds a recording may run past its ``delay + seconds`` before its timeout ends it."""
 
 
 @dataclass(frozen=True)
 class Recording:
-    """A ``perf record`` started on ``node`` into ``path`` for ``seconds``, after ``delay``."""
+    """A ``perf record`` running on ``node`` (``running``) into ``path`` for ``seconds``,
+    after ``delay``, stopped ``grace`` s after that."""
 
     node: Node
-    process: Process
+    running: RunningCommand
     path: str
     pids: tuple[int, ...]
     seconds: float
     delay: float
+    grace: float = GRACE
     started: float = field(default_factory=time.monotonic)
 
 
 def record_command(perf: str, pids: Sequence[int], seconds: float, path: str,
-                   delay: float, frequency: int = FREQUENCY) -> str:
-    """The command line: wait ``delay`` s (the load is up), then record ``pids`` for
-    ``seconds``."""
+                   delay: float, frequency: int = FREQUENCY,
+                   grace: float = GRACE) -> NodeCommand:
+    """The command: wait ``delay`` s (the load is up), then record ``pids`` for ``seconds``;
+    stopped ``grace`` s after that."""
     listed = ",".join(str(int(pid)) for pid in sorted(set(pids)))
     inner = (f"sleep {delay:g}; exec {shlex.quote(perf)} record -q -e {EVENT} -F {frequency} "
              f"--call-graph {CALL_GRAPH} -p {listed} -o {shlex.quote(path)} -- sleep {seconds:g}")
-    return f"sh -c {shlex.quote(inner)}"
+    return NodeCommand.shell(inner, delay + seconds + grace)
 
 
 def start_recording(node: Node, perf: str, pids: Sequence[int], seconds: float,
-                    delay: float = 1.0) -> Recording:
+                    delay: float = 1.0, grace: float = GRACE) -> Recording:
     """Start ``perf record`` of ``pids`` on ``node`` (as root: through sudo where the login
     user is not root) and return at once."""
     if not pids:
         raise HostStackError(f"{node.where}: no process to profile")
     path = f"{node.workdir}/perf-{int(time.time() * 1000)}.data"
-    process = node.start(record_command(perf, pids, seconds, path, delay), "perf-record",
-                         sudo=_sudo(node))
-    return Recording(node, process, path, tuple(pids), seconds, delay)
+    running = node.launch(record_command(perf, pids, seconds, path, delay, grace=grace),
+                          sudo=_sudo(node))
+    return Recording(node, running, path, tuple(pids), seconds, delay, grace)
 
 
-def finish_recording(recording: Recording, grace: float = 15.0) -> str:
-    """Wait for the recording to end (its ``delay + seconds``, then up to ``grace`` s more);
-    one still running then is killed, named in the error. Returns perf's own output."""
-    node, process = recording.node, recording.process
-    deadline = recording.started + recording.delay + recording.seconds + grace
-    while node.is_running(process):
-        if time.monotonic() > deadline:
-            node.stop(process, grace=2.0)
-            remove(recording)
-            raise HostStackError(
-                f"{node.where}: perf record (pid {process.pid}) of pids "
-                f"{','.join(map(str, recording.pids))} still ran {grace:g} s after its "
-                f"{recording.seconds:g} s: killed, no profile")
-        time.sleep(0.2)
-    return node.stop(process)
+def finish_recording(recording: Recording) -> str:
+    """Wait for the recording to end (its ``delay + seconds``, then up to its ``grace`` s
+    more, when its timeout ends it, named in the error). Returns perf's own output."""
+    try:
+        result = recording.running.wait(check=False)
+    except CommandTimeout:
+        remove(recording)
+        raise HostStackError(
+            f"{recording.node.where}: perf record of pids "
+            f"{','.join(map(str, recording.pids))} still ran {recording.grace:g} s after its "
+            f"{recording.seconds:g} s: killed, no profile") from None
+    return result.stdout + result.stderr
 
 
 def script(recording: Recording, perf: str, record_log: str = "") -> str:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import CommandError, ToolMissing
 from libraries.tools.sslsniff.tracer import (
     DEFAULT_LIBSSL,
@@ -174,7 +175,8 @@ def start_sslsniff(
         command = bcc_command(tracer.binary, params)
         all_env["PYTHONUNBUFFERED"] = "1"  # SIGTERM must not lose buffered event lines
     extra = {"sudo": True} if sudo else {}
-    process = node.start(command, name=name, env=all_env or None, cpus=cpus, **extra)
+    value = NodeCommand.shell(command, cpus=tuple(cpus or ()), env=tuple(all_env.items()))
+    process = node.start(value, name=name, **extra)
     running = RunningTracer(process, tracer, command, params.library, params,
                             TracerFootprint(events_before=events_before))
     try:

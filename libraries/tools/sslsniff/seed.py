@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import ToolMissing
 from libraries.tools.bpftime import stop_with_sigint
 from libraries.tools.render import render
@@ -194,7 +195,7 @@ def start_kernel_sslsniff(node: Any, program: SeedSslsniff, tracer: KernelTracer
     mount_tracing(node)
     command = counted(" ".join(shlex.quote(a) for a in program.argv), install_counter(node))
     extra = {"sudo": True} if sudo else {}
-    process = node.start(command, name=name, **extra)
+    process = node.start(NodeCommand.shell(command), name=name, **extra)
     running = RunningTracer(process, tracer, command, program.library,
                             SslsniffParams(library=program.library, pids=(program.pid,)))
     try:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from libraries.testbed.command import NodeCommand
 from libraries.tools.bpftime import (
     BpftimeSetup,
     bpftime_leftovers,
@@ -110,17 +111,17 @@ def run_bpftime_trial(node: Any, setup: BpftimeSetup, program: SeedSslsniff, ngi
     # the agent in nginx takes its runtime settings (log, VM) from what the loader wrote
     log_path = f"{node.workdir}/bpftime-runtime.log"
     node.run(f"rm -f {shlex.quote(log_path)}", timeout=10, sudo=True)
-    loader = node.start(counted(load_command(setup, program.args), counter), "bpftime-sslsniff",
-                        env=run_env(setup, log_path, shm_name), sudo=True)
+    env = tuple(run_env(setup, log_path, shm_name).items())
+    loader = node.start(NodeCommand.shell(counted(load_command(setup, program.args), counter),
+                                          env=env), "bpftime-sslsniff", sudo=True)
     traced = None
     output = ""
     pids: tuple[int, ...] = ()
     try:
         wait_header(node, loader, "bpftime load sslsniff")
-        traced = node.start(start_command(setup, nginx.binary, nginx.config, nginx.prefix),
-                            "nginx-bpftime",
-                            env=run_env(setup, log_path, shm_name),
-                            sudo=True)
+        traced = node.start(NodeCommand.shell(start_command(setup, nginx.binary, nginx.config,
+                                                             nginx.prefix), env=env),
+                            "nginx-bpftime", sudo=True)
         node.wait_for_listener(nginx.port, traced)
         pids = nginx_pids(node, traced.pid)
         result = load()

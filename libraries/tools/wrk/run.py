@@ -43,9 +43,10 @@ def _positive_int(name: str, value: object) -> int:
 class WrkOptions:
     """Parameters of one wrk/wrk2 run.
 
-    ``url`` (http:// or https://), ``threads`` (-t), ``connections`` (-c, at least one per
-    thread), ``duration`` (-d, whole seconds), ``rate`` (-R, total requests/s: required by wrk2,
-    refused by wrk 4.x; ``None`` for plain wrk), ``latency`` (--latency: print percentiles),
+    ``url`` (http:// or https://), ``threads`` (-t; one unless given, as the seeds run it),
+    ``connections`` (-c, at least one per thread), ``duration`` (-d, whole seconds), ``rate``
+    (-R, total requests/s: required by wrk2, refused by wrk 4.x; ``None`` for plain wrk),
+    ``latency`` (--latency: print percentiles),
     ``timeout`` (wrk's own --timeout in whole seconds; ``None`` keeps wrk's default of 2 s),
     ``script`` (-s, Lua script path on the node), ``headers`` (-H, e.g. ``"Connection: close"``),
     ``cpus`` (CPU list for ``taskset -c``; ``None`` leaves wrk unpinned).
@@ -119,7 +120,8 @@ def wrk_command(
     ``LD_PRELOAD`` and ``VCL_CONFIG`` for VPP's host stack), its CPU left in ``cpu_ledger``
     as ``wrk``, timed with ``cpu_times``, stopped after ``timeout`` (default
     :func:`default_timeout`: the duration + max(15 s, a quarter of it) + wrk's own timeout,
-    2 s unless given). Rendered by :class:`libraries.testbed.command.NodeCommand`.
+    2 s unless given). ``Node.run`` renders it (:meth:`NodeCommand.rendered
+    <libraries.testbed.command.NodeCommand.rendered>`).
 
     ``flavour`` (from :func:`probe_wrk`) checks the rate: wrk2 requires ``rate``, wrk 4.x has
     no ``-R``.
@@ -150,19 +152,6 @@ def wrk_command(
     return NodeCommand(tuple(argv), default_timeout(options) if timeout is None else timeout,
                        tuple(options.cpus or ()), tuple((env or {}).items()),
                        Ledger(cpu_ledger, "wrk") if cpu_ledger else None, cpu_times)
-
-
-def build_wrk_command(
-    binary: str,
-    options: WrkOptions,
-    *,
-    flavour: Flavour | None = None,
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """Shell command line running ``binary`` with ``options`` (every value quoted): the tool
-    line of :func:`wrk_command`. With ``cpus`` it starts ``taskset -c 1,2``; ``env`` is
-    exported to wrk itself, not to taskset."""
-    return wrk_command(binary, options, flavour=flavour, env=env).tool_line()
 
 
 def detect_wrk_flavour(help_text: str) -> Flavour:
@@ -251,7 +240,7 @@ def run_wrk(
     value = wrk_command(binary, options, timeout, flavour=flavour, env=env,
                         cpu_ledger=cpu_ledger, cpu_times=cpu_times)
     command = value.tool_line()
-    result = node.run(value.line(), timeout=value.timeout, check=False)
+    result = node.run(value, check=False)
     LOG.debug("%s: wrk output:\n%s%s", node.name, result.stdout, result.stderr)
     source = f"{node.name}: output of {command!r} (exit {result.exit_code})"
     cpu_s = children_cpu_s(result.stdout, source) if cpu_times else None

@@ -1,9 +1,0 @@
-"""Alias: ``python -m libraries.trend`` is the old spelling of ``python -m libraries.report``.
-
-It runs that command by its module name (no import: the trend layer does not depend on the
-layers above it); the import graph of ``utest/test_layers.py`` has no arrow from here."""
-
-import runpy
-
-if __name__ == "__main__":
-    runpy.run_module("libraries.report", run_name="__main__", alter_sys=True)
