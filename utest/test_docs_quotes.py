@@ -7,12 +7,16 @@ what the code forms: the VPP skip reasons from :func:`libraries.keywords.testbed
 over every node of the repository's topologies, setup's messages from ``setup.sh`` itself (its
 ``echo "setup.sh: ..."`` lines, their ``$VARIABLES`` given the values the script sets), and the
 toolchains setup stops without must be the ones the README and the local-testbed page ask for.
+The suites' documentation, shown in Robot's log, renders without stray backticks.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from robot.running import builder as robot_builder
+from robot.utils import html_format
 
 from libraries.keywords.testbed import vpp_skip_reason
 from libraries.testbed.topology_file import load_topology
@@ -97,3 +101,18 @@ def test_the_readme_and_local_testbed_page_ask_for_every_toolchain_setup_needs()
             assert f"{toolchain} {version} or newer" in text[page].replace("**", ""), \
                 (page, toolchain)
             assert f"`{command}`" in text[page], (page, command)
+
+
+def _docs(suite) -> list[tuple[str, str]]:
+    """Every suite's and test's documentation under ``suite``: (long name, text)."""
+    found = [(suite.full_name, suite.doc)] + [(test.full_name, test.doc) for test in suite.tests]
+    return found + [doc for child in suite.suites for doc in _docs(child)]
+
+
+def test_the_suites_documentation_renders_without_stray_backticks() -> None:
+    """Robot's log renders ````code```` only where the closing backticks end a word: a
+    ````name````'s left both pairs on the page (tests/ssl_proxy/kernel.robot)."""
+    assert "``" in html_format("``a``'s and ``b``")  # what the check catches
+    suite = robot_builder.TestSuiteBuilder().build(str(REPO / "tests"))
+    stray = [name for name, doc in _docs(suite) if "`" in html_format(doc)]
+    assert stray == []

@@ -20,7 +20,7 @@ from libraries.testbed.provision import Testbed
 from libraries.testbed.teardown import teardown_prefix
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
-from libraries.tools.versions import node_versions, tool_version
+from libraries.tools.versions import node_versions, tool_version, versions_line
 
 LOG = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class TestbedKeywords:
             spec = self._testbed.topology.nodes[name]
             versions = node_versions(node, spec.tools)
             self.versions[name] = versions
-            text = ", ".join(f"{tool} {version}" for tool, version in versions.items())
+            text = versions_line(versions, spec.optional_tools)
             builtin.set_suite_metadata(f"Versions {name}", text)
             LOG.info("%s versions: %s", name, text)
 
