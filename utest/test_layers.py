@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
-    "nightly": {"testbed", "results", "ab", "history", "trend", "report"},
+    "nightly": {"testbed", "results", "ab", "cases", "history", "trend", "report"},
     "bisect": {"testbed", "tools", "results", "ab"},
     "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
                  "trend", "report", "nightly"},
