@@ -35,16 +35,17 @@ import argparse
 import itertools
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
 from libraries.bisect.builds import check_builds, load_builds, make_build
 from libraries.bisect.identity import Identities, hash_before
+from libraries.bisect.outcome import Outcome
 from libraries.bisect.report import clear_entries, write_report
 from libraries.bisect.runner import RobotComparisons, _safe, find_test
-from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, bisect
+from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.summary import clear_line
 from libraries.results.plan import TrialPlan
 from libraries.results.settings import parse_plan
@@ -154,6 +155,28 @@ def _refusals(args: argparse.Namespace) -> list[str]:
     return attempts_problems(args.max_rounds, args.budget, args.margin, args.robot_args)
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def announced(compare: Compare, names: Sequence[str],
+              say: Callable[[str], None] = _say) -> Compare:
+    """``compare`` saying each comparison as it starts and as it ends (its verdict, interval,
+    rounds and minutes: :meth:`Outcome.describe`), numbered as the folders are: a bisection
+    runs for many minutes between its first line and its result."""
+    numbers = itertools.count(1)
+
+    def run(a: int, b: int, attempt: int) -> Outcome:
+        pair = f"comparison {next(numbers)}: {names[a]} vs {names[b]}" + \
+            (f" (attempt {attempt})" if attempt > 1 else "")
+        say(f"{pair}: running")
+        outcome = compare(a, b, attempt)
+        say(f"{pair}: {outcome.describe()}")
+        return outcome
+
+    return run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a bisection; the exit code of the module docstring."""
     try:
@@ -200,8 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
           f"on {args.topology}; comparisons in {out}")
     try:
-        result = bisect(len(builds.sides), compare, available, args.margin, identities.same,
-                        args.inside)
+        result = bisect(len(builds.sides), announced(compare, builds.names), available,
+                        args.margin, identities.same, args.inside)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return BAD_INPUT
