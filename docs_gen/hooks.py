@@ -191,10 +191,12 @@ def libdoc_pages(libraries: list[str]) -> dict[str, bytes]:
     return pages
 
 
-WAY_BACK = (b'<nav id="docs-way-back" style="font:14px sans-serif;padding:6px 12px;'
-            b'border-bottom:1px solid #e0e0e2"><a href="index.html">&larr; Keyword libraries'
-            b'</a> &middot; <a href="../../index.html">hoststack-perf documentation</a></nav>\n')
-"""The link back to the index (and the site's home) at the top of every libdoc page."""
+WAY_BACK = (b'<nav id="docs-way-back" style="position:fixed;right:0;bottom:0;z-index:1000;'
+            b'font:14px sans-serif;padding:6px 12px;background:#fff;border:1px solid #e0e0e2">'
+            b'<a href="index.html">&larr; Keyword libraries</a> &middot; '
+            b'<a href="../../index.html">hoststack-perf documentation</a></nav>\n')
+"""The link back to the index (and the site's home) on every libdoc page: fixed in its
+corner, as libdoc's own layout covers the top of the page."""
 
 
 def with_way_back(html: bytes) -> bytes:

@@ -48,3 +48,28 @@ def test_code_lines_are_found_as_the_site_renders_them() -> None:
 def test_no_code_line_runs_off_the_page(page: str) -> None:
     wide = [line for line in code_lines((DOCS / page).read_text()) if len(line) > WIDTH]
     assert wide == [], f"{page}: wrap these (a command: a trailing backslash)"
+
+
+RESTRUCTURED = ("duet.md", "gate.md")
+"""Concept pages that read as issue 63 asks (the rest: README of the issue's report)."""
+VM_WORDS = re.compile(r"this VM|[Ss]imulated|Measured on")
+"""Words that mark this VM's figures or a derivation's simulation: methodology, not guide."""
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """A page's ``## `` sections: (heading, body), in order."""
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize("page", RESTRUCTURED)
+def test_a_concept_page_starts_with_what_to_do_and_what_its_verdict_means(page: str) -> None:
+    found = sections((DOCS / "concepts" / page).read_text())
+    headings = [heading for heading, _ in found]
+    assert headings[:2] == ["What to do", "What the verdict means"] or \
+        headings[:2] == ["What to do", "What a verdict means"], headings
+    assert len(headings) >= 4  # a table of contents worth its place
+    assert headings[-1].startswith("Methodology")
+    guide = [heading for heading, body in found[:-1] if VM_WORDS.search(body)]
+    assert guide == [], f"{page}: figures or derivations outside the methodology section"
+    assert code_lines(found[0][1]), f"{page}: what to do shows the command"
