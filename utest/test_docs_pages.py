@@ -21,7 +21,7 @@ DOCS = REPO / "docs"
 WIDTH = 88
 """Characters of a code line the site's content column shows without scrolling (Material's
 default width, its code font)."""
-WIDE_PAGES = ("concepts", "how-to")
+WIDE_PAGES = ("concepts", "getting-started", "how-to")
 """Where no code line may be wider (the settings reference is generated elsewhere)."""
 
 
