@@ -286,6 +286,22 @@ def test_bisect_refuses_bad_input_with_the_same_code(tmp_path, capsys):
     assert cli.run(["bisect", "--topology", "3node"]) == cli.BAD_INPUT
 
 
+def test_bisect_refuses_robots_bad_settings_as_ab_does(tmp_path, capsys, monkeypatch):
+    """Every comparison is a robot run of these settings: one it would refuse is bad input
+    before anything is measured (it was a failed comparison per pair of builds)."""
+    builds = tmp_path / "builds.yaml"
+    builds.write_text("builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: "
+                      "['access_log /dev/null combined;']}}}\n")
+    monkeypatch.setattr("libraries.bisect.cli.RobotComparisons", None)  # nothing may run
+    args = ["bisect", "--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+            "--builds", str(builds), "--results", str(tmp_path / "out"), "--"]
+    assert cli.run([*args, "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
+    assert "-v EXTENDED:maybe" in capsys.readouterr().err
+    assert cli.run([*args, "-v", "JUDGE:some"]) == cli.BAD_INPUT
+    assert "JUDGE" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.integration
 def test_python_m_libraries_cli_help_in_a_process():
     done = subprocess.run([sys.executable, "-m", "libraries.cli", "--help"], cwd=ROOT,

@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
     "nightly": {"testbed", "results", "ab", "cases", "history", "trend", "report"},
-    "bisect": {"testbed", "tools", "results", "ab"},
+    "bisect": {"testbed", "tools", "results", "ab", "cases"},
     "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
                  "trend", "report", "nightly"},
 }

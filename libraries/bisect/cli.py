@@ -20,8 +20,8 @@ them is bisected (:mod:`libraries.bisect.search`), each comparison one Robot A/B
 
     0 no regression between the ends beyond --margin (or only progressions)
     252 bad input: refused before anything was measured (bad options, a file, the test, a
-      binary absent, settings whose second attempt could not decide; Robot's code for bad
-      options, the same in hoststack-perf ab, duet and nightly)
+      binary absent, a bad -v setting after --, settings whose second attempt could not
+      decide; Robot's code for bad options, the same in hoststack-perf ab, duet and nightly)
     3 a culprit found (the last good and first bad build, printed), and every other stretch
       of the range proven clear of a regression beyond the margin: build by build, or only
       end to end where the result says so (a -/+ pair of steps could hide inside)
@@ -47,6 +47,7 @@ from libraries.bisect.report import clear_entries, write_report
 from libraries.bisect.runner import RobotComparisons, _safe, find_test
 from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.summary import clear_line
+from libraries.cases.preflight import run_problems
 from libraries.results.plan import TrialPlan
 from libraries.results.settings import parse_plan
 from libraries.testbed.errors import TopologyError
@@ -152,7 +153,10 @@ def _refusals(args: argparse.Namespace) -> list[str]:
                 "percentage in (0, 100)"]
     if any("AB_MARGIN:" in arg for arg in args.robot_args):
         return ["give the A/B margin with --margin, not -v AB_MARGIN"]
-    return attempts_problems(args.max_rounds, args.budget, args.margin, args.robot_args)
+    # robot's -v settings as every comparison's run reads them (hoststack-perf ab's checks)
+    settings = run_problems([*args.robot_args, "-v", f"TOPOLOGY:{args.topology}"])
+    return settings or attempts_problems(args.max_rounds, args.budget, args.margin,
+                                         args.robot_args)
 
 
 def _say(line: str) -> None:
