@@ -42,14 +42,7 @@ from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.rounds import SIDES, AbOutcome, judge_rounds
 from libraries.results.catalogue import case_catalogue
 from libraries.results.cost import restate_foreign_load
-from libraries.results.measurement import (
-    Direction,
-    Measurement,
-    Say,
-    Trial,
-    TrialObserver,
-    silent,
-)
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.telemetry import telemetry_block
 

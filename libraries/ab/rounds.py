@@ -58,14 +58,7 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from libraries.results.adaptive import run_rounds, warm_up
-from libraries.results.measurement import (
-    Direction,
-    Measurement,
-    Say,
-    Trial,
-    TrialObserver,
-    silent,
-)
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.verdict import Verdict, classify
 

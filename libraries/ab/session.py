@@ -28,14 +28,7 @@ from libraries.ab.fingerprint import SideFiles
 from libraries.ab.record import ab_block, ab_message, side_costs
 from libraries.ab.rounds import AbOutcome, measure_ab, metric_alpha
 from libraries.results.adaptive import trial_name
-from libraries.results.measurement import (
-    Direction,
-    Measurement,
-    Say,
-    Trial,
-    TrialObserver,
-    silent,
-)
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
