@@ -46,6 +46,20 @@ def keyword_libraries(folder: Path = KEYWORDS) -> list[str]:
     return found
 
 
+def library_summaries(folder: Path = KEYWORDS) -> dict[str, str]:
+    """``module.Class`` of every keyword library in ``folder`` -> the first sentence of its
+    class docstring (what it is for), read from the source like :func:`keyword_libraries`."""
+    found = {}
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(_is_library(d) for d in node.decorator_list):
+                module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+                doc = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
+                found[f"{module}.{node.name}"] = re.split(r"(?<=\.)\s", doc, maxsplit=1)[0]
+    return found
+
+
 def _is_library(decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     return (isinstance(target, ast.Name) and target.id == "library") or (
@@ -173,18 +187,35 @@ def libdoc_pages(libraries: list[str]) -> dict[str, bytes]:
             status = libdoc(library, str(out), format="HTML", quiet=True)
             if status != 0 or not out.exists():
                 raise RuntimeError(f"libdoc {library} failed (exit {status}): expected {out}")
-            pages[out.stem] = out.read_bytes()
+            pages[out.stem] = with_way_back(out.read_bytes())
     return pages
 
 
-def keywords_page(names: list[str]) -> str:
-    rows = "\n".join(f"| [{name.rsplit('.', 1)[-1]}]({name.rsplit('.', 1)[-1]}.html) | `{name}` |"
-                     for name in names)
+WAY_BACK = (b'<nav id="docs-way-back" style="position:fixed;right:0;bottom:0;z-index:1000;'
+            b'font:14px sans-serif;padding:6px 12px;background:#fff;border:1px solid #e0e0e2">'
+            b'<a href="index.html">&larr; Keyword libraries</a> &middot; '
+            b'<a href="../../index.html">hoststack-perf documentation</a></nav>\n')
+"""The link back to the index (and the site's home) on every libdoc page: fixed in its
+corner, as libdoc's own layout covers the top of the page."""
+
+
+def with_way_back(html: bytes) -> bytes:
+    """A libdoc page with :data:`WAY_BACK` before the element libdoc renders into."""
+    root = b"<div id=root></div>"
+    if root not in html:
+        raise RuntimeError("libdoc's page has no <div id=root>: cannot place the link back")
+    return html.replace(root, WAY_BACK + root, 1)
+
+
+def keywords_page(summaries: dict[str, str]) -> str:
+    """The index of the keyword libraries: a line per library, what it is for, its import."""
+    lines = "\n".join(
+        f"- [{name.rsplit('.', 1)[-1]}]({name.rsplit('.', 1)[-1]}.html): {summary} "
+        f"(`Library    {name}`)" for name, summary in summaries.items())
     return ("# Keyword libraries\n\nThe libdoc page of every keyword library in "
-            "`libraries/keywords/`, generated at build time (`libdoc <library> <page>.html`). "
-            "Suites import them by module name, e.g. "
-            "`Library    libraries.keywords.ssl_proxy.SslProxyKeywords`.\n\n"
-            f"| library | import |\n|---|---|\n{rows}\n")
+            "`libraries/keywords/`, generated at build time (`libdoc <library> <page>.html`); "
+            "each page links back here. Suites import them by module name.\n\n"
+            f"{lines}\n")
 
 
 def methodology_page(path: Path = BENCHMARKS) -> str:
@@ -207,7 +238,7 @@ def on_files(files: Files, config: Any) -> Files:
         "methodology.md": methodology_page(),
     }
     libraries = keyword_libraries()
-    generated["reference/keywords/index.md"] = keywords_page(libraries)
+    generated["reference/keywords/index.md"] = keywords_page(library_summaries())
     for uri, text in generated.items():
         files.append(File.generated(config, uri, content=text))
     for name, html in libdoc_pages(libraries).items():

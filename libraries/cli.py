@@ -324,8 +324,8 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
     ``SystemExit`` with the reason (:func:`ab` exits :data:`BAD_INPUT` with it) for a missing
     comparison file, no suites, robot arguments that set ``AB`` themselves, or what
     :func:`libraries.cases.preflight.run_problems` finds wrong with the settings, the
-    topology or the comparison file (a binary it names that is absent; not with ``--print``,
-    which runs nothing)."""
+    topology or the comparison file (a binary it names that is absent; with ``--print`` too:
+    a printed command is one that would run)."""
     parser = argparse.ArgumentParser(
         prog="hoststack-perf ab", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run suites as A/B tests: robot -v AB:COMPARISON ROBOT ARGS. Every "
@@ -336,8 +336,8 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
                "input):\n" + "\n".join(f"  {code:3}  {text}"
                                        for code, text in sorted(EXIT_CODES["ab"].items())))
     parser.add_argument("--print", action="store_true", dest="print_only",
-                        help="print the robot command instead of running it (its "
-                        "settings, topology and comparison file unchecked)")
+                        help="print the robot command instead of running it (after the "
+                        "same checks of its settings, topology and comparison file)")
     parser.add_argument("comparison", help="the comparison file (YAML: sides a and b)")
     parser.add_argument("robot_args", nargs=argparse.REMAINDER,
                         help="robot's options and the suites to run (after an optional --)")
@@ -361,8 +361,8 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
         if given.split(":", 1)[0] == "AB":
             refuse(f"{flag} {value}: the comparison file is the first argument; -v AB is "
                    "set from it")
-    problems = [] if options.print_only else importlib.import_module(
-        "libraries.cases.preflight").run_problems(rest, options.comparison)
+    problems = importlib.import_module("libraries.cases.preflight").run_problems(
+        rest, options.comparison)
     if problems:
         refuse("\n".join(problems))
     command = [python, "-m", "robot", "--variable",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -289,3 +290,21 @@ def test_an_undecided_interval_says_what_its_rounds_can_tell():
                  for _ in range(200))
     assert 0.3 < called / 200 < 0.7
     assert resolution(RatioInterval(1.0, None, None, 0.99, 4), settings.margin) is None
+
+
+def test_each_look_says_its_rounds_and_verdict_so_far():
+    """Issue 63: a long A/B test printed its trials and nothing of its judgement until the
+    end; each look now says the rounds so far, each metric's interval and verdict so far."""
+    said: list[str] = []
+    sides = Sides(slowdown=0.004, noise=0.03)
+    outcome = measure_ab({"proxy": sides.trial}, TrialPlan(trials=1, duration=1, warmup=1),
+                         _build, {"rps": "higher_is_better"}, AbSettings(look=10, max_rounds=30),
+                         sides.switch, seed=5, say=said.append)
+    assert len(said) == len(outcome.looks) >= 2
+    for line, look in zip(said, outcome.looks, strict=True):
+        assert re.fullmatch(rf"A/B look after {look} of 30 rounds: rps [+-]\d+\.\d % "
+                            r"\[[+-]\d+\.\d, [+-]\d+\.\d\] (inconclusive|no change|regression)",
+                            line), line
+    rps = outcome.comparisons["rps"]
+    assert said[-1].endswith(f"rps {rps.describe()} {rps.verdict}")
+    assert all(line.endswith("inconclusive") for line in said[:-1])  # else it had stopped

@@ -789,3 +789,22 @@ def test_a_run_past_its_time_gets_ctrl_c_twice_as_a_person_would(tmp_path, monke
     assert answer == "timed out after 3 s and was stopped"
     assert (tmp_path / "console.log").read_text().split() == [
         "running", "signal", "1", "signal", "2"]
+
+
+def test_each_comparison_is_said_as_it_starts_and_as_it_ends():
+    """Issue 63: a bisection ran its comparisons for minutes with no line between its first
+    and its result; each now says its builds, then its verdict, interval, rounds and time."""
+    levels = [100.0] * 3 + [95.0] * 5
+    compare, calls = simulated(levels)
+    said: list[str] = []
+    names = [f"r{i}" for i in range(len(levels))]
+    result = bisect(len(levels), cli.announced(compare, names, said.append))
+    assert len(said) == 2 * len(calls) == 2 * len(result.comparisons)
+    a, b, _attempt = calls[0]
+    assert said[0] == f"comparison 1: r{a} vs r{b}: running"
+    assert said[1].startswith(f"comparison 1: r{a} vs r{b}: regression -5.0 % [")
+    assert said[1].endswith("] after 10 rounds, 2.0 min")
+    culprit = result.culprits[0].outcome
+    assert any(f": r{culprit.a} vs r{culprit.b}: regression" in line for line in said)
+    failed = Outcome(0, 1, "failed", detail="robot exit 252: no record")
+    assert failed.describe() == "failed, 0.0 min: robot exit 252: no record"

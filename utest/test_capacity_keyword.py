@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -605,3 +606,26 @@ def test_the_record_with_the_curves_figure_validates_and_an_older_one_still_does
     old["metrics"]["capacity"]["interval"] = {"low": 8100.0, "high": 8100.0, "level": None,
                                               "method": "single value"}
     validate_record(old)
+
+
+def test_the_console_gets_a_line_as_each_search_ends_and_each_window_ends(monkeypatch):
+    """Issue 63: the capacity search ran its 30 s windows for over ten minutes with no line
+    on the console. Each search's end and each window (rate, p99, held or missed) say one."""
+    asked = _searched(monkeypatch, dict(FOUND), _steps(proxy=7_000.0, direct=15_000.0))
+    said: list[str] = []
+    search_paths_capacity(_measured(), GENERATOR, PATHS, parse_capacity_settings(), "100..1e6",
+                          lambda title, text: None, said.append)
+    assert said[:2] == ["proxy capacity search: knee 9k req/s after 1 trials",
+                        "direct capacity search: knee 18k req/s after 1 trials"]
+    windows = said[2:]
+    assert len(windows) == len(asked)  # one line per window, whichever step ran it
+    assert windows[0] == "proxy capacity window 1: 9k req/s for 30 s, p99 3 ms, 5.0% over " \
+                         "10 ms: missed p99<=10ms"
+    turns = {"proxy": 7_000.0, "direct": 15_000.0}
+    for line, (path, _, rate) in zip(windows, asked, strict=True):  # each its own window
+        held = rate <= turns[path]
+        assert re.fullmatch(rf"{path} capacity window \d+: [\d.]+k req/s for 30 s, p99 3 ms, "
+                            rf"{'0.1' if held else '5.0'}% over 10 ms: "
+                            rf"{'held' if held else 'missed'} p99<=10ms", line), line
+    last = max(int(line.split()[3].rstrip(":")) for line in windows if line.startswith("proxy"))
+    assert last == len([a for a in asked if a[0] == "proxy"])

@@ -47,11 +47,14 @@ def test_each_command_shows_its_own_help(command, capsys):
 def test_each_command_runs_the_python_m_entry_point(command):
     module = importlib.import_module(command.target.split(":")[0])
     assert command.entry() is getattr(module, command.target.split(":")[1])
-    if command.name != "ab":  # python -m <module> runs the same function
+    if command.name != "ab":  # python -m <module> runs the same function, or the command
         main = ROOT.joinpath(*command.module.split("."))
         source = (main / "__main__.py" if main.is_dir() else main.with_suffix(".py")).read_text()
         function = command.target.split(":")[1]
-        assert f"import {function}" in source or f"sys.exit({function}())" in source
+        dispatched = f'sys.argv.insert(1, "{command.name}")\n    runpy.run_module(' \
+                     '"libraries.cli", run_name="__main__", alter_sys=True)'
+        assert f"import {function}" in source or f"sys.exit({function}())" in source or \
+            dispatched in source
 
 
 @pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
@@ -283,6 +286,22 @@ def test_bisect_refuses_bad_input_with_the_same_code(tmp_path, capsys):
     assert cli.run(["bisect", "--topology", "3node"]) == cli.BAD_INPUT
 
 
+def test_bisect_refuses_robots_bad_settings_as_ab_does(tmp_path, capsys, monkeypatch):
+    """Every comparison is a robot run of these settings: one it would refuse is bad input
+    before anything is measured (it was a failed comparison per pair of builds)."""
+    builds = tmp_path / "builds.yaml"
+    builds.write_text("builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: "
+                      "['access_log /dev/null combined;']}}}\n")
+    monkeypatch.setattr("libraries.bisect.cli.RobotComparisons", None)  # nothing may run
+    args = ["bisect", "--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+            "--builds", str(builds), "--results", str(tmp_path / "out"), "--"]
+    assert cli.run([*args, "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
+    assert "-v EXTENDED:maybe" in capsys.readouterr().err
+    assert cli.run([*args, "-v", "JUDGE:some"]) == cli.BAD_INPUT
+    assert "JUDGE" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.integration
 def test_python_m_libraries_cli_help_in_a_process():
     done = subprocess.run([sys.executable, "-m", "libraries.cli", "--help"], cwd=ROOT,
@@ -294,10 +313,33 @@ def test_python_m_libraries_cli_help_in_a_process():
     assert done.returncode == 2
 
 
-def test_ab_print_runs_nothing_and_checks_nothing(tmp_path, capsys):
+def test_ab_print_runs_nothing_but_refuses_bad_input_first(no_robot, tmp_path, capsys):
     comparison = _absent_binary(tmp_path)
-    assert cli.run(["ab", "--print", str(comparison), "tests"]) == 0
-    assert f"AB:{comparison}" in capsys.readouterr().out
+    assert cli.run(["ab", "--print", str(comparison), "tests"]) == cli.BAD_INPUT
+    out, err = capsys.readouterr()
+    assert out == "" and f"b.tools.dut.nginx: {tmp_path}/absent/nginx: no such file" in err
+    assert cli.run(["ab", "--print", str(EXAMPLE), "-v", "DURATION:2s", "tests"]) == \
+        cli.BAD_INPUT
+    assert "-v DURATION:2s" in capsys.readouterr().err
+    assert cli.run(["ab", "--print", str(EXAMPLE), "tests"]) == 0
+    assert f"AB:{EXAMPLE.resolve()}" in capsys.readouterr().out
+
+
+def test_python_m_nightly_checks_robots_settings_as_hoststack_perf_does(no_robot, tmp_path):
+    results = ["--results", str(tmp_path / "results")]
+    assert runner.main([*results, "--", "-v", "DURATION:2s", "tests"]) == cli.BAD_INPUT
+    assert runner.main([*results, "--", "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.integration
+def test_python_m_duet_run_refuses_bad_input_as_hoststack_perf_duet_does(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "libraries.ab.duet_run", str(EXAMPLE),
+                           "-d", str(tmp_path / "duet"), "--", "-v", "DURATION:2s", "tests"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == cli.BAD_INPUT, done.stderr
+    assert "hoststack-perf duet: error: -v DURATION:2s" in done.stderr
+    assert not (tmp_path / "duet").exists()
 
 
 def test_the_checked_settings_are_robots_last_word():

@@ -34,6 +34,9 @@ def test_the_examples_hold_an_aa_file_builds_knobs_a_sysctl_and_vpp_sides():
     assert kinds["ab-aa.yaml"].aa
     assert kinds["ab-nginx-builds.yaml"].b.tools["dut"]["nginx"].startswith("/opt/")
     assert kinds["ab-nginx-knob.yaml"].b.nginx["proxy"].server
+    # the README's first: no second build, side b's nginx with OpenSSL's AES-NI masked off
+    aesni = kinds["ab-openssl-aesni.yaml"].b
+    assert aesni.env == {"nginx": {"OPENSSL_ia32cap": "~0x200000200000000"}} and not aesni.tools
     assert kinds["ab-sysctl.yaml"].b.sysctl["dut"]["net.ipv4.tcp_rmem"]
     assert kinds["ab-vpp-startup.yaml"].b.startup["dut"]["tcp"] == "mtu 1000"
     assert kinds["ab-vpp-installs.yaml"].b.vpp["dut"].bin == "/opt/vpp-copy/bin/vpp"

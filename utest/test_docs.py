@@ -255,3 +255,20 @@ def test_documented_commands_are_real_and_take_the_options_they_are_given(
         for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", " ".join(words)):
             assert option in helps[command], \
                 f"{file}: hoststack-perf {command}{rest}: {command} --help has no {option}"
+
+
+def test_the_keyword_index_has_a_line_per_library_and_each_page_a_way_back(
+        hooks: types.ModuleType) -> None:
+    summaries = hooks.library_summaries()
+    assert list(summaries) == hooks.keyword_libraries()
+    page = hooks.keywords_page(summaries)
+    lines = [line for line in page.splitlines() if line.startswith("- [")]
+    assert len(lines) == len(summaries)
+    assert "- [TestbedKeywords](TestbedKeywords.html): Keywords to set up the testbed a " \
+           "topology describes, reach its nodes and tear it down. (`Library    " \
+           "libraries.keywords.testbed.TestbedKeywords`)" in lines
+    (html,) = hooks.libdoc_pages(["libraries.keywords.testbed.TestbedKeywords"]).values()
+    back = html.index(b'<a href="index.html">&larr; Keyword libraries</a>')
+    assert back < html.index(b"<div id=root></div>")
+    with pytest.raises(RuntimeError, match="no <div id=root>"):
+        hooks.with_way_back(b"<html><body>other</body></html>")

@@ -36,8 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "history": {"testbed", "results"},
     "trend": {"testbed", "results", "history"},
     "report": {"testbed", "results", "history", "trend"},
-    "nightly": {"testbed", "results", "ab", "history", "trend", "report"},
-    "bisect": {"testbed", "tools", "results", "ab"},
+    "nightly": {"testbed", "results", "ab", "cases", "history", "trend", "report"},
+    "bisect": {"testbed", "tools", "results", "ab", "cases"},
     "keywords": {"testbed", "tools", "results", "ab", "capacity", "vpp", "cases", "history",
                  "trend", "report", "nightly"},
 }

@@ -13,7 +13,12 @@ import pytest
 from robot.output.console.dotted import DottedConsole
 from robot.output.console.verbose import VerboseConsole
 
-from libraries.keywords.progress import ConsoleProgress, describe_result, verbose_console
+from libraries.keywords.progress import (
+    ConsoleProgress,
+    console_line,
+    describe_result,
+    verbose_console,
+)
 from libraries.results.adaptive import run_interleaved
 from libraries.results.measurement import AllObservers
 from libraries.results.plan import TrialPlan
@@ -118,3 +123,18 @@ def test_a_real_robot_run_prints_one_line_per_measured_trial():
 def test_dotted_and_quiet_consoles_stay_quiet():
     for console in ("dotted", "quiet"):
         assert "trial 1/2" not in _robot("--console", console)
+
+
+def test_a_long_steps_line_is_printed_at_once_on_the_verbose_console_only(monkeypatch):
+    console, out = _console()
+    monkeypatch.setattr("robot.output.LOGGER._Logger__console", console)
+    console_line("proxy capacity window 1: 9k req/s for 30 s: held p99<=10ms")
+    console_line("proxy capacity window 2: 9.5k req/s for 30 s: missed p99<=10ms")  # unthrottled
+    lines = out.getvalue().split("\n")
+    assert lines[1:4:2] == ["  proxy capacity window 1: 9k req/s for 30 s: held p99<=10ms",
+                            "  proxy capacity window 2: 9.5k req/s for 30 s: missed p99<=10ms"]
+    dotted = io.StringIO()
+    monkeypatch.setattr("robot.output.LOGGER._Logger__console",
+                        DottedConsole(width=60, colors="OFF", stdout=dotted, stderr=dotted))
+    console_line("not printed")
+    assert dotted.getvalue() == ""

@@ -65,6 +65,11 @@ COVERED: dict[str, tuple[str, ...]] = {
     ".venv/bin/hoststack-perf report results/<run-id>": ("here:test_report_and_trend",),
     # the regression workflow
     ".venv/bin/hoststack-perf --help": ("here:test_help",),
+    ".venv/bin/hoststack-perf ab topologies/examples/ab-openssl-aesni.yaml -v TOPOLOGY:3node -t "
+    "1kb-10c-kernel-ssl-proxy -d results tests/ssl_proxy": (
+        "here:test_ab", "here:test_robot_commands",
+        "utest/test_comparison.py::test_a_side_sees_the_topology_with_its_binaries_environment_"
+        "and_vpp"),
     ".venv/bin/hoststack-perf ab topologies/examples/ab-nginx-builds.yaml -v TOPOLOGY:3node -d "
     "results tests/ssl_proxy": (
         "here:test_ab", "here:test_robot_commands",
@@ -294,14 +299,25 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_ab(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``hoststack-perf ab FILE ARGS`` is the robot run test_ab_e2e makes (robot -v AB:FILE
-    ARGS): ``--print`` shows it without running it."""
-    (command,) = commands_run_by("test_ab")
-    args = script_args(command, tmp_path)
-    assert args[0] == "ab"
-    assert cli.main(["ab", "--print", *args[1:]]) == 0
-    printed = shlex.split(capsys.readouterr().out)
-    assert printed == [sys.executable, "-m", "robot", "--variable",
-                       f"AB:{(REPO / args[1]).resolve()}", *args[2:]]
+    ARGS): ``--print`` shows it without running it, after the checks a run makes. The first
+    example needs nothing but setup; the second, a candidate build the README says to make
+    first: without it, the bad-input exit naming the side's binary, as the README says."""
+    first, builds = commands_run_by("test_ab")
+    for command in (first, builds):
+        args = script_args(command, tmp_path)
+        assert args[0] == "ab"
+        candidate = yaml.safe_load((REPO / args[1]).read_text())["b"].get("tools", {})
+        absent = [path for tools in candidate.values() for path in tools.values()
+                  if not Path(path).is_file()]
+        code = cli.main(["ab", "--print", *args[1:]])
+        out, err = capsys.readouterr()
+        if command == first or not absent:
+            assert code == 0, err
+            assert shlex.split(out) == [sys.executable, "-m", "robot", "--variable",
+                                        f"AB:{(REPO / args[1]).resolve()}", *args[2:]]
+        else:
+            assert code == cli.BAD_INPUT and out == ""
+            assert f"b.tools.dut.nginx: {absent[0]}: no such file" in err
 
 
 def test_report_and_trend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -219,3 +219,20 @@ def test_a_result_the_testbed_cannot_measure_is_skipped_after_what_fails():
         # what stays is the skip of the untestable goal
         with pytest.raises(SkipExecution, match="not measurable on this testbed"):
             _checked(patch, ["pass"], correctness_only=True).check_criteria(measurement)
+
+
+def test_a_failed_or_inconclusive_plain_verdict_says_when_others_held_the_duts_cores():
+    """Issue 63: two tcp_term rows inconclusive beside other work, with nothing saying so."""
+    busy = Measurement("tcp_term", "kernel", {})
+    busy.add("throughput", [3.1, 4.4, 3.8], "Gbit/s")
+    busy.cost = {"metric": "cost", "foreign_load": {"node": "dut", "share_pct": 57.2}}
+    told = "other processes took 57 % of dut's cores during the trials"
+    with pytest.MonkeyPatch.context() as patch:
+        with pytest.raises(HostStackError, match=rf"^criteria inconclusive after 3 trials "
+                           rf"\(fixed number of trials\): rps inconclusive; {told}$"):
+            _checked(patch, ["pass", "inconclusive"]).check_criteria(busy)
+        with pytest.raises(HostStackError, match=rf"^criteria not met: rps fail; {told}$"):
+            _checked(patch, ["fail"]).check_criteria(busy)
+        busy.cost["foreign_load"]["share_pct"] = 12.0  # under LARGE_FOREIGN: not said
+        with pytest.raises(HostStackError, match=r"^criteria not met: rps fail$"):
+            _checked(patch, ["fail"]).check_criteria(busy)

@@ -10,7 +10,13 @@ import pytest
 from libraries.testbed.errors import ToolMissing
 from libraries.testbed.node import CommandResult, Node
 from libraries.testbed.ssh import SshTarget
-from libraries.tools.versions import PROBES, parse_version, tool_version
+from libraries.tools.versions import (
+    PROBES,
+    node_versions,
+    parse_version,
+    tool_version,
+    versions_line,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "versions"
 
@@ -91,3 +97,25 @@ def test_a_path_is_taken_as_given_and_a_wrong_answer_is_quoted():
                        r"`/opt/x/bpftool version` \(exit 139\): Segmentation fault"):
         tool_version(node, "bpftool", "/opt/x/bpftool")
     assert node.ran == [("/opt/x/bpftool version 2>&1", False)]
+
+
+def test_absent_optional_tools_are_listed_once_as_absent_in_the_versions_line():
+    """Robot's ``Versions <node>`` metadata: an optional tool whose binary is not there is
+    named once at the end, not with its shell's exit 127; a declared tool's reason stays."""
+    node = ScriptedNode("root", False, {
+        ("uname -r", False): (0, "6.1.0-41-amd64\n"),
+        ("/usr/bin/openssl version 2>&1", False): (0, "OpenSSL 3.0.19 27 Jan 2026\n"),
+        ("command -v openssl", False): (0, "/usr/bin/openssl\n"),
+        ("/opt/wrk2/wrk -v 2>&1", False): (127, "sh: 1: /opt/wrk2/wrk: not found\n"),
+        ("/opt/bpftime/bin/bpftime --version 2>&1", False): (
+            127, "sh: 1: /opt/bpftime/bin/bpftime: not found\n"),
+        ("/opt/x/bpftool version 2>&1", False): (127, "sh: 1: /opt/x/bpftool: not found\n")})
+    versions = node_versions(node, {"wrk2": "/opt/wrk2/wrk",
+                                    "bpftime": "/opt/bpftime/bin/bpftime",
+                                    "bpftool": "/opt/x/bpftool"})
+    assert versions["wrk2"].startswith("missing: ")
+    line = versions_line(versions, ["wrk2", "bpftime", "vegeta"])
+    assert line.startswith("kernel 6.1.0-41-amd64, openssl 3.0.19, bpftool missing: ")
+    assert line.endswith(", absent (optional): wrk2, bpftime")
+    assert line.count("exit 127") == 1  # bpftool's: declared, not optional
+    assert versions_line({"wrk": "4.1.0"}, ["wrk2"]) == "wrk 4.1.0"

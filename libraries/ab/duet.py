@@ -42,7 +42,7 @@ from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.rounds import SIDES, AbOutcome, judge_rounds
 from libraries.results.catalogue import case_catalogue
 from libraries.results.cost import restate_foreign_load
-from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.telemetry import telemetry_block
 
@@ -91,7 +91,7 @@ def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan
                  metrics: Mapping[str, Direction], settings: AbSettings, link: DuetLink,
                  switch: Callable[[str], float], observer: TrialObserver | None = None,
                  clock: Callable[[], float] = time.monotonic, seed: int | None = None,
-                 optional: frozenset[str] = frozenset()) -> AbOutcome:
+                 optional: frozenset[str] = frozenset(), say: Say = silent) -> AbOutcome:
     """Side a's run's measurement of a duet test (after :meth:`DuetLink.start_test`): each
     run warms up its own side, both at once; then in every round a coin (seeded by ``seed``)
     says which run holds side a and which side b (``switch(side)`` changes this run's testbed
@@ -149,7 +149,8 @@ def measure_duet(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan
         for name, trial in variants.items():
             if plan.warmup:
                 _pair(link, trial, Trial(name, plan.warmup, 0))
-        judged = judge_rounds(run_round, built, metrics, settings, started, clock, optional)
+        judged = judge_rounds(run_round, built, metrics, settings, started, clock, optional,
+                              say)
         link.send("done", link.test, judged.stopped)
         link.finished = True
     finally:

@@ -10,16 +10,18 @@ SKIPPED, their trials being in side a's record).
 
 Exit status: side a's Robot status; where side a's is 0 and side b's is not, side b's (a
 failure only side b saw: its suite set-up, a teardown); :data:`BAD_INPUT` (252, Robot's code
-for invalid options) for bad options or a missing comparison file, before either run starts
-(``hoststack-perf duet`` also checks the settings, topology and comparison file first:
-``libraries.cli``). SIGINT and SIGTERM are passed to both runs, which stop as Robot stops and
-tear their testbeds down.
+for invalid options) for bad options, a missing comparison file, or bad settings, topology or
+comparison file, before either run starts. Run as ``python -m``, this module is
+``hoststack-perf duet`` (:mod:`libraries.cli`, reached by name: it sits above every layer),
+whose checks (:mod:`libraries.cases.preflight`, a layer above this one) come first. SIGINT
+and SIGTERM are passed to both runs, which stop as Robot stops and tear their testbeds down.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import runpy
 import signal
 import socket
 import subprocess
@@ -193,4 +195,6 @@ def _wait(process: subprocess.Popen[bytes], timeout: float, side: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # python -m libraries.ab.duet_run ARGS: hoststack-perf duet ARGS, its checks included
+    sys.argv.insert(1, "duet")
+    runpy.run_module("libraries.cli", run_name="__main__", alter_sys=True)

@@ -58,12 +58,7 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from libraries.results.adaptive import run_rounds, warm_up
-from libraries.results.measurement import (
-    Direction,
-    Measurement,
-    Trial,
-    TrialObserver,
-)
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.results.verdict import Verdict, classify
 
@@ -310,13 +305,13 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
                metrics: Mapping[str, Direction], settings: AbSettings,
                switch: Callable[[str], float], observer: TrialObserver | None = None,
                clock: Callable[[], float] = time.monotonic, seed: int | None = None,
-               optional: frozenset[str] = frozenset()) -> AbOutcome:
+               optional: frozenset[str] = frozenset(), say: Say = silent) -> AbOutcome:
     """Warm each side up, then run rounds in random order (a coin per round, seeded by
     ``seed``, else by a fresh random one) until a look is conclusive for every metric, or
     ``max_rounds`` or the budget is reached. ``switch(side)`` makes ``side`` the one under
     test and returns the seconds it took (called only when the side changes); ``build`` turns
     one side's results into its measurement; ``optional`` metrics (costs) are judged where
-    both sides have them."""
+    both sides have them; ``say`` gets each look's line (:func:`look_line`)."""
     started = clock()
     seed = secrets.randbits(32) if seed is None else seed
     coin = np.random.default_rng(seed)
@@ -348,7 +343,7 @@ def measure_ab(variants: Mapping[str, Callable[[Trial], Any]], plan: TrialPlan, 
 
     judged = judge_rounds(run_round, lambda: {s: build(results[s], trial_seconds[s])
                                               for s in SIDES},
-                          metrics, settings, started, clock, optional)
+                          metrics, settings, started, clock, optional, say)
     return AbOutcome(judged.sides, results, judged.comparisons, judged.rounds, judged.stopped,
                      judged.looks, switches, clock() - started, " | ".join(orders), seed)
 
@@ -368,12 +363,13 @@ class Judged:
 def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str, Measurement]],
                  metrics: Mapping[str, Direction], settings: AbSettings, started: float,
                  clock: Callable[[], float] = time.monotonic,
-                 optional: frozenset[str] = frozenset()) -> Judged:
+                 optional: frozenset[str] = frozenset(), say: Say = silent) -> Judged:
     """Run rounds (``run_round(number)`` measures both sides once) until a look is
     conclusive for every metric, or ``max_rounds`` or the budget (counted from ``started``,
     the warm-ups included) is reached; judged at the looks (``built()``: each side's
     measurement of the rounds so far). A budget that ends the test between looks makes its
-    last rounds the next look (never more looks than planned, so each keeps its level)."""
+    last rounds the next look (never more looks than planned, so each keeps its level).
+    Each look's line goes to ``say`` (:func:`look_line`)."""
     rounds, looks, stopped = 0, [], "round limit"
     comparisons: dict[str, MetricComparison] = {}
     sides: dict[str, Measurement] = {}
@@ -385,6 +381,7 @@ def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str,
             looks.append(rounds)
             sides = built()
             comparisons = compare(sides, metrics, settings, optional)
+            say(look_line(rounds, comparisons, settings))
             if all(c.verdict != "inconclusive" for c in comparisons.values()):
                 stopped = f"conclusive at the look after {rounds} rounds"
                 break
@@ -397,4 +394,14 @@ def judge_rounds(run_round: Callable[[int], None], built: Callable[[], dict[str,
         looks.append(rounds)
         sides = built()
         comparisons = compare(sides, metrics, settings, optional)
+        say(look_line(rounds, comparisons, settings))
     return Judged(rounds, stopped, looks, sides, comparisons)
+
+
+def look_line(rounds: int, comparisons: Mapping[str, MetricComparison],
+              settings: AbSettings) -> str:
+    """A look's console line: the rounds so far of the most, each metric's change, interval
+    and verdict so far (``A/B look after 10 of 60 rounds: rps -15.7 % [-22.5, -7.5]
+    regression``)."""
+    shown = "; ".join(f"{metric} {c.describe()} {c.verdict}" for metric, c in comparisons.items())
+    return f"A/B look after {rounds} of {settings.max_rounds} rounds: {shown}"

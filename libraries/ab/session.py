@@ -28,7 +28,7 @@ from libraries.ab.fingerprint import SideFiles
 from libraries.ab.record import ab_block, ab_message, side_costs
 from libraries.ab.rounds import AbOutcome, measure_ab, metric_alpha
 from libraries.results.adaptive import trial_name
-from libraries.results.measurement import Direction, Measurement, Trial, TrialObserver
+from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
@@ -259,18 +259,19 @@ class AbSession:
                 metrics: Mapping[str, Direction],
                 observer: TrialObserver | None = None,
                 trial_uses: frozenset[Use] = frozenset(),
-                costs: Mapping[str, Direction] | None = None) -> Measurement:
+                costs: Mapping[str, Direction] | None = None, say: Say = silent) -> Measurement:
         """Measure ``variants`` on both sides (:func:`~libraries.ab.rounds.measure_ab`) and
         return the A/B test's measurement: per metric the per-round ratios b / a as
         ``ab_<metric>_ratio``, both sides' figures as evidence, the comparison in ``ab``.
         ``costs``: cost metrics judged beside ``metrics`` at the same looks where both sides
-        have them (:mod:`libraries.results.cost`; the looks' level split over all of them).
-        Raises :class:`NothingToCompare` when the test uses nothing the sides change."""
+        have them (:mod:`libraries.results.cost`; the looks' level split over all of them);
+        ``say``: each look's line on the console. Raises :class:`NothingToCompare` when the
+        test uses nothing the sides change."""
         judged = {**metrics, **(costs or {})}
         optional = frozenset(costs or {})
         if self.duet is not None:
             return self._measure_duet(case, stack, parameters, variants, plan, build, judged,
-                                      observer, trial_uses, optional)
+                                      observer, trial_uses, optional, say)
         if self.side != "a":
             raise HostStackError("an A/B test starts on side a (set-up keywords start it)")
         unused = self.unused_difference(trial_uses)
@@ -278,7 +279,7 @@ class AbSession:
             raise NothingToCompare(unused)
         named = {variant: self._named(trial) for variant, trial in variants.items()}
         outcome = measure_ab(named, plan, build, judged, self.settings, self.switch, observer,
-                             optional=optional)
+                             optional=optional, say=say)
         self.switch("a")
         return self._measurement(case, stack, parameters, outcome, judged, optional)
 
@@ -287,7 +288,7 @@ class AbSession:
                       build: Callable[[dict[str, list[Any]], float], Measurement],
                       metrics: Mapping[str, Direction], observer: TrialObserver | None,
                       trial_uses: frozenset[Use],
-                      optional: frozenset[str] = frozenset()) -> Measurement:
+                      optional: frozenset[str] = frozenset(), say: Say = silent) -> Measurement:
         """:meth:`measure` beside the other side's run (:mod:`libraries.ab.duet`): side a
         leads and returns the A/B measurement; side b follows and raises
         :class:`MeasuredBeside` (its trials are in side a's record)."""
@@ -309,7 +310,7 @@ class AbSession:
                                  "beside side a's, whose run records and judges this test "
                                  f"({stopped})")
         outcome = measure_duet(named, plan, build, metrics, self.settings, link, self.switch,
-                               observer, optional=optional)
+                               observer, optional=optional, say=say)
         return self._measurement(case, stack, parameters, outcome, metrics, optional)
 
     def _check_own_sysctls(self) -> None:

@@ -20,8 +20,8 @@ them is bisected (:mod:`libraries.bisect.search`), each comparison one Robot A/B
 
     0 no regression between the ends beyond --margin (or only progressions)
     252 bad input: refused before anything was measured (bad options, a file, the test, a
-      binary absent, settings whose second attempt could not decide; Robot's code for bad
-      options, the same in hoststack-perf ab, duet and nightly)
+      binary absent, a bad -v setting after --, settings whose second attempt could not
+      decide; Robot's code for bad options, the same in hoststack-perf ab, duet and nightly)
     3 a culprit found (the last good and first bad build, printed), and every other stretch
       of the range proven clear of a regression beyond the margin: build by build, or only
       end to end where the result says so (a -/+ pair of steps could hide inside)
@@ -35,17 +35,19 @@ import argparse
 import itertools
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
 from libraries.bisect.builds import check_builds, load_builds, make_build
 from libraries.bisect.identity import Identities, hash_before
+from libraries.bisect.outcome import Outcome
 from libraries.bisect.report import clear_entries, write_report
 from libraries.bisect.runner import RobotComparisons, _safe, find_test
-from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, bisect
+from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.summary import clear_line
+from libraries.cases.preflight import run_problems
 from libraries.results.plan import TrialPlan
 from libraries.results.settings import parse_plan
 from libraries.testbed.errors import TopologyError
@@ -151,7 +153,32 @@ def _refusals(args: argparse.Namespace) -> list[str]:
                 "percentage in (0, 100)"]
     if any("AB_MARGIN:" in arg for arg in args.robot_args):
         return ["give the A/B margin with --margin, not -v AB_MARGIN"]
-    return attempts_problems(args.max_rounds, args.budget, args.margin, args.robot_args)
+    # robot's -v settings as every comparison's run reads them (hoststack-perf ab's checks)
+    settings = run_problems([*args.robot_args, "-v", f"TOPOLOGY:{args.topology}"])
+    return settings or attempts_problems(args.max_rounds, args.budget, args.margin,
+                                         args.robot_args)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def announced(compare: Compare, names: Sequence[str],
+              say: Callable[[str], None] = _say) -> Compare:
+    """``compare`` saying each comparison as it starts and as it ends (its verdict, interval,
+    rounds and minutes: :meth:`Outcome.describe`), numbered as the folders are: a bisection
+    runs for many minutes between its first line and its result."""
+    numbers = itertools.count(1)
+
+    def run(a: int, b: int, attempt: int) -> Outcome:
+        pair = f"comparison {next(numbers)}: {names[a]} vs {names[b]}" + \
+            (f" (attempt {attempt})" if attempt > 1 else "")
+        say(f"{pair}: running")
+        outcome = compare(a, b, attempt)
+        say(f"{pair}: {outcome.describe()}")
+        return outcome
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,8 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"bisect {builds.title}: {len(builds.sides)} builds, test {test.case}/{test.name} "
           f"on {args.topology}; comparisons in {out}")
     try:
-        result = bisect(len(builds.sides), compare, available, args.margin, identities.same,
-                        args.inside)
+        result = bisect(len(builds.sides), announced(compare, builds.names), available,
+                        args.margin, identities.same, args.inside)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return BAD_INPUT

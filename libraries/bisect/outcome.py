@@ -36,6 +36,19 @@ class Outcome:
     attempt: int = 1
     detail: str = ""
 
+    def describe(self) -> str:
+        """The comparison's console line after its builds' names: ``regression -4.1 % [-5.9,
+        -2.2] after 20 rounds, 1.6 min`` (a failed run: why)."""
+        shown = self.verdict
+        if self.change_pct is not None:
+            shown += f" {self.change_pct:+.1f} %"
+            if self.low_pct is not None and self.high_pct is not None:
+                shown += f" [{self.low_pct:+.1f}, {self.high_pct:+.1f}]"
+        if self.rounds:
+            shown += f" after {self.rounds} rounds"
+        shown += f", {self.minutes:.1f} min"
+        return shown + (f": {self.detail}" if self.detail and self.verdict == "failed" else "")
+
     def as_record(self, names: list[str]) -> dict[str, Any]:
         """The JSON form, with the builds' names."""
         return {"a": names[self.a], "b": names[self.b], "a_index": self.a, "b_index": self.b,

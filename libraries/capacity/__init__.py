@@ -14,7 +14,8 @@ probability at most a stated share at a stated confidence, the safe end of the i
 curve's crossing; whether the machine drifted while the windows ran (``drift``); the checks of
 the curve's crossing (``sanity``: the closed-loop maximum, the latency pass, far below the
 maximum, the generator's limit), with more windows where evidence disagrees; the figures that
-stand and the ratio (``limits``); and a path whose windows gave no figure (``floor``).
+stand and the ratio (``limits``); a path whose windows gave no figure (``floor``); and a
+console line as each search and each window ends (``news``).
 
 The goals and the searches' ``-v`` settings (``LATENCY_SLO``, ``CAPACITY_*``) are parsed in
 ``settings``. Imports only ``libraries.testbed``, ``libraries.tools`` and ``libraries.results``;

@@ -32,12 +32,13 @@ from libraries.capacity.confirm import (
 )
 from libraries.capacity.floor import judge_unconfirmed
 from libraries.capacity.generators import Generator, path_trials, search_paths
+from libraries.capacity.news import announced, search_lines
 from libraries.capacity.sanity import Evidence, challenge, check_figure, generator_bound
 from libraries.capacity.search import Measure
 from libraries.capacity.settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.inference import Interval
-from libraries.results.measurement import Measurement
+from libraries.results.measurement import Measurement, Say, silent
 
 LOG = logging.getLogger(__name__)
 LogFolded = Callable[[str, str], None]
@@ -51,7 +52,8 @@ NAMES = {"proxy": "capacity", "direct": "direct_capacity"}
 
 def search_paths_capacity(measurement: Measurement, generator: Generator,
                           paths: dict[str, str], settings: SearchSettings,
-                          search_range_text: str, log_folded: LogFolded) -> Measurement:
+                          search_range_text: str, log_folded: LogFolded,
+                          say: Say = silent) -> Measurement:
     """Search the capacity of the paths of ``measurement`` (the result of the closed-loop
     measurement: ``rps``, and ``direct_rps`` when ``paths`` has ``direct``) with MLRsearch,
     the paths' trials interleaved, each a constant-rate trial of ``generator`` against
@@ -63,14 +65,15 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     Then each path's windows of ``confirm_seconds`` from its knee, the paths taking turns
     (:mod:`libraries.capacity.confirm`), the verification window (``verify_seconds``, counted
     when as long), and the checks of each figure with more windows where evidence disagrees
-    (:mod:`libraries.capacity.sanity`). Adds ``capacity`` (proxied) and ``direct_capacity``,
-    each with its interval from the miss curve, and ``capacity_ratio``; MLRsearch's result per
-    goal, the windows, their model and every trial as evidence. A figure a check still refuses
-    after its windows, or from a search that did not finish, is never recorded: it is
-    unavailable and the measurement invalid, saying why; nor is one whose curve cannot be
-    fitted (:mod:`libraries.capacity.floor`: the direct path's only makes it and the ratio
-    unavailable; the proxied path's is invalid, or untestable where every window missed on both
-    paths). Each path's trials go to ``log_folded``. Returns ``measurement``."""
+    (:mod:`libraries.capacity.sanity`); ``say`` gets a line as each search ends and as each
+    window does (:mod:`libraries.capacity.news`). Adds ``capacity`` (proxied) and
+    ``direct_capacity``, each with its interval from the miss curve, and ``capacity_ratio``;
+    MLRsearch's result per goal, the windows, their model and every trial as evidence. A figure
+    a check still refuses after its windows, or from a search that did not finish, is never
+    recorded: it is unavailable and the measurement invalid, saying why; nor is one whose curve
+    cannot be fitted (:mod:`libraries.capacity.floor`: the direct path's only makes it and the
+    ratio unavailable; the proxied path's is invalid, or untestable where every window missed on
+    both paths). Each path's trials go to ``log_folded``. Returns ``measurement``."""
     closed = {p: {"proxy": "rps", "direct": "direct_rps"}[p] for p in paths}
     maxima = {p: measurement.value(name) for p, name in closed.items()}
     # the best closed-loop trial: on real VPP (1node) one of five direct trials read 11.0k
@@ -78,6 +81,8 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
     best = {p: max(measurement.metrics[name].summary.values) for p, name in closed.items()}
     tops = {p: min(settings.high, OVERLOAD * best[p]) for p in paths}
     found = search_paths(generator, paths, tops, settings)
+    for line in search_lines(found):
+        say(line)
     goal = settings.goals[0]
     measurement.parameters.update(latency_slo_ms=goal.limit_ms,
                                   latency_goals=[g.name for g in settings.goals],
@@ -102,7 +107,7 @@ def search_paths_capacity(measurement: Measurement, generator: Generator,
             knees[variant] = result.capacity
     evidence = {v: Evidence(v, maxima[v], best[v], measurement.evidence.get("latency"),
                             frozenset(t.tool for t in found[v].trials), goal) for v in paths}
-    measure = path_trials(generator, paths, settings.limits)
+    measure = announced(path_trials(generator, paths, settings.limits), goal, say)
     if not settings.confirm_seconds:
         figures = _knees(measurement, found, knees, evidence, settings)
     else:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from libraries.results.measurement import TrialObserver
+from libraries.results.measurement import Say, TrialObserver, silent
 
 if TYPE_CHECKING:
     from libraries.ab.session import AbSession, Use
@@ -77,8 +77,9 @@ class CaseContext:
     measuring test is judged by; None: its planned trials only); ``ab`` (the suite's A/B
     session, None in a plain run); ``vpp`` (the VPPs the suite runs and where applications
     sit on them; None when the suite runs none); ``profiling`` (None: no profile asked);
-    ``log``; ``progress`` (a new console observer per measurement); ``test_name`` (the
-    running test's name, read when needed)."""
+    ``log``; ``progress`` (a new console observer per measurement); ``say`` (a progress
+    line of a long step: a capacity window, an A/B look); ``test_name`` (the running test's
+    name, read when needed)."""
 
     testbed: Testbed
     log: Log = field(default_factory=PlainLog)
@@ -87,6 +88,7 @@ class CaseContext:
     vpp: VppPlacement | None = None
     profiling: ProfileRequest | None = None
     progress: Callable[[], TrialObserver] = NoProgress
+    say: Say = silent
     test_name: Callable[[], str] = str
 
     def component_started(self, name: str, uses: set[Use], stop: Callable[[], None],

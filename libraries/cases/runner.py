@@ -93,7 +93,7 @@ def run_case(ctx: CaseContext, case: Case, telemetry: TrialTelemetry,
                                      {v: case.variants[v] for v in chosen}, case.plan,
                                      case.build, case.compared,
                                      AllObservers(ctx.progress(), telemetry),
-                                     trial_uses=case.uses, costs=case.costs)
+                                     trial_uses=case.uses, costs=case.costs, say=ctx.say)
         except MeasuredBeside as done:
             raise Skip(str(done)) from None
         except NothingToCompare as error:

@@ -394,4 +394,4 @@ def search_capacity(ctx: CaseContext, measurement: Measurement, measured: SslPro
                    f"{measurement.notes[-1] if measurement.notes else ''}")
     return search_paths_capacity(measurement, measured.searcher, dict(measured.urls), settings,
                                  str(options.get("search_range", DEFAULT_RANGE)),
-                                 ctx.log.folded)
+                                 ctx.log.folded, ctx.say)

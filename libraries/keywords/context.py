@@ -24,7 +24,7 @@ from libraries.cases.context import CaseContext
 from libraries.cases.profile_settings import ProfileRequest
 from libraries.cases.ssl_proxy import ProxySetup
 from libraries.keywords import log_folded
-from libraries.keywords.progress import ConsoleProgress
+from libraries.keywords.progress import ConsoleProgress, console_line
 
 if TYPE_CHECKING:
     from libraries.ab.session import AbSession
@@ -132,6 +132,6 @@ def case_context() -> CaseContext:
         kept = CaseContext(testbed=current, log=RobotLog(),
                            judge=None if results is None else results.judge(),
                            ab=ab, vpp=vpp, profiling=request, progress=ConsoleProgress,
-                           test_name=_test_name)
+                           say=console_line, test_name=_test_name)
         library.case_context = kept
     return kept

@@ -1,4 +1,5 @@
-"""Per-trial progress on Robot Framework's console: ``proxy trial 2/5: 15.3k req/s``.
+"""Per-trial progress on Robot Framework's console: ``proxy trial 2/5: 15.3k req/s``; and the
+lines of longer steps (:func:`console_line`: each capacity window, each A/B look).
 
 Long nightly tests (``-v TRIALS:5 -v DURATION:30``) are otherwise silent for minutes. Lines go
 to Robot's own verbose console, the way Robot prints a warning in the middle of a test: the
@@ -43,6 +44,14 @@ def describe_result(result: Any) -> str:
     return "done"
 
 
+def console_line(line: str) -> None:
+    """``line`` on Robot's verbose console now, unthrottled (a long step's news: a capacity
+    window, an A/B look); nothing under another console."""
+    progress = ConsoleProgress()
+    if progress.on_console:
+        progress.write(line)
+
+
 class ConsoleProgress:
     """A trial observer (see ``libraries.results.measurement.TrialObserver``) that prints one
     short line per measured trial on Robot's verbose console."""
@@ -54,6 +63,11 @@ class ConsoleProgress:
         self._clock = clock
         self._min_interval = min_interval
         self._last: float | None = None
+
+    @property
+    def on_console(self) -> bool:
+        """Whether Robot's verbose console is there to print on."""
+        return self._console is not None
 
     def trial_started(self, variant: str, round_number: int, total: int) -> None:
         """Nothing to say before a trial."""

@@ -24,6 +24,7 @@ from libraries.keywords.ab import check_ab_verdict
 from libraries.report.run import RUN_REPORT, TESTS_FILE
 from libraries.report.run_end import failure_line, finish_run
 from libraries.results.adaptive import Judge
+from libraries.results.cost import busy_cores
 from libraries.results.criteria import (
     DEFAULT_CRITERIA,
     CriteriaFile,
@@ -436,8 +437,10 @@ class ResultsKeywords:
             logger.info(f"{result.outcome.upper()} {result.describe()}")
         failed = sorted((r for r in results if r.outcome == "fail"),
                         key=lambda r: not r.per_trial)  # correctness first
+        busy = f"; {told}" if (told := busy_cores(measurement)) else ""
         if failed:
-            raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed))
+            raise HostStackError("criteria not met: " + "; ".join(r.describe() for r in failed)
+                                 + (busy if any(not r.per_trial for r in failed) else ""))
         if measurement.untestable:
             raise SkipExecution("not measurable on this testbed (recorded): "
                                 + "; ".join(measurement.untestable))
@@ -450,4 +453,4 @@ class ResultsKeywords:
             rounds = measurement.rounds or fixed_rounds(measurement)
             raise HostStackError(
                 f"criteria inconclusive after {rounds['run']} trials ({rounds['stopped']}): "
-                + "; ".join(r.describe() for r in pending))
+                + "; ".join(r.describe() for r in pending) + busy)

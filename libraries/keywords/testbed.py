@@ -18,10 +18,23 @@ from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.netns import make_prefix
 from libraries.testbed.provision import Testbed
 from libraries.testbed.teardown import teardown_prefix
+from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
-from libraries.tools.versions import node_versions, tool_version
+from libraries.tools.versions import node_versions, tool_version, versions_line
 
 LOG = logging.getLogger(__name__)
+
+
+def vpp_skip_reason(topology: Topology, node: str, *, installed: bool) -> str | None:
+    """Why a VPP test skips on ``node`` of ``topology`` (None: it runs): the topology declares
+    no VPP there, or VPP's binary is not on the node (``installed``: ``test -x`` of it passed).
+    The README and docs quote these messages (``utest/test_docs_quotes.py`` checks them)."""
+    vpp = topology.nodes[node].vpp
+    if vpp is None:
+        return f"VPP not declared on {node} in topology {topology.name} (no 'vpp:' paths)"
+    if not installed:
+        return f"VPP not installed on {node}: {vpp.bin} missing"
+    return None
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -112,7 +125,7 @@ class TestbedKeywords:
             spec = self._testbed.topology.nodes[name]
             versions = node_versions(node, spec.tools)
             self.versions[name] = versions
-            text = ", ".join(f"{tool} {version}" for tool, version in versions.items())
+            text = versions_line(versions, spec.optional_tools)
             builtin.set_suite_metadata(f"Versions {name}", text)
             LOG.info("%s versions: %s", name, text)
 
@@ -277,15 +290,13 @@ class TestbedKeywords:
             return
         if stack != "vpp":
             raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
-        name = self.testbed.topology.resolve_node(node)
-        vpp = self.testbed.topology.nodes[name].vpp
-        if vpp is None:
-            raise SkipExecution(f"VPP not declared on {name} in topology "
-                                f"{self.testbed.topology.name} (no 'vpp:' paths)")
-        check = self.testbed.nodes[name].run(f"test -x {shlex.quote(vpp.bin)}", timeout=10,
-                                             check=False)
-        if check.exit_code != 0:
-            raise SkipExecution(f"VPP not installed on {name}: {vpp.bin} missing")
+        topology = self.testbed.topology
+        name = topology.resolve_node(node)
+        vpp = topology.nodes[name].vpp
+        installed = vpp is not None and self.testbed.nodes[name].run(
+            f"test -x {shlex.quote(vpp.bin)}", timeout=10, check=False).exit_code == 0
+        if (reason := vpp_skip_reason(topology, name, installed=installed)) is not None:
+            raise SkipExecution(reason)
 
     @keyword("Get Topology Name")
     def get_topology_name(self) -> str:

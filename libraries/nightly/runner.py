@@ -27,7 +27,8 @@ testbed of its own (:mod:`libraries.ab.duet_run`; side a's run, whose records th
 takes, in ``<run-dir>/a/`` or ``<run-dir>/<topology>/a/``, side b's beside it in ``b/``).
 
 Exit status: 252 bad input, refused before anything ran (bad options, topology, --reference,
---series or --duet; ``hoststack-perf nightly`` also checks the ``-v`` settings after ``--``);
+--series or --duet, a ``-v`` setting after ``--``: :mod:`libraries.cases.preflight`, as
+``hoststack-perf nightly``);
 then, first match wins: 4 a suite run could not run or was interrupted (Robot exit code >= 251,
 missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample of
 some series is a regression; 1 tests failed (Robot exit 1-250); 0 otherwise (summary.md).
@@ -52,6 +53,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from libraries.cases.preflight import run_problems
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
 from libraries.nightly.cli import parser
@@ -393,6 +395,9 @@ def _checked_input(args: argparse.Namespace, extra: list[str]
         reference = None if options.reference is None else load_reference(options.reference)
     except TopologyError as error:
         raise ValueError(f"--reference: {error}") from None
+    problems = run_problems(options.extra, None, options.pool or options.topologies)
+    if problems:  # robot's -v settings after --: as hoststack-perf nightly checks them
+        raise ValueError("\n".join(problems))
     return options, reference
 
 

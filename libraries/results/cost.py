@@ -302,6 +302,13 @@ def foreign_message(shares: Mapping[str, Mapping[str, Any]]) -> str | None:
     return f"other processes took {share:.0f} % of {node}'s cores during the trials"
 
 
+def busy_cores(measurement: Measurement) -> str | None:
+    """:func:`foreign_message` of a plain test's own trials (its cost block's foreign load):
+    what its failed or inconclusive verdict adds, so that a red row says when the machine,
+    not the system, was busy; None below :data:`LARGE_FOREIGN` or without telemetry."""
+    return foreign_message({"plain": (measurement.cost or {}).get("foreign_load") or {}})
+
+
 def cost_phrase(unit: str) -> str:
     """How a message names a cost by its unit: ``CPU per request``, ``CPU per GB``,
     ``VPP clocks per packet``."""

@@ -9,6 +9,7 @@ would be an alternative; plain interleaving is what the seeds' manual procedure 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -130,6 +131,14 @@ class Trial:
     def measured(self) -> bool:
         """False for the warm-up."""
         return self.round > 0
+
+
+Say = Callable[[str], None]
+"""Prints one progress line of a long step on the console (a capacity window, an A/B look)."""
+
+
+def silent(line: str) -> None:
+    """A :data:`Say` that says nothing (outside Robot's console)."""
 
 
 class TrialObserver(Protocol):

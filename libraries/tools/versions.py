@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from libraries.testbed.errors import ToolMissing
@@ -106,3 +107,16 @@ def node_versions(node: Node, tools: dict[str, str]) -> dict[str, str]:
         except ToolMissing as error:
             versions[tool] = f"missing: {error}"
     return versions
+
+
+def versions_line(versions: dict[str, str], optional: Collection[str]) -> str:
+    """One node's versions as one line (Robot's ``Versions <node>`` metadata): each tool and
+    its version, the ``optional`` tools that are absent (``missing: ...``) named once at the
+    end as absent, not each with its shell's ``exit 127: ... not found``; a declared tool
+    that is missing keeps its reason (the smoke suite fails on it)."""
+    absent = [tool for tool, version in versions.items()
+              if tool in optional and version.startswith("missing: ")]
+    shown = [f"{tool} {version}" for tool, version in versions.items() if tool not in absent]
+    if absent:
+        shown.append(f"absent (optional): {', '.join(absent)}")
+    return ", ".join(shown)

@@ -1,7 +1,7 @@
 *** Settings ***
 Documentation       SSL reverse proxy on the Linux kernel stack. The 10-connection rows are seed
-...                 000's; the 20-connection rows match ``vpp.robot``'s (wrk over VPP needs 20) and
-...                 run as extended rows (``-v EXTENDED:yes``: CI's e2e job, the nightly), as
+...                 000's; the 20-connection rows match those of ``vpp.robot`` (wrk over VPP needs
+...                 20) and run as extended rows (``-v EXTENDED:yes``: CI's e2e job, the nightly), as
 ...                 does the capacity search (minutes: its figure is fitted over 12 or more 30 s
 ...                 windows per path).
 Resource            ../../resources/proxy.resource
