@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import runpy
 import signal
 import socket
 import subprocess
@@ -196,5 +195,6 @@ def _wait(process: subprocess.Popen[bytes], timeout: float, side: str) -> int:
 
 if __name__ == "__main__":
     # python -m libraries.ab.duet_run ARGS: hoststack-perf duet ARGS, its checks included
-    sys.argv.insert(1, "duet")
-    runpy.run_module("libraries.cli", run_name="__main__", alter_sys=True)
+    from libraries.cli import main as hoststack_perf
+
+    sys.exit(hoststack_perf(["duet", *sys.argv[1:]]))
