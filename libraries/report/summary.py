@@ -1,6 +1,6 @@
 """A run's ``summary.md``: short enough for a CI job summary or a pull-request comment.
 
-The status counts, every failed test with the first line of its message, every A/B test with
+The status counts, every failed test with its whole message, every A/B test with
 its change, interval and verdict, the skipped tests grouped by reason, and relative links to
 ``run-report.html`` and Robot's ``log.html``. Written beside the run report at the end of
 every run (:func:`libraries.report.run.write_summary`); the nightly and the bisection write
@@ -20,13 +20,13 @@ LISTED = 20
 """At most this many failed tests and A/B rows are listed; the rest are counted."""
 
 
-def first_line(message: str | None, limit: int = 200) -> str:
-    """The first line of a test's message (before a ``| measured:`` headline), at most
-    ``limit`` characters, safe in a Markdown table cell."""
-    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+def whole_message(message: str | None) -> str:
+    """A test's whole message, never cut (issue 63: a failure cut mid-sentence at 200
+    characters): its lines joined with `` / ``, up to a ``| measured:`` headline (the figures,
+    which the run report shows), safe in a Markdown list item or table cell."""
+    lines = [" ".join(line.split()) for line in (message or "").splitlines()]
+    text = " / ".join(line for line in lines if line)
     text = text.split(" | measured: ")[0].strip() or "(no message)"
-    if len(text) > limit:
-        text = text[:limit - 3] + "..."
     return text.replace("|", "\\|")
 
 
@@ -79,7 +79,7 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
     if failed:
         lines += [f"{sub} Failed ({len(failed)})", ""]
         lines += [f"- `{t['name']}` ({t['test_id'].rsplit('/', 1)[0]}): "
-                  f"{first_line(t.get('message'))}" for t in failed[:LISTED]]
+                  f"{whole_message(t.get('message'))}" for t in failed[:LISTED]]
         lines += [*_more(len(failed) - LISTED, "failed tests"), ""]
     ab = [r for r in records if r.get("ab")]
     if ab:
@@ -89,7 +89,7 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
                   "| test | metric | a -> b | change [interval] | verdict | status |",
                   "|---|---|---|---|---|---|", *rows[:LISTED],
                   *_more(len(rows) - LISTED, "A/B rows"), ""]
-    skipped = Counter(first_line(t.get("message"), 160) for t in latest.values()
+    skipped = Counter(whole_message(t.get("message")) for t in latest.values()
                       if t["status"] == "SKIP")
     if skipped:
         lines += [f"{sub} Skipped ({sum(skipped.values())})", ""]
