@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from libraries.report.profile_section import profile_section
+from libraries.report.run_charts import title_layout
 from libraries.results.family import tests_statement
 from libraries.results.headline import figure as figure_text
 
@@ -44,13 +45,11 @@ def ratio_chart(record: dict[str, Any]) -> go.Figure | None:
                                                           "width": 1}})
     figure = go.Figure(traces)
     figure.update_layout(
-        shapes=shapes, margin={"l": 70, "r": 20, "t": 40, "b": 50},
-        xaxis_title="round (each in a random order: A B or B A)",
-        yaxis_title="candidate / baseline",
-        title={"text": f"{record['name']}: {block['sides']['b']['name']} / "
+        **title_layout(f"{record['name']}: {block['sides']['b']['name']} / "
                        f"{block['sides']['a']['name']} per round (line: the change, band: its "
-                       f"interval, dashed: +-{margin:.0%})", "font": {"size": 14}},
-        legend={"orientation": "h", "y": 1.12, "x": 0.5})
+                       f"interval, dashed: +-{margin:.0%})", bottom=50),
+        shapes=shapes, xaxis_title="round (each in a random order: A B or B A)",
+        yaxis_title="candidate / baseline")
     return figure
 
 
