@@ -9,9 +9,10 @@ folded, each test's CPU telemetry per variant and node (per-core table like mpst
 per-process CPU) where recorded, and the CPU profiles (flame graphs, their differential)
 where the test took them.
 Tests that recorded nothing (skipped, failed before measuring) are listed with Robot's status
-and message. Where the page's intervals stand at several confidence levels, one line says why
-(:mod:`libraries.report.confidence`). The results listener writes the page at the end of every
-run; for any run directory::
+and message. A duet side's page links the other side's (:mod:`libraries.report.duet_links`:
+side b's says its verdicts are on side a's). Where the page's intervals stand at several
+confidence levels, one line says why (:mod:`libraries.report.confidence`). The results
+listener writes the page at the end of every run; for any run directory::
 
     python -m libraries.report.run results/20261122-020000-1a2b [--output page.html]
 
@@ -37,6 +38,7 @@ from plotly.offline import get_plotlyjs
 from libraries.history.load import TESTS_FILE
 from libraries.report.ab_section import ab_section
 from libraries.report.confidence import confidence_note
+from libraries.report.duet_links import duet_banner
 from libraries.report.latency_curves import capacity_chart
 from libraries.report.profile_section import profile_section
 from libraries.report.run_charts import CONFIG, bar_chart
@@ -68,6 +70,7 @@ section.case { margin-top: 1.5em; border-top: 2px solid #ccc; }
 div.chart { height: 360px; max-width: 1100px; }
 p.note { font-size: 12px; color: #555; max-width: 70em; }
 details { font-size: 12px; }
+p.duet { background: #fff8e0; border: 1px solid #e0c060; padding: 6px 10px; max-width: 70em; }
 """
 
 
@@ -304,7 +307,8 @@ def render_run_report(run_dir: Path) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Run {html.escape(run_id)}</title><style>{_STYLE}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>\n'
-        f"<h1>Run {html.escape(run_id)}</h1>\n<p>{counts}{log_link}<br>{meta}</p>\n"
+        f"<h1>Run {html.escape(run_id)}</h1>\n{duet_banner(run_dir)}"
+        f"<p>{counts}{log_link}<br>{meta}</p>\n"
         f"<p>{nav}</p>\n" + notes
         + _labs(run.get("pool")) + _unreadable(problems) + "\n".join(sections)
         + _unrecorded(tests, {r["test_id"] for r in records})
