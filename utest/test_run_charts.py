@@ -8,9 +8,17 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from libraries.report.confidence import confidence_note, page_levels
 from libraries.report.run import render_run_report
-from libraries.report.run_charts import CONFIG, OUTCOME_COLOURS, bar_chart, metric_outcome
+from libraries.report.run_charts import (
+    CONFIG,
+    OUTCOME_COLOURS,
+    _label_y,
+    bar_chart,
+    metric_outcome,
+)
 from libraries.results.inference import median_interval
 
 BASE = {k: v for k, v in json.loads((Path(__file__).parent / "fixtures" / "records" /
@@ -60,21 +68,26 @@ def test_bars_are_filled_by_their_outcome_with_whiskers_and_labels_at_the_base()
     first = records[0]["metrics"]["throughput"]
     assert whiskers["array"][0] == first["interval"]["high"] - first["value"]
     assert whiskers["arrayminus"][0] == first["value"] - first["interval"]["low"]
-    # the label at the bar's base, inside: never where the trial points are (its top)
-    assert bars["textposition"] == "inside" and bars["insidetextanchor"] == "start"
-    assert bars["text"] == ["5.1", "3", "4", "1"]
+    # the medians as labels, one per bar
+    assert [a["text"] for a in chart["layout"]["annotations"]] == ["5.1", "3", "4", "1"]
 
 
-def test_every_criterion_is_a_dashed_line_over_its_test_and_the_axis_reaches_it():
+def test_every_criterion_is_a_dashed_line_over_its_bar_and_the_axis_reaches_it():
     records = [_record("fast", [5.0, 5.2, 5.1, 5.3, 4.9], "pass", bound=4.0),
-               _record("low", [0.5, 0.6, 0.5, 0.4, 0.5], "fail", bound=9.0)]
+               _record("low", [0.5, 0.6, 0.5, 0.4, 0.5], "fail", bound=9.0,
+                       direct=_metric([9.0, 9.5, 9.2, 9.1, 9.3]))]
     chart = json.loads(bar_chart("tcp_term", "Gbit/s", records).to_json())
     shapes = chart["layout"]["shapes"]
-    assert [(s["y0"], s["x0"], s["x1"]) for s in shapes] == [(4.0, -0.45, 0.45),
-                                                             (9.0, 0.55, 1.45)]
+    # one slot of 0.8 / 2 a variant in each group; throughput is the second (sorted)
+    assert [(s["y0"], s["x0"], s["x1"]) for s in shapes] == \
+        [(4.0, pytest.approx(0.0), pytest.approx(0.4)),
+         (9.0, pytest.approx(1.0), pytest.approx(1.4))]
     assert all(s["line"]["dash"] == "dash" for s in shapes)
-    assert [a["text"] for a in chart["layout"]["annotations"]] == ["throughput ≥ 4",
-                                                                   "throughput ≥ 9"]
+    assert chart["layout"]["bargap"] == pytest.approx(0.2)
+    # named in the legend, not written over the bars (the annotations are the medians)
+    assert [a["text"] for a in chart["layout"]["annotations"]] == ["9.2", "5.1", "0.5"]
+    legend = [t["name"] for t in chart["data"] if t.get("mode") == "lines"]
+    assert legend == ["criterion throughput ≥ 4", "criterion throughput ≥ 9"]
     # the per-trial correctness check is no line; an invisible point lifts the axis to 9
     assert len(shapes) == 2
     assert any(t["type"] == "scatter" and t.get("y") == [4.0, 9.0] for t in chart["data"])
@@ -129,3 +142,24 @@ def test_differing_confidence_levels_are_explained_in_one_line(tmp_path: Path):
     page = render_run_report(_run_dir(tmp_path, [five, ten]))
     assert re.search(r'<p class="note">Confidence levels differ on this page \(94 %, 98 %\)',
                      page)
+
+
+def test_a_label_keeps_clear_of_its_bars_points_whiskers_and_criterion():
+    band = 0.06 * 10
+    # trials about the middle: the label goes lower
+    y, anchor = _label_y(8.0, [4.0, 4.2, 3.9], band)
+    assert anchor == "middle" and all(abs(y - o) > band for o in (4.0, 4.2, 3.9))
+    # a bar too short for any clear place: above every point and its bound
+    y, anchor = _label_y(1.0, [0.5, 1.2, 0.9], band)
+    assert anchor == "bottom" and y > 1.2
+    records = [_record("fast", [5.0, 5.2, 5.1, 5.3, 4.9], "pass", bound=2.6),
+               _record("low", [2.0, 3.0, 1.0, 2.5, 1.5], "fail", bound=9.0)]
+    chart = json.loads(bar_chart("tcp_term", "Gbit/s", records).to_json())
+    labels = chart["layout"]["annotations"]
+    assert [a["text"] for a in labels] == ["5.1", "2"]
+    for label, record in zip(labels, records, strict=True):
+        metric = record["metrics"]["throughput"]
+        near = [*metric["trials"], metric["interval"]["low"], metric["interval"]["high"],
+                record["criteria"][0]["required"]]
+        assert label["yanchor"] != "middle" or \
+            all(abs(label["y"] - other) > 0.06 * 9.0 for other in near), (label, near)
