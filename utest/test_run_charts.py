@@ -134,7 +134,9 @@ def test_differing_confidence_levels_are_explained_in_one_line(tmp_path: Path):
     assert note.startswith("Confidence levels differ on this page (94 %, 98 %): a median's")
     assert "A/B" not in note
     assert confidence_note([five]) == ""  # one level: nothing to explain
-    ab = {"name": "t", "ab": {"metrics": {"throughput": {"level": 0.9917}}},
+    ab = {"name": "t", "ab": {"metrics": {"throughput": {"level": 0.9917, "low": 0.9,
+                                                         "high": 0.95},
+                                          "cost": {"level": 0.95, "low": None}}},
           "evidence": {"sides": {"a": {"metrics": {"throughput": five["metrics"]["throughput"]
                                                    }}}}}
     assert page_levels([ab]) == ({94}, {99})

@@ -17,6 +17,8 @@ from libraries.report.run_charts import title_layout
 from libraries.results.family import tests_statement
 from libraries.results.headline import figure as figure_text
 
+METRIC_COLOURS = ["#c0504d", "#4f81bd", "#9bbb59", "#8064a2"]
+"""Each compared metric's points and change line (a rate and its cost told apart)."""
 VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
                  "inconclusive": "no_criteria"}
 
@@ -29,18 +31,19 @@ def ratio_chart(record: dict[str, Any]) -> go.Figure | None:
     margin = block["rounds"].get("margin", 0.0)
     traces: list[Any] = []
     shapes: list[dict[str, Any]] = []
-    for metric, comparison in block["metrics"].items():
+    for number, (metric, comparison) in enumerate(block["metrics"].items()):
         ratios = comparison["ratios"]
+        colour = METRIC_COLOURS[number % len(METRIC_COLOURS)]
         traces.append(go.Scatter(x=list(range(1, len(ratios) + 1)), y=ratios,
                                  mode="markers+lines", name=f"{metric} b / a",
-                                 line={"width": 1, "color": "#4f81bd"}, marker={"size": 7}))
+                                 line={"width": 1, "color": colour}, marker={"size": 7}))
         if comparison.get("low") is not None and comparison.get("high") is not None:
             shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                            "y0": comparison["low"], "y1": comparison["high"],
-                           "fillcolor": "rgba(192, 80, 77, 0.15)", "line": {"width": 0}})
+                           "fillcolor": colour, "opacity": 0.15, "line": {"width": 0}})
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                        "y0": comparison["change"], "y1": comparison["change"],
-                       "line": {"color": "#c0504d", "width": 2}})
+                       "line": {"color": colour, "width": 2}})
     for level, dash in ((1.0, "solid"), (1.0 - margin, "dash"), (1.0 + margin, "dash")):
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                        "y0": level, "y1": level, "line": {"color": "#555", "dash": dash,

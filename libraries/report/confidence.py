@@ -31,7 +31,8 @@ def page_levels(records: list[dict[str, Any]]) -> tuple[set[int], set[int]]:
     for record in records:
         block = record.get("ab")
         if block:
-            changes.update(c.get("level") for c in block.get("metrics", {}).values())
+            changes.update(c.get("level") for c in block.get("metrics", {}).values()
+                           if c.get("low") is not None)  # an interval the page shows
             for side in (record.get("evidence") or {}).get("sides", {}).values():
                 medians.update(_level(m) for m in side.get("metrics", {}).values())
             continue

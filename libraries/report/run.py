@@ -74,7 +74,7 @@ p.duet { background: #fff8e0; border: 1px solid #e0c060; padding: 6px 10px; max-
 """
 
 
-_BARS = ('<p class="note">Bars: the median of each variant\'s trials (labelled at its base), '
+_BARS = ('<p class="note">Bars: the median of each variant\'s trials (labelled), '
          "its interval as whiskers, filled green, red or amber where a criterion passed, failed "
          "or could not decide (pale where none judges it); points: every trial; dashed line: "
          "the criterion's bound. Variants of one test were measured interleaved in the same "
