@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from libraries.ab import duet_run
-from libraries.report.duet_links import DUET_FILE, duet_banner, duet_peer
-from libraries.report.run import render_run_report
+from libraries.report.duet_links import DUET_FILE, duet_banner, duet_note, duet_peer
+from libraries.report.run import render_run_report, summary_text
 
 
 def _run(folder: Path, start: str, status: str = "SKIP") -> Path:
@@ -36,6 +36,9 @@ def test_each_side_links_the_other_sides_run_of_the_same_duet(tmp_path: Path):
                      r"\.\./\.\./a/20261129-030000-aaaa/run-report\.html\">", page)
     assert "side b's run: <a href=\"../../b/20261129-030001-bbbb/run-report.html\">" in \
         render_run_report(a)
+    summary = summary_text(b)
+    assert "**Duet A/B, side b: the verdicts are on side a's page: [side a's run report](" \
+        "../../a/20261129-030000-aaaa/run-report.html).**" in summary
     # RUN_ID given: the side's folder is the run directory
     _run(tmp_path / "d2" / "a", "2026-11-29T03:00:00+00:00")
     _run(tmp_path / "d2" / "b", "2026-11-29T03:00:00+00:00")
@@ -45,6 +48,6 @@ def test_each_side_links_the_other_sides_run_of_the_same_duet(tmp_path: Path):
 
 def test_a_run_of_no_duet_has_no_banner(tmp_path: Path):
     run = _run(tmp_path / "results" / "20261129-030000-aaaa", "2026-11-29T03:00:00+00:00")
-    assert duet_peer(run) is None and duet_banner(run) == ""
+    assert duet_peer(run) is None and duet_banner(run) == "" and duet_note(run) == ""
     (tmp_path / "results" / "b").mkdir()  # folders named like sides, no duet.json
     assert duet_peer(run) is None

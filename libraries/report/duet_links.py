@@ -104,3 +104,16 @@ def duet_banner(run_dir: Path) -> str:
                 "every test; its measured tests end skipped here.</p>\n")
     return ('<p class="duet"><b>Duet A/B, side a</b>: this run measured beside side b\'s and '
             f"judged every test (the verdicts below); side b's run: {where}.</p>\n")
+
+
+def duet_note(run_dir: Path) -> str:
+    """The summary's line about its duet (Markdown; empty for any other run)."""
+    found = duet_peer(run_dir)
+    if found is None:
+        return ""
+    where = f"[side {found.peer}'s run report]({found.link})" if found.link else \
+        f"side {found.peer}'s run in `{found.duet_dir / found.peer}`"
+    if found.side == "b":
+        return (f"**Duet A/B, side b: the verdicts are on side a's page: {where}.** This run "
+                "measured beside it; its measured tests end skipped here.")
+    return f"Duet A/B, side a: the verdicts are here; side b's run: {where}."

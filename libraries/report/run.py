@@ -38,7 +38,7 @@ from plotly.offline import get_plotlyjs
 from libraries.history.load import TESTS_FILE
 from libraries.report.ab_section import ab_section
 from libraries.report.confidence import confidence_note
-from libraries.report.duet_links import duet_banner
+from libraries.report.duet_links import duet_banner, duet_note
 from libraries.report.latency_curves import capacity_chart
 from libraries.report.profile_section import profile_section
 from libraries.report.run_charts import CONFIG, bar_chart
@@ -329,7 +329,8 @@ def summary_text(run_dir: Path, heading: str = "#") -> str:
     run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
     log = next((t["log"] for t in tests if t.get("log")), None)
     return render_summary(records, tests, run, run_id, log,
-                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading)
+                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading,
+                          duet_note(run_dir))
 
 
 def write_summary(run_dir: Path) -> Path:

@@ -58,11 +58,13 @@ def ab_rows(records: Sequence[dict[str, Any]], tests: dict[str, dict[str, Any]]
 
 def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, Any]],
                    run: dict[str, Any], run_id: str, log: str | None,
-                   report: str | None = "run-report.html", heading: str = "#") -> str:
+                   report: str | None = "run-report.html", heading: str = "#",
+                   note: str = "") -> str:
     """The Markdown summary of one run: ``records`` (its records), ``tests`` (the lines of
     ``tests.jsonl``, the latest per test id counted), ``run`` (``run.json``), links to
     ``report`` and ``log`` (relative; None: not linked). ``heading`` is the title's level
-    (``##`` when embedded in another summary)."""
+    (``##`` when embedded in another summary); ``note``: a paragraph under the links (a duet
+    side's pointer to the other side's page)."""
     latest = {t["test_id"]: t for t in tests}
     statuses = Counter(t["status"] for t in latest.values())
     counts = ", ".join(f"{statuses[s]} {word}" for s, word in
@@ -74,7 +76,7 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
     about = [f"{key} {str(run[key])[:12] if key == 'project_revision' else run[key]}"
              for key in ("topology", "project_revision", "host") if run.get(key)]
     lines = [f"{heading} Run {run_id}: {counts}", "",
-             " · ".join(x for x in [*links, *about] if x), ""]
+             " · ".join(x for x in [*links, *about] if x), "", *([note, ""] if note else [])]
     failed = [t for t in latest.values() if t["status"] == "FAIL"]
     if failed:
         lines += [f"{sub} Failed ({len(failed)})", ""]
