@@ -2,7 +2,8 @@
 (tcp_term and ssl_proxy on the kernel stack, 5 trials of 1 s), one short A/B run (6 rounds of
 1 s, side b with a sysctl and an environment variable), and the trend dashboard of the first;
 each page opened in headless Chromium (:mod:`utest.pages`): every chart drawn with data, no
-console message (a script error), each criterion's dashed line drawn over its bar and named,
+console message (a script error), each criterion's dashed line drawn over its bar (on the
+dashboard: across its series' chart) and named,
 Plotly's toolbar over no chart of the run report, the A/B page saying what side b set.
 
 ``utest/test_docs_browser.py`` proves the check fails on a page that does not render. Needs
@@ -131,5 +132,13 @@ def test_the_ab_page_draws_its_rounds_and_says_what_side_b_set(real: RealRun) ->
 def test_the_dashboard_of_the_run_draws_every_series(real: RealRun) -> None:
     drawn = draw(real.trend.as_uri())
     assert drawn.problems() == []
-    series = {(r["test_id"], name) for r in _records(real.run_dir) for name in r["metrics"]}
+    records = _records(real.run_dir)
+    series = {(r["test_id"], name) for r in records for name in r["metrics"]}
     assert len(drawn.charts) == len(series) and all(c.marks for c in drawn.charts)
+    # the criteria judging the run's medians, each a dashed line on its series' chart
+    bounds = {f"criterion {c['metric']} {'≥' if c['op'] == '>=' else '≤'} "
+              f"{figure(c['required'])}" for r in records for c in r["criteria"]
+              if not c.get("per_trial")}
+    drawn_bounds = {label for c in drawn.charts if c.dashed for label in c.labels
+                    if label.startswith("criterion ")}
+    assert bounds and drawn_bounds == bounds
