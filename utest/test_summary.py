@@ -81,6 +81,8 @@ def test_every_ab_test_has_its_change_interval_and_verdict(run_dir: Path):
                              | {"test_id": "1node/tcp_term/1s-vpp-tcp-term"}) + "\n")
     text = write_summary(run_dir).read_text()
     assert "## A/B (2 tests; comparison vpp installs)" in text
+    assert "- side b `vpp-copy` sets: vpp dut api_dir = /opt/vpp-copy/share/vpp/api; vpp dut " \
+        "bin = /opt/vpp-copy/bin/vpp;" in text
     assert "| 1s-vpp-tcp-term | throughput | vpp -> vpp-copy | -4.2 % [-5.9, -2.7] | " \
         "regression | FAIL |" in text
     assert "| 4s-vpp-tcp-term | throughput | vpp -> vpp-copy | +0.3 % [-0.5, +1.1] | " \

@@ -1,11 +1,11 @@
 """A run's ``summary.md``: short enough for a CI job summary or a pull-request comment.
 
-The status counts, every failed test with its whole message, every A/B test with
-its change, interval and verdict, the skipped tests grouped by reason, and relative links to
-``run-report.html`` and Robot's ``log.html``. Written beside the run report at the end of
-every run (:func:`libraries.report.run.write_summary`); the nightly and the bisection write
-their own (:mod:`libraries.nightly.summary`, :mod:`libraries.bisect.summary`). Pure: it
-renders what it is given.
+The status counts, every failed test with its whole message, what each A/B comparison's
+side b sets, every A/B test with its change, interval and verdict, the skipped tests grouped
+by reason, and relative links to ``run-report.html`` and Robot's ``log.html``. Written
+beside the run report at the end of every run (:func:`libraries.report.run.write_summary`);
+the nightly and the bisection write their own (:mod:`libraries.nightly.summary`,
+:mod:`libraries.bisect.summary`). Pure: it renders what it is given.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+
+from libraries.report.ab_section import side_changes
 
 SUMMARY = "summary.md"
 """The summary's file name, beside ``run-report.html``."""
@@ -87,7 +89,10 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
     if ab:
         rows = ab_rows(ab, latest)
         names = sorted({r["ab"]["comparison"]["name"] for r in ab})
+        sets = {r["ab"]["comparison"]["sha256"]: r["ab"]["sides"]["b"] for r in ab}
         lines += [f"{sub} A/B ({len(ab)} tests; comparison {', '.join(names)})", "",
+                  *[f"- side b `{side['name']}` sets: {side_changes(side)}"
+                    for side in sets.values()], "",
                   "| test | metric | a -> b | change [interval] | verdict | status |",
                   "|---|---|---|---|---|---|", *rows[:LISTED],
                   *_more(len(rows) - LISTED, "A/B rows"), ""]
