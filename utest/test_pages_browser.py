@@ -4,7 +4,8 @@
 each page opened in headless Chromium (:mod:`utest.pages`): every chart drawn with data, no
 console message (a script error), each criterion's dashed line drawn over its bar (on the
 dashboard: across its series' chart) and named,
-Plotly's toolbar over no chart of the run report, the A/B page saying what side b set.
+Plotly's toolbar over no chart of the run report, the A/B page saying what side b set; and a
+short duet (6 rounds of 1 s), whose side b's page links side a's, where the verdict is.
 
 ``utest/test_docs_browser.py`` proves the check fails on a page that does not render. Needs
 root (the testbed's network namespaces) and Debian's ``chromium``; skipped with the reason
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -142,3 +144,27 @@ def test_the_dashboard_of_the_run_draws_every_series(real: RealRun) -> None:
     drawn_bounds = {label for c in drawn.charts if c.dashed for label in c.labels
                     if label.startswith("criterion ")}
     assert bounds and drawn_bounds == bounds
+
+
+def test_a_duets_two_pages_link_each_other_and_side_b_points_to_the_verdict(
+        tmp_path: Path) -> None:
+    comparison = tmp_path / "ab.yaml"
+    comparison.write_text(COMPARISON)
+    done = subprocess.run(
+        [sys.executable, "-m", "libraries.ab.duet_run", str(comparison), "-d",
+         str(tmp_path / "duet"), "--timeout", "600", "--", *SHORT, "-v", "AB_LOOK:6",
+         "-v", "AB_MAX_ROUNDS:6", "-v", "PROFILE:off", "-t", "1s-kernel-tcp-term",
+         "tests/tcp_term/kernel.robot"], cwd=REPO, capture_output=True, text=True,
+        timeout=900, check=False)
+    assert done.returncode < 250, done.stdout[-3000:] + done.stderr[-3000:]
+    (a_page,) = (tmp_path / "duet" / "a").glob("*/run-report.html")
+    (b_page,) = (tmp_path / "duet" / "b").glob("*/run-report.html")
+    side_b = draw(b_page.as_uri())
+    assert side_b.problems() == []
+    link = re.search(r'the verdicts are on side a\'s page: <a href="([^"]+)"', side_b.dom)
+    assert link and (b_page.parent / link.group(1)).resolve() == a_page.resolve()
+    side_a = draw(a_page.as_uri())
+    assert side_a.problems() == [] and len(side_a.charts) == 1  # the rounds' ratios
+    back = re.search(r'side b\'s run: <a href="([^"]+)"', side_a.dom)
+    assert back and (a_page.parent / back.group(1)).resolve() == b_page.resolve()
+    assert "the verdicts are on side a's page" in (b_page.parent / "summary.md").read_text()
