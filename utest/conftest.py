@@ -39,13 +39,14 @@ from libraries.ab.duet_link import DuetLink
 E2E_MODULES = frozenset({
     "test_faults_e2e", "test_interrupt_e2e", "test_lab_pool", "test_reallab_e2e",
     "test_records_io", "test_short_trials_e2e", "test_telemetry_e2e", "test_testbed_e2e",
-    "test_vpp_node", "test_vpp_real", "test_ab_e2e", "test_cases_vpp",
+    "test_vpp_node", "test_vpp_real", "test_ab_e2e", "test_cases_vpp", "test_pages_browser",
 })
 LOOPBACK_MODULES = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
     "test_trend_browser", "test_cpu_telemetry", "test_environment",
     "test_iperf3", "test_nightly", "test_profile", "test_progress", "test_run_report",
     "test_vegeta", "test_wrk", "test_leftovers", "test_docs", "test_cli", "test_readme_commands",
+    "test_docs_browser",
 })
 UPROBE_MODULES = frozenset({
     "test_reallab_e2e", "test_short_trials_e2e", "test_sslsniff_real", "test_bpftime_real",
@@ -53,7 +54,7 @@ UPROBE_MODULES = frozenset({
 })
 WHOLLY_INTEGRATION = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
-    "test_vpp_real", "test_trend_browser",
+    "test_vpp_real", "test_trend_browser", "test_docs_browser",
 })
 """Modules whose every test starts real processes (marked here, not test by test)."""
 

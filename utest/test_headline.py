@@ -102,11 +102,11 @@ def test_ssl_proxy_headline_with_the_capacity_under_the_slo():
     m.add("capacity", [12500.0], "requests/s")
     m.add("direct_capacity", [30100.0], "requests/s")
     m.add("capacity_ratio", [12500.0 / 30100.0], "ratio")
-    assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct 0.42; "
+    assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct 0.415; "
                                 "direct 30.1k)")
     m.parameters["capacity_confirm_s"] = 10.0
     assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms over 10 s (proxy/direct "
-                                "0.42; direct 30.1k)")
+                                "0.415; direct 30.1k)")
     m.parameters["capacity_confirm_s"] = 0
     assert "capacity 12.5k req/s at p99<=10ms (MLRsearch knee, unconfirmed) (" in headline(m)
 
@@ -120,3 +120,12 @@ def test_a_generator_bound_direct_path_has_no_ratio_in_the_headline():
     m.evidence["capacity_limited_by"] = {"proxy": "path", "direct": "load generator"}
     assert headline(m).endswith("; capacity 12.5k req/s at p99<=10ms (proxy/direct "
                                 "unavailable; direct 30.1k (generator-bound))")
+
+
+def test_a_ratio_reads_as_every_other_figure():
+    """Issue 63: ``proxy/direct 0.43 [0.43, 0.44]`` in the message beside
+    ``proxy_direct_ratio 0.434 [0.431, 0.442]`` on the page; one formatter now."""
+    m = Measurement("ssl_proxy", "kernel", {"tool": "wrk"})
+    m.add("rps", [13000.0, 12900.0, 13100.0, 12950.0, 13050.0], "requests/s")
+    m.add("proxy_direct_ratio", [0.434, 0.431, 0.442, 0.433, 0.436], "ratio")
+    assert "(proxy/direct 0.434 [0.431, 0.442])" in headline(m)

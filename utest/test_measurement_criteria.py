@@ -16,6 +16,7 @@ from libraries.results.criteria import (
     evaluate,
     load_criteria,
 )
+from libraries.results.headline import figure
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
@@ -96,7 +97,7 @@ def test_a_criterion_passes_only_when_the_interval_clears_the_bound():
     [result] = evaluate(_floor(), m, "3node")
     assert result.outcome == "pass"
     assert result.describe().startswith(
-        "rps 1200 [1100, 1300] (94% confidence) requests/s >= required 1000 (")
+        "rps 1.2k [1.1k, 1.3k] (94% confidence) requests/s >= required 1000 (")
 
 
 def test_a_missed_criterion_says_measured_versus_required():
@@ -352,3 +353,15 @@ def test_an_on_off_setting_reads_the_usual_words(given, expected):
 def test_an_on_off_setting_refuses_anything_else_naming_the_variable():
     with pytest.raises(ValueError, match=r"-v EXTENDED:maybe: expected yes or no"):
         parse_switch("EXTENDED", "maybe")
+
+
+def test_a_criterion_writes_its_figures_as_the_headline_does():
+    """Issue 63: ``4.13766 [3.821, 4.359]`` beside the headline's ``4.14 [3.82, 4.36]`` in one
+    message; both now come from one formatter (3 significant digits)."""
+    m = _measurement()
+    m.add("rps", [4.13766, 3.821, 4.359, 4.2, 4.0], "requests/s")
+    [result] = evaluate(_floor(), m, "3node")
+    median, interval = m.metrics["rps"].value, m.metrics["rps"].interval
+    assert result.describe().startswith(
+        f"rps {figure(median)} [{figure(interval.low)}, {figure(interval.high)}] (")
+    assert result.describe().startswith("rps 4.14 [3.82, 4.36] (94% confidence) requests/s")

@@ -8,6 +8,9 @@ SKIPPED, their trials being in side a's record).
     python -m libraries.ab.duet_run topologies/examples/ab-sysctl.yaml -d results/duet -- \\
         -v TOPOLOGY:3node -t 1s-kernel-tcp-term tests/tcp_term/kernel.robot
 
+``DIR/duet.json`` (:data:`DUET_FILE`) names the comparison and each side's folder, so that
+each side's run report links to the other's (side b's to side a's, where the verdicts are).
+
 Exit status: side a's Robot status; where side a's is 0 and side b's is not, side b's (a
 failure only side b saw: its suite set-up, a teardown); :data:`BAD_INPUT` (252, Robot's code
 for invalid options) for bad options, a missing comparison file, or bad settings, topology or
@@ -20,6 +23,7 @@ and SIGTERM are passed to both runs, which stop as Robot stops and tear their te
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import socket
@@ -39,6 +43,21 @@ BAD_INPUT = 252
 failed")."""
 EXAMPLE = ("topologies/examples/ab-sysctl.yaml -d results/duet -- -v TOPOLOGY:3node "
            "-t 1s-kernel-tcp-term tests/tcp_term/kernel.robot")
+
+
+DUET_FILE = "duet.json"
+"""The duet's description in its output folder: ``{"comparison": path, "sides": {"a": "a",
+"b": "b"}}`` (each side's folder, relative), read by the run report
+(:mod:`libraries.report.duet_links`)."""
+
+
+def write_duet_file(output_dir: Path, comparison: str) -> Path:
+    """Write ``output_dir``/:data:`DUET_FILE` (before the runs start: each side's report
+    reads it when its run ends); its path."""
+    path = output_dir / DUET_FILE
+    path.write_text(json.dumps({"comparison": comparison, "sides": {"a": "a", "b": "b"}},
+                               indent=2) + "\n")
+    return path
 
 
 @dataclass(frozen=True)
@@ -145,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in previous:
         signal.signal(sig, forward)
     try:
+        options.outputdir.mkdir(parents=True, exist_ok=True)
+        write_duet_file(options.outputdir, str(Path(options.comparison).resolve()))
         for duet in planned:
             duet.output_dir.mkdir(parents=True, exist_ok=True)
             LOG.info("side %s: %s", duet.side, " ".join(duet.command))

@@ -1,5 +1,7 @@
-"""The run report's A/B section: per A/B test both sides (names, the versions of what they
-change, each side's median with its interval), the change candidate / baseline with its
+"""The run report's A/B section: the comparison file with what each side sets (its nginx
+directives, sysctls, environment, binaries: the file's content, one line a setting), per A/B
+test both sides (names, what they set, the versions of what they change, each side's median
+with its interval), the change candidate / baseline with its
 interval and verdict, the rounds, looks and switch cost, and a chart of the per-round ratios
 with the change, its interval and the margin drawn over them."""
 
@@ -11,9 +13,12 @@ from typing import Any
 import plotly.graph_objects as go
 
 from libraries.report.profile_section import profile_section
+from libraries.report.run_charts import title_layout
 from libraries.results.family import tests_statement
 from libraries.results.headline import figure as figure_text
 
+METRIC_COLOURS = ["#c0504d", "#4f81bd", "#9bbb59", "#8064a2"]
+"""Each compared metric's points and change line (a rate and its cost told apart)."""
 VERDICT_CLASS = {"regression": "fail", "progression": "pass", "no change": "pass",
                  "inconclusive": "no_criteria"}
 
@@ -26,32 +31,52 @@ def ratio_chart(record: dict[str, Any]) -> go.Figure | None:
     margin = block["rounds"].get("margin", 0.0)
     traces: list[Any] = []
     shapes: list[dict[str, Any]] = []
-    for metric, comparison in block["metrics"].items():
+    for number, (metric, comparison) in enumerate(block["metrics"].items()):
         ratios = comparison["ratios"]
+        colour = METRIC_COLOURS[number % len(METRIC_COLOURS)]
         traces.append(go.Scatter(x=list(range(1, len(ratios) + 1)), y=ratios,
                                  mode="markers+lines", name=f"{metric} b / a",
-                                 line={"width": 1, "color": "#4f81bd"}, marker={"size": 7}))
+                                 line={"width": 1, "color": colour}, marker={"size": 7}))
         if comparison.get("low") is not None and comparison.get("high") is not None:
             shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                            "y0": comparison["low"], "y1": comparison["high"],
-                           "fillcolor": "rgba(192, 80, 77, 0.15)", "line": {"width": 0}})
+                           "fillcolor": colour, "opacity": 0.15, "line": {"width": 0}})
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                        "y0": comparison["change"], "y1": comparison["change"],
-                       "line": {"color": "#c0504d", "width": 2}})
+                       "line": {"color": colour, "width": 2}})
     for level, dash in ((1.0, "solid"), (1.0 - margin, "dash"), (1.0 + margin, "dash")):
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                        "y0": level, "y1": level, "line": {"color": "#555", "dash": dash,
                                                           "width": 1}})
     figure = go.Figure(traces)
     figure.update_layout(
-        shapes=shapes, margin={"l": 70, "r": 20, "t": 40, "b": 50},
-        xaxis_title="round (each in a random order: A B or B A)",
-        yaxis_title="candidate / baseline",
-        title={"text": f"{record['name']}: {block['sides']['b']['name']} / "
+        **title_layout(f"{record['name']}: {block['sides']['b']['name']} / "
                        f"{block['sides']['a']['name']} per round (line: the change, band: its "
-                       f"interval, dashed: +-{margin:.0%})", "font": {"size": 14}},
-        legend={"orientation": "h", "y": 1.12, "x": 0.5})
+                       f"interval, dashed: +-{margin:.0%})", bottom=50),
+        shapes=shapes, xaxis_title="round (each in a random order: A B or B A)",
+        yaxis_title="candidate / baseline")
     return figure
+
+
+def change_lines(changes: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """What a side of a comparison sets (its record's ``changes``: the comparison file's
+    ``tools``, ``vpp``, ``nginx``, ``startup``, ``vcl``, ``sysctl``, ``env``), one line per
+    setting: ``sysctl dut net.ipv4.tcp_rmem = 4096 4096 4096``, ``nginx proxy server:
+    access_log off;``, ``env nginx OPENSSL_ia32cap = ~0x200000200000000``."""
+    if isinstance(changes, dict):
+        return [line for key, value in changes.items()
+                for line in change_lines(value, (*path, str(key)))]
+    if isinstance(changes, list | tuple):
+        return [f"{' '.join(path)}: {' '.join(str(item) for item in changes)}"]
+    return [f"{' '.join(path)} = {changes}"]
+
+
+def side_changes(side: dict[str, Any]) -> str:
+    """A side's settings in one line (``; `` between them): what the topology has where it
+    sets nothing, ``(not recorded)`` for a record made before sides kept them."""
+    if "changes" not in side:
+        return "(not recorded)"
+    return "; ".join(change_lines(side["changes"])) or "as the topology has it"
 
 
 def _side(record: dict[str, Any], key: str, metric: str) -> str:
@@ -67,6 +92,7 @@ def _side(record: dict[str, Any], key: str, metric: str) -> str:
         if interval.get("level") is not None:
             shown += f" [{figure_text(interval['low'])}, {figure_text(interval['high'])}]"
     return (f"<b>{html.escape(side['name'])}</b> {html.escape(shown)}"
+            f"<br><small>sets: {html.escape(side_changes(side))}</small>"
             + (f"<br><small>{html.escape(versions)}</small>" if versions else ""))
 
 
@@ -108,6 +134,17 @@ def run_family(records: list[dict[str, Any]], family: dict[str, Any] | None = No
     return tests_statement(levels, family, unrecorded)
 
 
+def _comparison(block: dict[str, Any]) -> str:
+    """The comparison file of an A/B block: its name, path and sha, and what each side sets
+    (the file's content, not only its name)."""
+    comparison, sides = block["comparison"], block["sides"]
+    parts = [f"<b>{key} {html.escape(sides[key]['name'])}</b>: "
+             f"{html.escape(side_changes(sides[key]))}" for key in ("a", "b")]
+    return (f"{html.escape(comparison['name'])} (<code>{html.escape(comparison['path'])}"
+            f"</code>, sha256 {html.escape(comparison['sha256'][:12])}): "
+            + "; ".join(parts))
+
+
 def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
                charts: list[str], link: Any, family: dict[str, Any] | None = None) -> str:
     """The section of the A/B records (empty when there are none); ``link(test)`` gives the
@@ -121,13 +158,13 @@ def ab_section(records: list[dict[str, Any]], tests: dict[str, dict[str, Any]],
         if figure is not None:
             charts.append(figure.to_json())
             blocks.append(f'<div class="chart" id="chart-ab-{len(charts)}"></div>')
-    files = sorted({(r["ab"]["comparison"]["name"], r["ab"]["comparison"]["path"],
-                     r["ab"]["comparison"]["sha256"][:12]) for r in records})
-    about = "; ".join(f"{html.escape(n)} ({html.escape(p)}, sha256 {s})" for n, p, s in files)
+    about = "; ".join(_comparison(block) for block in
+                      {r["ab"]["comparison"]["sha256"]: r["ab"] for r in records}.values())
     rows = "".join(_row(r, tests.get(r["test_id"]), link(tests.get(r["test_id"])))
                    for r in records)
     return ('<section class="case" id="case-ab"><h2>A/B</h2>'
-            f'<p class="note">Comparison: {about}. Each round measures both sides back to '
+            f"<p>Comparison: {about}.</p>"
+            '<p class="note">Each round measures both sides back to '
             "back, in an order drawn per round; the change is the Hodges-Lehmann median of "
             "the per-round ratios candidate / baseline, with its signed-rank interval at the "
             "looks' level."

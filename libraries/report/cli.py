@@ -30,6 +30,7 @@ from pathlib import Path
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
 from libraries.report.dashboard import write_dashboard
+from libraries.report.series_bounds import default_criteria
 from libraries.report.series_notes import comparison_changes, notes_markdown
 from libraries.testbed.errors import HostStackError
 from libraries.trend.analysis import (
@@ -116,7 +117,8 @@ def _run_trend(args: argparse.Namespace, store: Store) -> int:
         return EXIT_BAD_INPUT
     sys.stdout.write(text_table(SUMMARY_HEADER, summary_rows(trends)))
     if args.html:
-        write_dashboard(trends, args.html, title=args.title, runs=runs)
+        write_dashboard(trends, args.html, title=args.title, runs=runs,
+                        criteria=default_criteria())
         LOG.info("dashboard written to %s", args.html)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

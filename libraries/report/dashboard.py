@@ -7,8 +7,10 @@ Layout, built to stay usable with thousands of series and years of history:
   filtered view is a link: ``trend.html#case=ssl_proxy&changes=1``;
 - the regressions and progressions in a table at the top (every series in a folded table);
 - one section per test, regressions first: the test's metrics as charts side by side, each
-  with the samples and their trial range as error bars, jumpavg's group averages as a step
-  line and red / green markers where a group starts a regression / progression. Hover shows
+  with the samples and their trial range as error bars (a failed run's sample red, an
+  inconclusive one amber), jumpavg's group averages as a step line, the criterion judging the
+  series today as a dashed line (:mod:`libraries.report.series_bounds`), and red / green
+  markers where a group starts a regression / progression. Hover shows
   run id, date, value, trial range, versions and project revision; a click on a sample opens
   that run's log.html at the test (when the run's ``tests.jsonl`` named it).
 
@@ -39,7 +41,9 @@ import pandas as pd
 from plotly.offline import get_plotlyjs
 
 from libraries.report.dashboard_assets import SCRIPT, STYLE
+from libraries.report.series_bounds import series_bounds, verdict_codes
 from libraries.report.series_notes import comparison_changes
+from libraries.results.criteria import CriteriaFile
 from libraries.trend.analysis import (
     ORDER,
     SUMMARY_HEADER,
@@ -198,6 +202,7 @@ def series_json(trend: SeriesTrend, index: int, versions: dict[str, int],
         "ax": [int(seconds[p]) for p, _ in marks], "ay": [float(value[p]) for p, _ in marks],
         "ak": [kind for _, kind in marks],
         "ai": [len(bx) + p - first_raw if p >= first_raw else -1 for p, _ in marks],
+        "vd": verdict_codes(rows),
     }
 
 
@@ -277,13 +282,17 @@ class Dashboard:
 
 def build_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance trend",
                     base: Path | None = None, data_dir: str = "trend-data",
-                    runs: int | None = None, inline_bytes: int = INLINE_BYTES) -> Dashboard:
+                    runs: int | None = None, inline_bytes: int = INLINE_BYTES,
+                    criteria: CriteriaFile | None = None) -> Dashboard:
     """The page for ``trends``; ``base`` is the folder it is written to (log links are made
     relative to it); ``runs``: how many runs the history holds (default: those named by the
-    samples). Series data beyond ``inline_bytes`` goes to side files in ``data_dir``."""
+    samples). Series data beyond ``inline_bytes`` goes to side files in ``data_dir``.
+    ``criteria``: the file whose bounds are drawn over each series they judge
+    (:mod:`libraries.report.series_bounds`; None: no criterion line)."""
     versions: dict[str, int] = {}
     links: dict[str, str] = {}
-    series = [series_json(t, i, versions, base, links) for i, t in enumerate(trends)]
+    series = [{**series_json(t, i, versions, base, links),
+               "bounds": series_bounds(t, criteria)} for i, t in enumerate(trends)]
     facets = [_facets(t) for t in trends]
     counts = {c: sum(t.classification == c for t in trends) for c in ORDER}
     family = family_statement(trends)
@@ -349,12 +358,15 @@ def render_dashboard(trends: Sequence[SeriesTrend], title: str = "Performance tr
 
 
 def write_dashboard(trends: Sequence[SeriesTrend], path: Path, title: str = "Performance trend",
-                    runs: int | None = None) -> Dashboard:
+                    runs: int | None = None, criteria: CriteriaFile | None = None
+                    ) -> Dashboard:
     """Write the page to ``path`` and, for a large history, its data files to
-    ``<page name>-data/`` beside it (stale ones removed)."""
+    ``<page name>-data/`` beside it (stale ones removed); ``criteria``: as
+    :func:`build_dashboard`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = path.parent / f"{path.stem}-data"
-    dashboard = build_dashboard(trends, title, path.resolve().parent, folder.name, runs)
+    dashboard = build_dashboard(trends, title, path.resolve().parent, folder.name, runs,
+                                criteria=criteria)
     if folder.is_dir():
         for stale in folder.glob("chunk-*.js"):
             if stale.name not in dashboard.files:

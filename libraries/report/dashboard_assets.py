@@ -3,7 +3,9 @@
 The script draws one chart per series from a compact description (see
 :func:`libraries.report.dashboard.series_json`): older samples as downsampled buckets, the newest
 ones one by one (hover: run, versions, revision; click: that run's log), jumpavg's groups as a
-step line and markers where a regression or progression starts. Series data is either inline
+step line and markers where a regression or progression starts; a failed or inconclusive
+run's sample in its own colour, and each criterion judging the series as a dashed line
+(``bounds``: :mod:`libraries.report.series_bounds`). Series data is either inline
 (``SERIES``) or, for a large history, in side files loaded when a chart scrolls into view
 (``CHUNK_OF`` names each series' file; each file calls ``TREND_DATA``).
 """
@@ -59,13 +61,16 @@ function hover(s, i) {
   if (s.log[k]) lines.push('<i>click: this run\\'s log</i>');
   return lines.join('<br>');
 }
+const VERDICT_COLOURS = {f: '#d9534f', i: '#f0ad4e'};
 function draw(s, div) {
   const x = s.x.map(v => v * 1000);
   const text = s.x.map((_, i) => hover(s, i));
+  const verdicts = s.vd || [];
+  const colours = s.x.map((_, i) => VERDICT_COLOURS[verdicts[i - s.raw]] || '#1f77b4');
   const traces = [
     {type: 'scatter', mode: 'lines+markers', name: 'samples', x: x, y: s.y, text: text,
      hoverinfo: 'text', line: {color: '#1f77b4', width: 1},
-     marker: {size: s.n.map(n => n > 1 ? 3 : 5)},
+     marker: {size: s.n.map(n => n > 1 ? 3 : 5), color: colours},
      error_y: {type: 'data', symmetric: false, array: s.y.map((v, i) => s.hi[i] - v),
                arrayminus: s.y.map((v, i) => v - s.lo[i]), color: '#8ab', thickness: 1,
                width: 2}},
@@ -84,7 +89,15 @@ function draw(s, div) {
                    symbol: 'circle-open', line: {width: 3}}});
     }
   }
-  const layout = {margin: {l: 60, r: 10, t: 10, b: 40}, hovermode: 'closest',
+  const shapes = [];
+  for (const bound of s.bounds || []) {  // the criterion judging the series today
+    shapes.push({type: 'line', xref: 'paper', x0: 0, x1: 1, yref: 'y', y0: bound.y,
+                 y1: bound.y, line: {color: '#7a1f1f', width: 1.5, dash: 'dash'}});
+    traces.push({type: 'scatter', mode: 'lines', name: 'criterion ' + bound.text,
+                 x: [x[0], x[x.length - 1]], y: [bound.y, bound.y], hoverinfo: 'name',
+                 line: {color: '#7a1f1f', width: 1.5, dash: 'dash'}});
+  }
+  const layout = {shapes: shapes, margin: {l: 60, r: 10, t: 10, b: 40}, hovermode: 'closest',
                   xaxis: {type: 'date'}, yaxis: {title: {text: s.unit}},
                   legend: {orientation: 'h', y: -0.25, font: {size: 10}}};
   Plotly.newPlot(div, traces, layout, {responsive: true, displaylogo: false});

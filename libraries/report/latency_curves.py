@@ -11,6 +11,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from libraries.report.run_charts import title_layout
+
 COLOURS = {"proxy": "#c0504d", "direct": "#4f81bd"}
 
 
@@ -83,9 +85,7 @@ def capacity_chart(record: dict[str, Any]) -> go.Figure | None:
         figure.update_yaxes(range=[math.log10(min(values)) - 0.25,
                                    math.log10(max(values)) + 0.25])
     figure.update_layout(
-        margin={"l": 70, "r": 20, "t": 40, "b": 60}, yaxis_type="log",
-        xaxis_title="offered rate (requests/s)", yaxis_title="latency (ms)",
-        title={"text": f"{record['name']}: latency against offered rate "
-                       "(o: trial within the goal's loss, x: beyond)", "font": {"size": 14}},
-        legend={"orientation": "h", "y": 1.12, "x": 0.5})
+        **title_layout(f"{record['name']}: latency against offered rate "
+                       "(o: trial within the goal's loss, x: beyond)", bottom=60),
+        yaxis_type="log", xaxis_title="offered rate (requests/s)", yaxis_title="latency (ms)")
     return figure

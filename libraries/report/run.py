@@ -1,14 +1,18 @@
 """One run at a glance: ``<run dir>/run-report.html``, self-contained and offline.
 
 Per case (tcp_term, ssl_proxy, ebpf_stream, sslsniff): the variants side by side as bars (the
-median) with every trial as a point and the median labelled, one chart per rate unit
-(requests/s, Gbit/s, ...); then a table per test: stack, figures, ratios, verdict with its
-criteria, and a link into Robot's log.html at that test; then, folded, each test's CPU
-telemetry per variant and node (per-core table like mpstat, per-process CPU) where recorded,
-and the CPU profiles (flame graphs, their differential) where the test took them.
+median, labelled, its interval as whiskers, filled by its criterion's outcome) with every trial
+as a point and each criterion's bound a dashed line, one chart per rate unit (requests/s,
+Gbit/s, ...: :mod:`libraries.report.run_charts`); then a table per test: stack, figures,
+ratios, verdict with its criteria, and a link into Robot's log.html at that test; then,
+folded, each test's CPU telemetry per variant and node (per-core table like mpstat,
+per-process CPU) where recorded, and the CPU profiles (flame graphs, their differential)
+where the test took them.
 Tests that recorded nothing (skipped, failed before measuring) are listed with Robot's status
-and message. The results listener writes the page at the end of every run; for any run
-directory::
+and message. A duet side's page links the other side's (:mod:`libraries.report.duet_links`:
+side b's says its verdicts are on side a's). Where the page's intervals stand at several
+confidence levels, one line says why (:mod:`libraries.report.confidence`). The results
+listener writes the page at the end of every run; for any run directory::
 
     python -m libraries.report.run results/20261122-020000-1a2b [--output page.html]
 
@@ -29,13 +33,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from libraries.history.load import TESTS_FILE
 from libraries.report.ab_section import ab_section
+from libraries.report.confidence import confidence_note
+from libraries.report.duet_links import duet_banner, duet_note
 from libraries.report.latency_curves import capacity_chart
 from libraries.report.profile_section import profile_section
+from libraries.report.run_charts import CONFIG, bar_chart
 from libraries.report.summary import SUMMARY, render_summary
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
@@ -64,7 +70,16 @@ section.case { margin-top: 1.5em; border-top: 2px solid #ccc; }
 div.chart { height: 360px; max-width: 1100px; }
 p.note { font-size: 12px; color: #555; max-width: 70em; }
 details { font-size: 12px; }
+p.duet { background: #fff8e0; border: 1px solid #e0c060; padding: 6px 10px; max-width: 70em; }
 """
+
+
+_BARS = ('<p class="note">Bars: the median of each variant\'s trials (labelled), '
+         "its interval as whiskers, filled green, red or amber where a criterion passed, failed "
+         "or could not decide (pale where none judges it); points: every trial; dashed line: "
+         "the criterion's bound. Variants of one test were measured interleaved in the same "
+         "run, so their ratios are the portable figures.</p>\n")
+"""The bars' caption, on a page with bars only."""
 
 
 def load_tests(run_dir: Path) -> list[dict[str, Any]]:
@@ -104,39 +119,6 @@ def _load_run(run_dir: Path, problems: list[str]
     except ValueError as error:
         raise ValueError(f"{run_file}: not JSON: {error}") from None
     return records, tests, run
-
-
-def _chart(case: str, unit: str, records: list[dict[str, Any]]) -> go.Figure | None:
-    """Grouped bars: one group per test, one bar per variant (metric) in ``unit``, labelled
-    with the median, each trial a point on its bar."""
-    variants: dict[str, dict[str, Any]] = {}
-    for record in records:
-        for name, metric in record["metrics"].items():
-            if metric["unit"] == unit:
-                variants.setdefault(name, {})[record["name"]] = metric
-    if not variants:
-        return None
-    palette = ["#8fb3d9", "#f2b27a", "#9fd39a", "#d9a0c8", "#c9c27a", "#a0a8d9"]
-    traces: list[Any] = []
-    for number, (name, per_test) in enumerate(sorted(variants.items())):
-        tests = list(per_test)
-        colour = palette[number % len(palette)]
-        traces.append(go.Bar(
-            x=tests, y=[m["value"] for m in per_test.values()], name=name,
-            text=[figure_text(m["value"]) for m in per_test.values()], textposition="outside",
-            offsetgroup=name, marker_color=colour))
-        traces.append(go.Scatter(
-            x=[test for test, m in per_test.items() for _ in m["trials"]],
-            y=[value for m in per_test.values() for value in m["trials"]],
-            mode="markers", name=f"{name} trials", offsetgroup=name, showlegend=False,
-            marker={"color": "#1f3f66", "size": 7, "symbol": "circle-open"}))
-    figure = go.Figure(traces)
-    figure.update_layout(margin={"l": 70, "r": 20, "t": 40, "b": 80}, yaxis_title=unit,
-                         title={"text": f"{case}: {unit} (bars: median; points: trials)",
-                                "font": {"size": 14}},
-                         barmode="group", scattermode="group",
-                         legend={"orientation": "h", "y": 1.12, "x": 0.5})
-    return figure
 
 
 def _log_link(test: dict[str, Any] | None) -> str:
@@ -231,7 +213,7 @@ def _case_section(case: str, records: list[dict[str, Any]],
     blocks = []
     units = sorted({metric["unit"] for record in records
                     for metric in record["metrics"].values() if is_rate(metric["unit"])})
-    figures = [_chart(case, unit, records) for unit in units]
+    figures = [bar_chart(case, unit, records) for unit in units]
     figures += [capacity_chart(record) for record in records]
     for figure in figures:
         if figure is not None:
@@ -315,16 +297,19 @@ def render_run_report(run_dir: Path) -> str:
     charts_json = ("[" + ",".join(charts) + "]").replace("</", "<\\/")  # safe in <script>
     draw = (f"const CHARTS = {charts_json};\n"
             "document.querySelectorAll('div.chart').forEach((div, i) => Plotly.newPlot(div, "
-            "CHARTS[i].data, CHARTS[i].layout, {responsive: true, displaylogo: false}));\n")
+            f"CHARTS[i].data, CHARTS[i].layout, {json.dumps(CONFIG)}));\n")
+    plain = [r for r in records if not r.get("ab")]
+    caption = _BARS if any(is_rate(m["unit"]) for r in plain for m in r["metrics"].values()) \
+        else ""
+    why = confidence_note(records)
+    notes = caption + (f'<p class="note">{html.escape(why)}</p>\n' if why else "")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Run {html.escape(run_id)}</title><style>{_STYLE}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head>\n<body>\n'
-        f"<h1>Run {html.escape(run_id)}</h1>\n<p>{counts}{log_link}<br>{meta}</p>\n"
-        f"<p>{nav}</p>\n"
-        '<p class="note">Bars: the median of each variant\'s trials (labelled); points: every '
-        "trial. Variants of one test were measured interleaved in the same run, so their "
-        "ratios are the portable figures.</p>\n"
+        f"<h1>Run {html.escape(run_id)}</h1>\n{duet_banner(run_dir)}"
+        f"<p>{counts}{log_link}<br>{meta}</p>\n"
+        f"<p>{nav}</p>\n" + notes
         + _labs(run.get("pool")) + _unreadable(problems) + "\n".join(sections)
         + _unrecorded(tests, {r["test_id"] for r in records})
         + f"\n<script>{draw}</script>\n</body></html>\n")
@@ -344,7 +329,8 @@ def summary_text(run_dir: Path, heading: str = "#") -> str:
     run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
     log = next((t["log"] for t in tests if t.get("log")), None)
     return render_summary(records, tests, run, run_id, log,
-                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading)
+                          RUN_REPORT if (run_dir / RUN_REPORT).is_file() else None, heading,
+                          duet_note(run_dir))
 
 
 def write_summary(run_dir: Path) -> Path:

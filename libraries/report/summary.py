@@ -1,11 +1,11 @@
 """A run's ``summary.md``: short enough for a CI job summary or a pull-request comment.
 
-The status counts, every failed test with the first line of its message, every A/B test with
-its change, interval and verdict, the skipped tests grouped by reason, and relative links to
-``run-report.html`` and Robot's ``log.html``. Written beside the run report at the end of
-every run (:func:`libraries.report.run.write_summary`); the nightly and the bisection write
-their own (:mod:`libraries.nightly.summary`, :mod:`libraries.bisect.summary`). Pure: it
-renders what it is given.
+The status counts, every failed test with its whole message, what each A/B comparison's
+side b sets, every A/B test with its change, interval and verdict, the skipped tests grouped
+by reason, and relative links to ``run-report.html`` and Robot's ``log.html``. Written
+beside the run report at the end of every run (:func:`libraries.report.run.write_summary`);
+the nightly and the bisection write their own (:mod:`libraries.nightly.summary`,
+:mod:`libraries.bisect.summary`). Pure: it renders what it is given.
 """
 
 from __future__ import annotations
@@ -14,19 +14,21 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from libraries.report.ab_section import side_changes
+
 SUMMARY = "summary.md"
 """The summary's file name, beside ``run-report.html``."""
 LISTED = 20
 """At most this many failed tests and A/B rows are listed; the rest are counted."""
 
 
-def first_line(message: str | None, limit: int = 200) -> str:
-    """The first line of a test's message (before a ``| measured:`` headline), at most
-    ``limit`` characters, safe in a Markdown table cell."""
-    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+def whole_message(message: str | None) -> str:
+    """A test's whole message, never cut (issue 63: a failure cut mid-sentence at 200
+    characters): its lines joined with `` / ``, up to a ``| measured:`` headline (the figures,
+    which the run report shows), safe in a Markdown list item or table cell."""
+    lines = [" ".join(line.split()) for line in (message or "").splitlines()]
+    text = " / ".join(line for line in lines if line)
     text = text.split(" | measured: ")[0].strip() or "(no message)"
-    if len(text) > limit:
-        text = text[:limit - 3] + "..."
     return text.replace("|", "\\|")
 
 
@@ -58,11 +60,13 @@ def ab_rows(records: Sequence[dict[str, Any]], tests: dict[str, dict[str, Any]]
 
 def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, Any]],
                    run: dict[str, Any], run_id: str, log: str | None,
-                   report: str | None = "run-report.html", heading: str = "#") -> str:
+                   report: str | None = "run-report.html", heading: str = "#",
+                   note: str = "") -> str:
     """The Markdown summary of one run: ``records`` (its records), ``tests`` (the lines of
     ``tests.jsonl``, the latest per test id counted), ``run`` (``run.json``), links to
     ``report`` and ``log`` (relative; None: not linked). ``heading`` is the title's level
-    (``##`` when embedded in another summary)."""
+    (``##`` when embedded in another summary); ``note``: a paragraph under the links (a duet
+    side's pointer to the other side's page)."""
     latest = {t["test_id"]: t for t in tests}
     statuses = Counter(t["status"] for t in latest.values())
     counts = ", ".join(f"{statuses[s]} {word}" for s, word in
@@ -74,22 +78,25 @@ def render_summary(records: Sequence[dict[str, Any]], tests: Sequence[dict[str, 
     about = [f"{key} {str(run[key])[:12] if key == 'project_revision' else run[key]}"
              for key in ("topology", "project_revision", "host") if run.get(key)]
     lines = [f"{heading} Run {run_id}: {counts}", "",
-             " · ".join(x for x in [*links, *about] if x), ""]
+             " · ".join(x for x in [*links, *about] if x), "", *([note, ""] if note else [])]
     failed = [t for t in latest.values() if t["status"] == "FAIL"]
     if failed:
         lines += [f"{sub} Failed ({len(failed)})", ""]
         lines += [f"- `{t['name']}` ({t['test_id'].rsplit('/', 1)[0]}): "
-                  f"{first_line(t.get('message'))}" for t in failed[:LISTED]]
+                  f"{whole_message(t.get('message'))}" for t in failed[:LISTED]]
         lines += [*_more(len(failed) - LISTED, "failed tests"), ""]
     ab = [r for r in records if r.get("ab")]
     if ab:
         rows = ab_rows(ab, latest)
         names = sorted({r["ab"]["comparison"]["name"] for r in ab})
+        sets = {r["ab"]["comparison"]["sha256"]: r["ab"]["sides"]["b"] for r in ab}
         lines += [f"{sub} A/B ({len(ab)} tests; comparison {', '.join(names)})", "",
+                  *[f"- side b `{side['name']}` sets: {side_changes(side)}"
+                    for side in sets.values()], "",
                   "| test | metric | a -> b | change [interval] | verdict | status |",
                   "|---|---|---|---|---|---|", *rows[:LISTED],
                   *_more(len(rows) - LISTED, "A/B rows"), ""]
-    skipped = Counter(first_line(t.get("message"), 160) for t in latest.values()
+    skipped = Counter(whole_message(t.get("message")) for t in latest.values()
                       if t["status"] == "SKIP")
     if skipped:
         lines += [f"{sub} Skipped ({sum(skipped.values())})", ""]

@@ -35,6 +35,7 @@ from libraries.results.correctness import (
     trial_violations,
     worst,
 )
+from libraries.results.headline import figure
 from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError, TopologyError
@@ -205,7 +206,10 @@ class CriterionResult:
         return record
 
     def describe(self) -> str:
-        """``rps 812.3 [790, 840] requests/s < required 1000 (criteria.yaml: ...)`` style; a
+        """``rps 812 [790, 840] requests/s < required 1000 (criteria.yaml: ...)`` style: the
+        measured figures as the message's headline writes them (3 significant digits,
+        :func:`~libraries.results.headline.figure`: one format in one message), the bound as
+        the criteria file gives it (found there as written); a
         correctness check: ``errors > required 0 in 2 of 30 trials (round 4: 250; round 9
         on side b's run: 12) count (criteria.yaml: ...)``."""
         if self.per_trial:
@@ -220,16 +224,16 @@ class CriterionResult:
         interval = self.interval
         shown = ""
         if interval is not None and interval.level is not None:
-            shown = (f" [{interval.low:.4g}, {interval.high:.4g}] "
+            shown = (f" [{figure(interval.low)}, {figure(interval.high)}] "
                      f"({interval.level:.0%} confidence)")
         if self.outcome == "inconclusive":
             why = ("too few trials for an interval that decides"
                    if interval is not None and not interval.decisive
                    else "the interval straddles the bound")
-            return (f"{self.metric} {self.measured:.6g}{shown} {self.unit}: inconclusive "
+            return (f"{self.metric} {figure(self.measured)}{shown} {self.unit}: inconclusive "
                     f"against required {self.op} {self.required:g} ({why}) ({self.source})")
         relation = self.op if self.passed else ("<" if self.op == ">=" else ">")
-        return (f"{self.metric} {self.measured:.6g}{shown} {self.unit} {relation} required "
+        return (f"{self.metric} {figure(self.measured)}{shown} {self.unit} {relation} required "
                 f"{self.required:g} ({self.source})")
 
 

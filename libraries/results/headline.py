@@ -51,14 +51,16 @@ def _with_unit(metric: Metric) -> str:
 
 def _ratios(measurement: Measurement) -> list[str]:
     """``a_b_ratio`` of two variants reads ``a/b``; longer names (``ebpf_nginx_worker_cpu_ratio``)
-    stay as they are."""
+    stay as they are. Written as every other figure (:func:`figure`, 3 significant digits: a
+    ratio reads the same in the message, the run report's table and its criteria; two decimals
+    wrote ``0.43 [0.43, 0.44]``, the median on its own interval's end)."""
     parts = []
     for name, metric in measurement.metrics.items():
         if not name.endswith("_ratio") or name == "capacity_ratio":  # with the capacity
             continue
         stem = name.removesuffix("_ratio")
         label = stem.replace("_", "/") if stem.count("_") == 1 else name
-        parts.append(f"{label} {metric.value:.2f}{interval_text(metric, '.2f')}")
+        parts.append(f"{label} {figure(metric.value)}{interval_text(metric)}")
     return parts
 
 
@@ -112,7 +114,7 @@ def _ssl_proxy(m: Measurement) -> list[str]:
         text = _capacity(m, goal)
         inside = []
         if "capacity_ratio" in m.metrics:
-            inside.append(f"proxy/direct {m.value('capacity_ratio'):.2f}")
+            inside.append(f"proxy/direct {figure(m.value('capacity_ratio'))}")
         elif "capacity_ratio" in m.unavailable:
             inside.append("proxy/direct unavailable")
         if "direct_capacity" in m.metrics:
