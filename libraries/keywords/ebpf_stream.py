@@ -15,7 +15,6 @@ from libraries.cases.ebpf_stream import (
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import parse_plan
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -41,7 +40,7 @@ class EbpfStreamKeywords:
     | Start Stream Test Server On Node | server | pinned=${False} | | |
     | Start Stream Proxy On Node | dut | upstream=server | | |
     | Start Stream Proxy On Node | dut | upstream=server | ebpf=${True} | |
-    | ${result} = | Measure Stream Throughput From Node | tg | reverse=${True} | trials=${TRIALS} |
+    | ${result} = | Measure Stream Throughput From Node | tg | reverse=${True} | |
     | Record Result | ${result} | | | |
     """
 
@@ -125,14 +124,13 @@ class EbpfStreamKeywords:
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
-        self, client: str = "tg", reverse: bool = True, trials: str | int = 5,
-        duration: str | int = 2, warmup: str | int = 1,
+        self, client: str = "tg", reverse: bool = True,
     ) -> Measurement:
         """Measure iperf3 throughput directly and through every started proxy, interleaved.
 
         Runs iperf3 from ``client`` directly to the server and through every proxy started
         by `Start Stream Proxy On Node`, round by round (direct, native, eBPF, direct, ...):
-        a warm-up, then ``trials`` rounds of ``duration`` seconds, and more while a pass
+        a warm-up, then ``-v TRIALS`` rounds of ``-v DURATION`` seconds, and more while a pass
         criterion is still inconclusive (up to the budget). ``kernel.bpf_stats_enabled`` is
         set to 1 on the eBPF proxy's node for the measurement and restored afterwards.
 
@@ -149,10 +147,6 @@ class EbpfStreamKeywords:
             client: The node iperf3's client runs on: a node name or a role. Default ``tg``.
             reverse: ``${True}`` (default) adds ``-R``: a download, the server sends, as in
                 the seed; ``${False}`` uploads.
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
 
         Returns:
             The measurement to give to ``Record Result`` and ``Check Criteria``.
@@ -164,7 +158,7 @@ class EbpfStreamKeywords:
         Examples:
         | ${result} = | Measure Stream Throughput From Node | tg | |
         | ${result} = | Measure Stream Throughput From Node | tg | reverse=${False} |
-        | ${result} = | Measure Stream Throughput From Node | tg | trials=${TRIALS} |
         """
-        request = StreamRequest(client, bool(reverse), parse_plan(trials, duration, warmup))
-        return EbpfStreamCase(context.case_context(), self._setup, request).measure()
+        ctx = context.case_context()
+        request = StreamRequest(client, bool(reverse), ctx.settings.plan)
+        return EbpfStreamCase(ctx, self._setup, request).measure()

@@ -174,8 +174,7 @@ class VppKeywords:
         self.stack.give_interfaces(context.case_context(), node, mtu=mtu)
 
     @keyword("Skip Capacity Where VPP Shares Its Cores")
-    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str,
-                                                 shared_cores: str | bool = False) -> None:
+    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str) -> None:
         """Skip a capacity test where VPP would share its cores with other programs.
 
         Skips where ``stack`` is ``vpp`` and VPP on ``node`` forwards on a core the topology
@@ -190,25 +189,19 @@ class VppKeywords:
         shares CPU 0, four quiet runs confirmed 1,435 to 4,620 requests/s and a fifth
         refused its knee of 1,105 as far below the closed-loop maximum. The closed-loop
         rows are not affected (their interval carries the turn-taking). An A/B run
-        (``${AB}``) compares closed-loop rates, not capacities, and is never skipped here;
-        the kernel stack neither. ``shared_cores`` yes (``-v CAPACITY_SHARED_CORES:yes``)
-        measures it anyway, with a warning naming the keys. Call it before anything is
-        started.
+        (``-v AB``) compares closed-loop rates, not capacities, and is never skipped here;
+        the kernel stack neither. ``-v CAPACITY_SHARED_CORES:yes`` measures it anyway, with a
+        warning naming the keys. Call it before anything is started.
 
         Args:
             node: The node VPP would run on: a node name or a role (e.g. ``dut``).
             stack: The test's stack: ``kernel`` (never skipped) or ``vpp``.
-            shared_cores: ``yes`` measures on shared cores anyway (a warning names
-                them); ``no`` (default) skips. Any yes/no spelling (true/false, on/off,
-                1/0).
-
-        Fails when ``shared_cores`` is not a yes/no value.
 
         Examples:
-        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} | ${CAPACITY_SHARED_CORES} |
-        | Skip Capacity Where VPP Shares Its Cores | dut | vpp | shared_cores=yes |
+        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} |
+        | Skip Capacity Where VPP Shares Its Cores | dut | vpp |
         """
-        skip_where_vpp_shares_its_cores(context.case_context(), node, stack, shared_cores)
+        skip_where_vpp_shares_its_cores(context.case_context(), node, stack)
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
@@ -228,5 +221,4 @@ class VppKeywords:
         Examples:
         | Run Keyword And Continue On Failure | Stop VPP On All Nodes |
         """
-        if self.stack.placement.instances:
-            self.stack.stop_all(context.case_context())
+        self.stack.stop_started(context.case_context)
