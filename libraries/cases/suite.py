@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from libraries.cases.context import CaseContext, Log, Skip
+from libraries.cases.ebpf_stream import StreamSetup
 from libraries.cases.run_settings import RunSettings, check_measurement
 from libraries.cases.ssl_proxy import ProxySetup, SslProxyCase
+from libraries.cases.tcp_term import TcpTermSetup
 from libraries.cases.testbed_setup import Metadata, Pool, SuiteTestbed
+from libraries.cases.tracers import TracerSetup
+from libraries.cases.vpp import VppHostStack
 from libraries.results.adaptive import Judge
 from libraries.results.criteria import CriteriaFile, load_criteria
 from libraries.testbed.errors import HostStackError
@@ -34,14 +38,19 @@ EXTENDED_TAG = "EXTENDED"
 class SuiteState:
     """A suite's ``settings`` (resolved once, frozen), its ``criteria`` (read at the set-up's
     check, else at the first judgement), its ``testbed``, its A/B session (``ab``; None in a
-    plain run), the cases' ``context`` (None until
-    the first case keyword), the SSL proxy case's ``proxy`` set-up and its last ``measured``
-    test."""
+    plain run), the cases' ``context`` (None until the first case keyword), the SSL proxy
+    case's ``proxy`` set-up and its last ``measured`` test, the VPPs it runs and where its
+    applications sit on them (``vpp``), and each case's own set-up: the TCP termination's
+    (``tcp``: MTUs to restore), the stream proxies' (``stream``), the tracers' (``tracers``)."""
 
     settings: RunSettings
     criteria: CriteriaFile | None = None
     testbed: SuiteTestbed = field(default_factory=SuiteTestbed)
     ab: AbSession | None = None
+    vpp: VppHostStack = field(default_factory=VppHostStack)
+    tcp: TcpTermSetup = field(default_factory=TcpTermSetup)
+    stream: StreamSetup = field(default_factory=StreamSetup)
+    tracers: TracerSetup = field(default_factory=TracerSetup)
     context: CaseContext | None = None
     proxy: ProxySetup = field(default_factory=ProxySetup)
     measured: SslProxyCase | None = None

@@ -156,8 +156,7 @@ def close_ab_session() -> AbSession | None:
 def vpp_placement() -> VppPlacement | None:
     """The VPPs this suite runs and where its applications sit on them, or None when the suite
     does not import the VPP library."""
-    library = _optional(VPP_LIBRARY)
-    return None if library is None else library.placement
+    return None if _optional(VPP_LIBRARY) is None else suite().vpp.placement
 
 
 def pabotlib() -> Any:

@@ -8,7 +8,6 @@ from robot.api.deco import keyword, library
 from libraries.cases.ebpf_stream import (
     EbpfStreamCase,
     StreamRequest,
-    StreamSetup,
     require_ebpf_nginx,
     start_stream_proxy,
     start_stream_test_server,
@@ -43,9 +42,6 @@ class EbpfStreamKeywords:
     | ${result} = | Measure Stream Throughput From Node | tg | reverse=${True} | |
     | Record Result | ${result} | | | |
     """
-
-    def __init__(self) -> None:
-        self._setup = StreamSetup()
 
     @keyword("Require EBPF Nginx On Node")
     def require_ebpf_nginx_on_node(self, node: str = "dut") -> str:
@@ -90,7 +86,7 @@ class EbpfStreamKeywords:
         | Start Stream Test Server On Node | server | |
         | Start Stream Test Server On Node | server | pinned=${True} |
         """
-        start_stream_test_server(context.case_context(), self._setup, node, pinned)
+        start_stream_test_server(context.case_context(), context.suite().stream, node, pinned)
 
     @keyword("Start Stream Proxy On Node")
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
@@ -120,7 +116,8 @@ class EbpfStreamKeywords:
         | Start Stream Proxy On Node | dut | upstream=server | | |
         | Start Stream Proxy On Node | dut | upstream=server | ebpf=${True} | pinned=${True} |
         """
-        start_stream_proxy(context.case_context(), self._setup, node, upstream, ebpf, pinned)
+        start_stream_proxy(context.case_context(), context.suite().stream, node, upstream,
+                           ebpf, pinned)
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
@@ -161,4 +158,4 @@ class EbpfStreamKeywords:
         """
         ctx = context.case_context()
         request = StreamRequest(client, bool(reverse), ctx.settings.plan)
-        return EbpfStreamCase(ctx, self._setup, request).measure()
+        return EbpfStreamCase(ctx, context.suite().stream, request).measure()

@@ -13,7 +13,7 @@ from libraries.cases.sslsniff import (
     measure_with_seed_sslsniff,
     measure_with_userspace_tracer,
 )
-from libraries.cases.tracers import TracerSetup, require_kernel_tracer, require_seed_sslsniff
+from libraries.cases.tracers import require_kernel_tracer, require_seed_sslsniff
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
 
@@ -45,9 +45,6 @@ class SslsniffKeywords:
     | Record Result | ${result} | | | |
     """
 
-    def __init__(self) -> None:
-        self._tracers = TracerSetup()
-
     @keyword("Require Kernel SSL Tracer On Node")
     def require_kernel_ssl_tracer_on_node(self, node: str = "dut") -> str:
         """Choose the kernel SSL tracer a node can run and return its kind, or skip the test.
@@ -69,7 +66,7 @@ class SslsniffKeywords:
         | Require Kernel SSL Tracer On Node | dut |
         | ${kind} = | Require Kernel SSL Tracer On Node | dut |
         """
-        return require_kernel_tracer(context.case_context(), self._tracers, node)
+        return require_kernel_tracer(context.case_context(), context.suite().tracers, node)
 
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
@@ -110,8 +107,8 @@ class SslsniffKeywords:
         | ${result} = | Measure HTTPS Load With Kernel Tracer | tg | per_event=${False} |
         """
         return measure_with_kernel_tracer(context.case_context(), context.suite().proxy,
-                                          self._tracers, _request(client, path, connections),
-                                          bool(per_event))
+                                          context.suite().tracers,
+                                          _request(client, path, connections), bool(per_event))
 
     @keyword("Require Seed Sslsniff On Node")
     def require_seed_sslsniff_on_node(self, node: str = "dut") -> str:
@@ -134,7 +131,7 @@ class SslsniffKeywords:
         Examples:
         | Require Seed Sslsniff On Node | dut |
         """
-        return require_seed_sslsniff(context.case_context(), self._tracers, node)
+        return require_seed_sslsniff(context.case_context(), context.suite().tracers, node)
 
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(
@@ -164,7 +161,8 @@ class SslsniffKeywords:
         | ${result} = | Measure HTTPS Load With Seed Sslsniff In Kernel | tg | path=/1kb |
         """
         return measure_with_seed_sslsniff(context.case_context(), context.suite().proxy,
-                                          self._tracers, _request(client, path, connections))
+                                          context.suite().tracers,
+                                          _request(client, path, connections))
 
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(

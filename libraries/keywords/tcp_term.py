@@ -8,7 +8,6 @@ from robot.api.deco import keyword, library
 from libraries.cases.tcp_term import (
     TcpRequest,
     TcpTermCase,
-    TcpTermSetup,
     restore_link_mtus,
     set_link_mtu,
     start_server,
@@ -45,9 +44,6 @@ class TcpTermKeywords:
     | Restore Link MTUs | | | | |
     """
 
-    def __init__(self) -> None:
-        self._setup = TcpTermSetup()
-
     @keyword("Start Iperf3 Server On Node")
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
         """Start an iperf3 server on a node and wait until it listens.
@@ -68,7 +64,7 @@ class TcpTermKeywords:
         | Start Iperf3 Server On Node | dut | |
         | Start Iperf3 Server On Node | dut | stack=vpp |
         """
-        start_server(context.case_context(), self._setup, node, stack)
+        start_server(context.case_context(), context.suite().tcp, node, stack)
 
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
@@ -115,7 +111,7 @@ class TcpTermKeywords:
         """
         ctx = context.case_context()
         request = TcpRequest.given(client, reverse, streams, ctx.settings.plan, stack, mtu)
-        return TcpTermCase(ctx, self._setup, request).measure()
+        return TcpTermCase(ctx, context.suite().tcp, request).measure()
 
     @keyword("Set Link MTU Between Nodes")
     def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:
@@ -137,7 +133,7 @@ class TcpTermKeywords:
         Examples:
         | Set Link MTU Between Nodes | tg | dut | 9000 |
         """
-        set_link_mtu(context.case_context(), self._setup, node_a, node_b, mtu)
+        set_link_mtu(context.case_context(), context.suite().tcp, node_a, node_b, mtu)
 
     @keyword("Restore Link MTUs")
     def restore_link_mtus(self) -> None:
@@ -151,4 +147,4 @@ class TcpTermKeywords:
         Examples:
         | [Teardown] | Restore Link MTUs |
         """
-        restore_link_mtus(self._setup)
+        restore_link_mtus(context.suite().tcp)
