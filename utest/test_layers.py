@@ -266,7 +266,7 @@ def test_the_adapter_check_sees_logic_in_a_keyword(tmp_path: Path):
     assert _thick_keywords(module) == {"do": 2, "pick": 1}
 
 
-CASE_TESTS = ("test_cases.py", "test_capacity_placement.py")
+CASE_TESTS = ("test_cases.py", "test_capacity_placement.py", "test_suite_state.py")
 """The cases' unit tests: a context built by hand, no Robot Framework to patch."""
 
 

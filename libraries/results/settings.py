@@ -239,7 +239,8 @@ RUN_ID = Setting(
     "RUN_ID", None, _text, "run_id", "a run id", "Records go straight into the output dir "
     "under this id, and the run is not stored in the history at its end (its caller does "
     "that: the nightly).", "run", "first suite (the Results library's listener): "
-    "libraries.keywords.results", "(none: the run names itself YYYYmmdd-HHMMSS-xxxx)")
+    "libraries.results.run_records.RunRecords.open",
+    "(none: the run names itself YYYYmmdd-HHMMSS-xxxx)")
 TREND_STORE = Setting(
     "TREND_STORE", None, _text, "trend_store", "a folder, or NONE (not stored)", "The "
     "history a run that named itself is stored in when it ends (a bisection's comparisons "
