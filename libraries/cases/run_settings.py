@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from libraries.ab.settings import AB, AB_DUET, ab_settings_from_variables, check_ab_plan
@@ -118,7 +119,7 @@ def resolve_settings(lookup: Lookup, given: Collection[str] = ()) -> RunSettings
         correctness_only=correctness_only, extended=extended, run_id=trial.RUN_ID.read(lookup),
         trend_store=trial.TREND_STORE.read(lookup), ab_file=ab_file,
         ab_duet=AB_DUET.read(lookup), ab=ab, profile=profile, capacity=capacity,
-        shared_cores=CAPACITY_SHARED_CORES.read(lookup), values=values,
+        shared_cores=CAPACITY_SHARED_CORES.read(lookup), values=MappingProxyType(values),
         given=frozenset(given))
 
 

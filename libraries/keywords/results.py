@@ -22,6 +22,7 @@ from libraries.results.measurement import Measurement
 from libraries.results.records import make_test_id
 from libraries.results.run_records import RunRecords, TestInfo
 from libraries.results.settings import RUN_ID, TREND_STORE
+from libraries.testbed.errors import HostStackError
 
 
 @library(scope="GLOBAL", auto_keywords=False, listener="SELF")
@@ -128,7 +129,7 @@ class ResultsKeywords:
         state = context.opened_suite()
         try:
             topology = state.testbed.current.topology.name if state else None
-        except Exception:
+        except HostStackError:  # no testbed (yet): the run's -v TOPOLOGY
             topology = None
         return make_test_id(topology or str(context.run_setting(TOPOLOGY)),
                             Path(context.variable("SUITE SOURCE", "unknown")), test_name)
