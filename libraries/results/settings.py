@@ -130,11 +130,6 @@ def parse_plan(trials: object, duration: object, warmup: object) -> TrialPlan:
     return TrialPlan(TRIALS.parse(trials), DURATION.parse(duration), WARMUP.parse(warmup))
 
 
-def default_plan() -> TrialPlan:
-    """The plan of a run given no ``TRIALS``, ``DURATION`` nor ``WARMUP``."""
-    return parse_plan(TRIALS.default, DURATION.default, WARMUP.default)
-
-
 def parse_alpha(value: object) -> float:
     """``-v ALPHA``: a number in (0, 1) (``ValueError`` naming the variable)."""
     given_alpha = number("ALPHA", value)
