@@ -112,22 +112,24 @@ class SearchSettings:
     (:mod:`libraries.capacity.confirm`; 0: MLRsearch's knee is reported unconfirmed);
     ``verify_seconds``: one more window of that length at each figure, counted in its miss
     curve when as long as the others (0: none); ``miss_share`` (of windows missing at the
-    figure), ``windows`` (per path), ``holdout``: :mod:`libraries.capacity.confirm`."""
+    figure), ``windows`` (per path), ``holdout``: :mod:`libraries.capacity.confirm`. No
+    defaults here: a run's are the settings' declarations (:data:`SEARCH`,
+    :func:`parse_capacity_settings`)."""
 
     goals: tuple[LatencyGoal, ...]
-    low: float = 100.0
-    high: float = 1_000_000.0
-    exceed_ratio: float = 0.5
-    initial_duration: float = 0.5
-    final_duration: float = 1.0
-    duration_sum: float = 8.0
-    width: float = 0.02
-    max_seconds: float = 60.0
-    confirm_seconds: float = 30.0
-    verify_seconds: float = 0.0
-    miss_share: float = 0.1
-    windows: int = 12
-    holdout: int = 0
+    low: float
+    high: float
+    exceed_ratio: float
+    initial_duration: float
+    final_duration: float
+    duration_sum: float
+    width: float
+    max_seconds: float
+    confirm_seconds: float
+    verify_seconds: float
+    miss_share: float
+    windows: int
+    holdout: int
 
     def __post_init__(self) -> None:
         if not self.goals:
