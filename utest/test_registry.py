@@ -16,6 +16,7 @@ from libraries.capacity import settings as capacity
 from libraries.cases.profile_settings import profile_settings_from_variables
 from libraries.cases.registry import SETTINGS, areas, setting
 from libraries.cases.run_settings import RunSettings, default_settings, resolve_settings
+from libraries.results.plan import AbSettings
 from libraries.results.settings import Setting
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,3 +265,9 @@ def test_the_passed_setting_scan_sees_one(tmp_path):
     (tmp_path / "tests" / "t.robot").write_text("T\n    Open    ${AB}    ${CAPACITY_WIDTH}\n")
     assert [line.split(": ")[1] for line in passed_settings(tmp_path)] == [
         "${TRIALS}", "${LATENCY_SLO}", "${AB}", "${CAPACITY_WIDTH}"]
+
+
+def test_the_ab_value_types_own_defaults_are_the_declared_ones():
+    """``AbSettings``' field defaults (benchmarks, ``trend.ratio`` and tests build one by
+    hand) stay what the A/B declarations give a run."""
+    assert AbSettings() == ab_settings_from_variables(lambda name, default: default)
