@@ -7,7 +7,7 @@ library in ``libraries/keywords/`` and the methodology page (``benchmarks/README
 Two generated pages are committed in docs/ instead (:data:`COMMITTED`), so that a link from
 README.md to one setting (``docs/reference/settings.md#AB_MARGIN``) or one exit code
 (``docs/reference/exit-codes.md#nightly-3``) opens in one click on a forge, in an editor and
-in the site alike: the settings table (``libraries.results.registry``) and the exit codes of
+in the site alike: the settings page (``libraries.cases.registry``) and the exit codes of
 every command (``libraries.cli.EXIT_CODES``). ``python docs_gen/hooks.py`` writes them again;
 ``utest/test_docs.py`` fails while a committed page differs from what the code gives.
 A module that does not exist yet gives a page that says where it will come from.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -78,26 +77,38 @@ def _optional(module: str) -> Any | None:
 
 def settings_page() -> str:
     head = ("# Settings (`-v NAME:value`)\n\n"
-            "Every setting a run reads with `-v NAME:value`, with its default, the values it "
-            "accepts, what it does and where it is checked. ")
-    registry = _optional("libraries.results.registry")
+            "Every setting a run reads with `-v NAME:value`: its default, the values it "
+            "accepts and what it does, one block each, grouped by area. ")
+    registry = _optional("libraries.cases.registry")
     if registry is None:
-        return head + ("This table is generated at build time from "
-                       "`libraries/results/registry.py`, which this checkout does not have yet.\n")
+        return head + ("This page is generated at build time from "
+                       "`libraries/cases/registry.py`, which this checkout does not have yet.\n")
     areas = list(dict.fromkeys(setting.area for setting in registry.SETTINGS))  # as listed
-    parts = [head + "Generated from `libraries/results/registry.py` by `python "
-             "docs_gen/hooks.py` (a test fails when a setting parsed anywhere is missing from "
-             "the registry, or when this page differs from it).\n"]
+    parts = [head + "Each setting is declared once, in the package that owns it; this page "
+             "is generated from the declarations (`libraries/cases/registry.py` collects them) "
+             "by `python docs_gen/hooks.py`, and a test fails when it differs from them. A "
+             "run's log states every setting in force once, and which were given.\n"]
     for area in areas:
-        parts.append(f"## {area}\n\n{setting_anchors(registry.markdown_table(area=area))}\n")
+        blocks = "\n".join(setting_block(s) for s in registry.SETTINGS if s.area == area)
+        parts.append(f"## {area}\n\n{blocks}")
     return "\n".join(parts)
 
 
-def setting_anchors(table: str) -> str:
-    """``table`` with an anchor named after the setting on each row (``#AB_MARGIN``), so a
-    link opens the page at that setting."""
-    return re.sub(r"^\| `([A-Z][A-Z0-9_]*)` \|", r'| <span id="\1"></span>`\1` |', table,
-                  flags=re.MULTILINE)
+def setting_block(setting: Any) -> str:
+    """One setting's block: its anchor (``#AB_MARGIN``) and name as a heading, its default and
+    accepted values, what it means, and where it is checked in small print."""
+    return (f'<span id="{setting.name}"></span>\n\n### `{setting.name}`\n\n'
+            f"**Default:** {_text(setting.shown_default)}  \n"
+            f"**Accepts:** {_text(setting.accepted)}\n\n{_text(setting.meaning)}\n\n"
+            f"<small>Checked: {_text(setting.checked)}. Its value: `{setting.field}` of "
+            "the run's settings.</small>\n")
+
+
+def _text(text: str) -> str:
+    """Safe as Markdown text: ``<name>`` stays text (not an HTML tag a renderer would
+    swallow), ``*`` and ``_`` no emphasis."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("*", "\\*").replace("_", "\\_").replace("\n", " "))
 
 
 def exit_codes_page() -> str:

@@ -19,7 +19,7 @@ from libraries.ab.comparison import load_comparison
 from libraries.ab.duet import DUET_ORDER, combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink, DuetRole, OtherSideEnded
 from libraries.ab.session import AbSession, MeasuredBeside, NothingToCompare
-from libraries.keywords import ab as ab_keywords
+from libraries.cases.ab_setup import tell_unmeasured
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
 from libraries.testbed.errors import HostStackError
@@ -357,15 +357,12 @@ def test_side_b_starts_a_trial_at_the_instant_side_a_names_not_on_arrival(links)
     assert a.receive(1, "the result")[:3] == ("result", "T", 1.0)
 
 
-def test_a_test_that_ended_before_the_comparison_opened_is_told_to_the_other_run(monkeypatch):
+def test_a_test_that_ended_before_the_comparison_opened_is_told_to_the_other_run():
     """Side b's suite set-up failed (no testbed, so no A/B session): each of its tests still
-    tells side a's run, which would otherwise wait HANDSHAKE_TIMEOUT for each."""
+    tells side a's run (``AbKeywords.end_test``), which would otherwise wait HANDSHAKE_TIMEOUT
+    for each."""
     mine, theirs = socket.socketpair()
-    monkeypatch.setattr(ab_keywords, "BuiltIn", lambda: SimpleNamespace(
-        get_variable_value=lambda name, default: f"b:{mine.fileno()}"))
-    library = ab_keywords.AbKeywords()
-    library.end_test(None, SimpleNamespace(full_name="Kernel.T", status="FAIL",
-                                           message="Parent suite setup failed"))
+    tell_unmeasured(None, f"b:{mine.fileno()}", "Kernel.T", "FAIL: Parent suite setup failed")
     other = DuetLink(theirs, "a")
     assert other.receive(1, "the end") == ("ended", "Kernel.T",
                                            "FAIL: Parent suite setup failed")

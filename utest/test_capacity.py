@@ -59,8 +59,8 @@ class SimulatedPath:
 
 
 def _settings(**changes) -> SearchSettings:
-    return SearchSettings(**{"goals": parse_goals("p99<=10ms"), "low": 100.0, "high": 1e6,
-                             **changes})
+    """The settings' defaults over 100..1000000 requests/s, with ``changes``."""
+    return replace(parse_capacity_settings(search_range="100..1000000"), **changes)
 
 
 def test_a_knee_is_found_within_the_width_by_mlrsearch():

@@ -11,7 +11,7 @@ import yaml
 
 from libraries.cases.capacity import skip_where_vpp_shares_its_cores
 from libraries.cases.context import CaseContext, Skip
-from libraries.testbed.errors import HostStackError
+from libraries.cases.run_settings import resolve_settings
 from libraries.testbed.topology import TOPOLOGY_DIR
 from libraries.testbed.topology_file import load_topology, parse_topology
 
@@ -32,9 +32,12 @@ class _Log:
 
 def _run(topology, stack: str = "vpp", ab: object = None, anyway: str = "no",
          log: _Log | None = None) -> None:
-    ctx = CaseContext(SimpleNamespace(topology=topology), log=log or _Log(),  # type: ignore[arg-type]
-                      ab=ab)  # type: ignore[arg-type]
-    skip_where_vpp_shares_its_cores(ctx, "dut", stack, anyway)
+    """The skip as a suite given ``-v CAPACITY_SHARED_CORES:<anyway>`` runs it."""
+    settings = resolve_settings(
+        lambda name, default: anyway if name == "CAPACITY_SHARED_CORES" else default)
+    ctx = CaseContext(SimpleNamespace(topology=topology), settings,  # type: ignore[arg-type]
+                      log=log or _Log(), ab=ab)  # type: ignore[arg-type]
+    skip_where_vpp_shares_its_cores(ctx, "dut", stack)
 
 
 def test_vpp_sharing_cpu_0_with_the_proxy_and_the_server_skips_naming_them():
@@ -76,6 +79,6 @@ def test_capacity_shared_cores_yes_measures_anyway_with_a_warning():
                             "CAPACITY_SHARED_CORES:yes): nodes.dut.cpus.proxy, "
                             "nodes.dut.cpus.server, nodes.server.cpus.server; the figure "
                             "includes how the programs take turns on the core"]
-    with pytest.raises(HostStackError, match=r"-v CAPACITY_SHARED_CORES:maybe: expected yes "
-                       r"or no"):
+    with pytest.raises(ValueError, match=r"-v CAPACITY_SHARED_CORES:maybe: expected yes "
+                       r"or no"):  # refused when the suite resolves its settings
         _run(load_topology("3node"), anyway="maybe")

@@ -127,7 +127,7 @@ def _proxy_case(log: Log, mtls: bool = False) -> SslProxyCase:
     setup = ProxySetup(HttpsServer(_nginx("server", "nginx-server", 8445), mtls, status=False),
                        _nginx("dut", "nginx-proxy", 8089))
     request = LoadRequest("tg", "/1kb", 10, TrialPlan(trials=2, duration=1, warmup=0),
-                          "kernel", "p99<=10ms")
+                          "kernel")
     return SslProxyCase(CaseContext(testbed, log=log), setup, request)
 
 
@@ -173,7 +173,7 @@ def test_the_mtls_variant_has_no_direct_path():
 def test_the_proxy_case_needs_its_server_and_proxy():
     with pytest.raises(HostStackError, match="start the HTTPS server and the reverse proxy"):
         SslProxyCase(CaseContext(_testbed()), ProxySetup(),
-                     LoadRequest("tg", "/1kb", 10, TrialPlan(), "kernel", "10ms"))
+                     LoadRequest("tg", "/1kb", 10, TrialPlan(5, 2, 1), "kernel"))
 
 
 def test_the_capacity_search_is_skipped_without_a_generator_and_not_made_in_ab():
@@ -184,13 +184,11 @@ def test_the_capacity_search_is_skipped_without_a_generator_and_not_made_in_ab()
     measurement.notes.append("latency unavailable: no vegeta")
     with pytest.raises(Skip, match="no constant-rate generator on the load node: latency "
                                    "unavailable: no vegeta"):
-        search_capacity(ctx, measurement, measured, {})
+        search_capacity(ctx, measurement, measured)
     with pytest.raises(HostStackError, match="measure the paths first"):
-        search_capacity(ctx, measurement, None, {})
-    with pytest.raises(HostStackError, match="LATENCY_SLO"):
-        search_capacity(ctx, measurement, measured, {"goals": "fast"})
+        search_capacity(ctx, measurement, None)
     measurement.ab = {"verdict": "no change"}
-    assert search_capacity(ctx, measurement, None, {"goals": "fast"}) is measurement
+    assert search_capacity(ctx, measurement, None) is measurement
     assert log.lines[-1].startswith("A/B run: the capacity search is not made")
 
 

@@ -111,7 +111,7 @@ def test_the_keyword_libraries_are_found_from_the_source(hooks: types.ModuleType
 def test_without_the_registry_the_settings_page_says_where_it_comes_from(
         hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hooks, "_optional", lambda name: None)
-    assert "generated at build time from `libraries/results/registry.py`" in hooks.settings_page()
+    assert "generated at build time from `libraries/cases/registry.py`" in hooks.settings_page()
     assert "`libraries/cli.py`" in hooks.exit_codes_page()
 
 
@@ -119,17 +119,26 @@ def test_without_the_registry_the_settings_page_says_where_it_comes_from(
 class FakeSetting:
     name: str
     area: str
+    shown_default: str = "5"
+    accepted: str = "an integer >= 1"
+    meaning: str = "Rounds <per> variant."
+    checked: str = "suite set-up: libraries.results.settings.parse_plan"
+    field: str = "plan.trials"
 
 
-def test_the_settings_page_has_one_table_per_area_from_the_registry(
+def test_the_settings_page_has_a_block_per_setting_under_its_area(
         hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     registry = types.SimpleNamespace(
-        SETTINGS=[FakeSetting("AB_MARGIN", "A/B"), FakeSetting("TRIALS", "trials")],
-        markdown_table=lambda area=None: f"| name |\n|---|\n| table of {area} |")
+        SETTINGS=[FakeSetting("AB_MARGIN", "A/B"), FakeSetting("TRIALS", "trials")])
     monkeypatch.setattr(hooks, "_optional", lambda name: registry)
     page = hooks.settings_page()
-    assert "## A/B\n\n| name |\n|---|\n| table of A/B |" in page
-    assert "## trials\n\n| name |\n|---|\n| table of trials |" in page
+    assert page.index("## A/B") < page.index("### `AB_MARGIN`") < page.index("## trials") \
+        < page.index("### `TRIALS`")
+    assert ('<span id="TRIALS"></span>\n\n### `TRIALS`\n\n**Default:** 5  \n'
+            "**Accepts:** an integer &gt;= 1\n\nRounds &lt;per&gt; variant.\n\n"
+            "<small>Checked: suite set-up: libraries.results.settings.parse\\_plan. Its "
+            "value: `plan.trials` of the run's settings.</small>\n") in page
+    assert "|---|" not in page  # blocks, not a table
 
 
 def test_the_exit_codes_page_has_every_command_and_code(
@@ -146,11 +155,10 @@ def test_the_exit_codes_page_has_every_command_and_code(
 
 def test_every_setting_has_its_anchor_on_the_settings_page(hooks: types.ModuleType) -> None:
     page = hooks.settings_page()
-    registry = importlib.import_module("libraries.results.registry")
+    registry = importlib.import_module("libraries.cases.registry")
     for setting in registry.SETTINGS:
-        assert f'| <span id="{setting.name}"></span>`{setting.name}` |' in page, setting.name
-    assert hooks.setting_anchors("| `AB_MARGIN` | 1 |\n| `other` | x |") == \
-        '| <span id="AB_MARGIN"></span>`AB_MARGIN` | 1 |\n| `other` | x |'
+        assert f'<span id="{setting.name}"></span>\n\n### `{setting.name}`' in page, \
+            setting.name
 
 
 def readme_page_links() -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@ quoted a VPP skip reason no code wrote, and asked for Go while setup also stoppe
 cargo).
 
 Each quote is taken from the pages (a line break inside it read as a space) and looked for among
-what the code forms: the VPP skip reasons from :func:`libraries.keywords.testbed.vpp_skip_reason`
+what the code forms: the VPP skip reasons from :func:`libraries.cases.testbed_setup.vpp_skip_reason`
 over every node of the repository's topologies, setup's messages from ``setup.sh`` itself (its
 ``echo "setup.sh: ..."`` lines, their ``$VARIABLES`` given the values the script sets), and the
 toolchains setup stops without must be the ones the README and the local-testbed page ask for.
@@ -18,7 +18,7 @@ from pathlib import Path
 from robot.running import builder as robot_builder
 from robot.utils import html_format
 
-from libraries.keywords.testbed import vpp_skip_reason
+from libraries.cases.testbed_setup import vpp_skip_reason
 from libraries.testbed.topology_file import load_topology
 
 REPO = Path(__file__).resolve().parent.parent

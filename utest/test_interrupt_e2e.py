@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
-from libraries.keywords import testbed as testbed_keywords
+from libraries.cases import testbed_setup
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.interrupt import InterruptGuard
 from libraries.testbed.provision import Testbed
@@ -124,7 +124,7 @@ def test_a_second_signal_while_the_testbed_is_built_removes_that_testbed(restore
     signal.signal(signal.SIGINT, lambda signum, frame: None)
     removed: list[str] = []
     seen: dict[str, object] = {}
-    monkeypatch.setattr(testbed_keywords, "teardown_prefix", removed.append)
+    monkeypatch.setattr(testbed_setup, "teardown_prefix", removed.append)
 
     def up(topology, owner="robot", prefix=None):
         guard = InterruptGuard.install()
@@ -136,7 +136,7 @@ def test_a_second_signal_while_the_testbed_is_built_removes_that_testbed(restore
 
     monkeypatch.setattr(Testbed, "up", up)
     with pytest.raises(HostStackError, match="build stopped"):
-        testbed_keywords.TestbedKeywords().set_up_testbed("3node")
+        testbed_setup.SuiteTestbed().up("3node", lambda name, value: None)
     assert removed == [seen["prefix"]] and str(seen["prefix"]).startswith("hr")
 
 

@@ -176,9 +176,12 @@ def test_the_lookup_check_sees_a_lookup(tmp_path: Path):
     assert _library_lookups(module) == [4]
 
 
-CASE_LIBRARIES = ("ssl_proxy", "tcp_term", "ebpf_stream", "sslsniff")
-"""The case keyword libraries: each keyword converts its arguments, takes the context and makes
-one call into ``libraries.cases``."""
+KEYWORD_MODULES = sorted(p for p in (LIBRARIES / "keywords").glob("*.py")
+                         if p.name != "__init__.py")
+"""Every keyword module: each keyword converts its arguments, takes the suite's context and
+makes one call below (``libraries.cases``, ``testbed``, ``results``...)."""
+KEYWORD_MODULE_LINES = 350
+"""A keyword module past this holds policy that belongs below the keyword layer."""
 
 
 def _keyword_bodies(path: Path) -> dict[str, list[ast.stmt]]:
@@ -193,26 +196,67 @@ def _keyword_bodies(path: Path) -> dict[str, list[ast.stmt]]:
     return bodies
 
 
-@pytest.mark.parametrize("name", CASE_LIBRARIES)
-def test_a_case_keyword_only_adapts(name: str):
-    bodies = _keyword_bodies(LIBRARIES / "keywords" / f"{name}.py")
-    assert bodies, name
-    branching = (ast.If, ast.For, ast.While, ast.Try, ast.With)
-    thick = {keyword: len(body) for keyword, body in bodies.items()
-             if len(body) > 3 or any(isinstance(n, branching) for s in body for n in ast.walk(s))}
-    assert thick == {}, f"keywords/{name}.py: case logic in keywords {thick} (libraries/cases)"
+def _thick_keywords(path: Path) -> dict[str, int]:
+    """Each ``@keyword`` of ``path`` with more than three statements or a branch -> its
+    statement count."""
+    branching = (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp, ast.Match)
+    return {keyword: len(body) for keyword, body in _keyword_bodies(path).items()
+            if len(body) > 3 or any(isinstance(n, branching) for s in body for n in ast.walk(s))}
+
+
+@pytest.mark.parametrize("path", KEYWORD_MODULES, ids=lambda p: p.name)
+def test_a_keyword_only_adapts(path: Path):
+    thick = _thick_keywords(path)
+    assert thick == {}, f"keywords/{path.name}: logic in keywords {thick} (move it below)"
+
+
+@pytest.mark.parametrize("path", KEYWORD_MODULES, ids=lambda p: p.name)
+def test_a_keyword_module_stays_small(path: Path):
+    lines = len(path.read_text().splitlines())
+    assert lines < KEYWORD_MODULE_LINES, f"keywords/{path.name} has {lines} lines"
+
+
+def test_every_keyword_library_is_under_the_one_call_rule():
+    libraries = {p.name for p in KEYWORD_MODULES if _keyword_bodies(p)}
+    assert libraries >= {"ab.py", "results.py", "suite.py", "testbed.py", "vpp.py",
+                         "ssl_proxy.py", "tcp_term.py", "ebpf_stream.py", "sslsniff.py"}
+
+
+def _builtin_uses(path: Path) -> list[int]:
+    """Lines of ``path`` using Robot's ``BuiltIn`` (its import or any name ``BuiltIn``)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if (isinstance(node, ast.Name) and node.id == "BuiltIn")
+            or (isinstance(node, ast.ImportFrom) and node.module == "robot.libraries.BuiltIn")
+            or (isinstance(node, ast.Attribute) and node.attr == "BuiltIn")]
+
+
+def test_only_the_context_module_uses_builtin():
+    """Only ``keywords/context.py`` reads Robot's variables and writes tags and metadata."""
+    found = {str(p.relative_to(LIBRARIES)): lines for p in _modules()
+             if p != CONTEXT_MODULE and (lines := _builtin_uses(p))}
+    assert found == {}, f"BuiltIn() outside keywords/context.py: {found}"
+    assert _builtin_uses(CONTEXT_MODULE)
+
+
+def test_the_builtin_check_sees_a_use(tmp_path: Path):
+    module = tmp_path / "reads.py"
+    module.write_text("from robot.libraries.BuiltIn import BuiltIn\n"
+                      "def f():\n    return BuiltIn().get_variable_value('${TRIALS}')\n")
+    assert _builtin_uses(module) == [1, 3]
 
 
 def test_the_adapter_check_sees_logic_in_a_keyword(tmp_path: Path):
     module = tmp_path / "thick.py"
     module.write_text('class K:\n    @keyword("Do It")\n    def do(self, x):\n'
                       '        """Doc."""\n        if x:\n            return 1\n'
-                      '        return 2\n')
+                      '        return 2\n\n    @keyword("Pick")\n    def pick(self, x):\n'
+                      '        return 1 if x else 2\n')
     body = _keyword_bodies(module)["do"]
     assert len(body) == 2 and isinstance(body[0], ast.If)
+    assert _thick_keywords(module) == {"do": 2, "pick": 1}
 
 
-CASE_TESTS = ("test_cases.py", "test_capacity_placement.py")
+CASE_TESTS = ("test_cases.py", "test_capacity_placement.py", "test_suite_state.py")
 """The cases' unit tests: a context built by hand, no Robot Framework to patch."""
 
 

@@ -59,7 +59,7 @@ def test_a_warm_up_as_long_as_a_trial_is_still_a_warm_up():
                                  {"trials": "3"}])
 def test_trial_plan_rejects_bad_values(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
-        TrialPlan(**bad)
+        TrialPlan(**{"trials": 5, "duration": 2, "warmup": 1, **bad})
 
 
 def test_metric_summary_is_the_median_of_trials():

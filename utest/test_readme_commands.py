@@ -36,7 +36,7 @@ from libraries import cli
 from libraries.ab.comparison import load_comparison
 from libraries.bisect import cli as bisect_cli
 from libraries.bisect.runner import RobotComparisons
-from libraries.results import registry
+from libraries.cases import registry
 from libraries.results.settings import parse_plan, parse_switch
 from libraries.testbed.topology_file import load_topology
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from robot.api import SkipExecution
 
+from libraries.cases.context import Skip
+from libraries.cases.judging import check_criteria
 from libraries.keywords.results import ResultsKeywords
 from libraries.report.run import load_tests, main, render_run_report
 from libraries.report.run_end import finish_run
@@ -109,7 +110,7 @@ def test_the_page_renders_in_chromium_without_console_errors(run_dir: Path, tmp_
 
 def _listener_with_headline(text: str):
     listener = ResultsKeywords()
-    listener._headline = text
+    listener._records.headline = text
     return listener
 
 
@@ -188,17 +189,30 @@ def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Pat
     assert re.search(r"CPU +%usr +%nice +%sys", section) and "nginx" in section
 
 
-def _checked(monkeypatch: pytest.MonkeyPatch, outcomes: list[str],
-             correctness_only: bool = False) -> ResultsKeywords:
-    """Results keywords judging with criteria of ``outcomes``, off a running testbed
-    (``correctness_only``: as with ``-v JUDGE:correctness``)."""
-    keywords = ResultsKeywords()
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, text: str) -> None:
+        self.lines.append(text)
+
+    def warn(self, text: str) -> None:
+        self.lines.append(f"WARN {text}")
+
+    def folded(self, title: str, text: str) -> None:
+        self.lines.append(title)
+
+
+def _checked(measurement: Measurement, outcomes: list[str],
+             correctness_only: bool = False) -> None:
+    """``Check Criteria``'s judgement (:func:`libraries.cases.judging.check_criteria`) by
+    criteria of ``outcomes`` on 3node (``correctness_only``: as with ``-v JUDGE:correctness``);
+    no Robot."""
     results = [SimpleNamespace(outcome=o, floor=False, per_trial=False,
                                describe=lambda o=o: f"rps {o}") for o in outcomes]
-    monkeypatch.setattr(keywords, "_testbed_context", lambda: ("3node", {}))
-    monkeypatch.setattr(keywords, "judge", lambda: SimpleNamespace(
-        evaluate=lambda measurement: results, correctness_only=correctness_only))
-    return keywords
+    judge = SimpleNamespace(evaluate=lambda measurement: results,
+                            correctness_only=correctness_only)
+    check_criteria(measurement, judge, "3node", _Log())  # type: ignore[arg-type]
 
 
 def test_a_result_the_testbed_cannot_measure_is_skipped_after_what_fails():
@@ -206,19 +220,18 @@ def test_a_result_the_testbed_cannot_measure_is_skipped_after_what_fails():
     recorded, then skipped; an invalid result or a missed criterion still fails first."""
     measurement = Measurement("ssl_proxy", "kernel", {})
     measurement.untestable.append("p99<=10ms is under this testbed's latency floor")
-    with pytest.MonkeyPatch.context() as patch:
-        with pytest.raises(SkipExecution, match="not measurable on this testbed .recorded.: "
-                           "p99<=10ms is under this testbed's latency floor"):
-            _checked(patch, ["pass"]).check_criteria(measurement)
-        with pytest.raises(HostStackError, match="criteria not met: rps fail"):
-            _checked(patch, ["pass", "fail"]).check_criteria(measurement)
-        measurement.invalid.append("direct path: the search did not finish")
-        with pytest.raises(HostStackError, match="invalid result: direct path"):
-            _checked(patch, ["pass"]).check_criteria(measurement)
-        # -v JUDGE:correctness (CI's e2e job): the sanity finding is recorded, not failed on;
-        # what stays is the skip of the untestable goal
-        with pytest.raises(SkipExecution, match="not measurable on this testbed"):
-            _checked(patch, ["pass"], correctness_only=True).check_criteria(measurement)
+    with pytest.raises(Skip, match="not measurable on this testbed .recorded.: "
+                       "p99<=10ms is under this testbed's latency floor"):
+        _checked(measurement, ["pass"])
+    with pytest.raises(HostStackError, match="criteria not met: rps fail"):
+        _checked(measurement, ["pass", "fail"])
+    measurement.invalid.append("direct path: the search did not finish")
+    with pytest.raises(HostStackError, match="invalid result: direct path"):
+        _checked(measurement, ["pass"])
+    # -v JUDGE:correctness (CI's e2e job): the sanity finding is recorded, not failed on;
+    # what stays is the skip of the untestable goal
+    with pytest.raises(Skip, match="not measurable on this testbed"):
+        _checked(measurement, ["pass"], correctness_only=True)
 
 
 def test_a_failed_or_inconclusive_plain_verdict_says_when_others_held_the_duts_cores():
@@ -227,12 +240,11 @@ def test_a_failed_or_inconclusive_plain_verdict_says_when_others_held_the_duts_c
     busy.add("throughput", [3.1, 4.4, 3.8], "Gbit/s")
     busy.cost = {"metric": "cost", "foreign_load": {"node": "dut", "share_pct": 57.2}}
     told = "other processes took 57 % of dut's cores during the trials"
-    with pytest.MonkeyPatch.context() as patch:
-        with pytest.raises(HostStackError, match=rf"^criteria inconclusive after 3 trials "
-                           rf"\(fixed number of trials\): rps inconclusive; {told}$"):
-            _checked(patch, ["pass", "inconclusive"]).check_criteria(busy)
-        with pytest.raises(HostStackError, match=rf"^criteria not met: rps fail; {told}$"):
-            _checked(patch, ["fail"]).check_criteria(busy)
-        busy.cost["foreign_load"]["share_pct"] = 12.0  # under LARGE_FOREIGN: not said
-        with pytest.raises(HostStackError, match=r"^criteria not met: rps fail$"):
-            _checked(patch, ["fail"]).check_criteria(busy)
+    with pytest.raises(HostStackError, match=rf"^criteria inconclusive after 3 trials "
+                       rf"\(fixed number of trials\): rps inconclusive; {told}$"):
+        _checked(busy, ["pass", "inconclusive"])
+    with pytest.raises(HostStackError, match=rf"^criteria not met: rps fail; {told}$"):
+        _checked(busy, ["fail"])
+    busy.cost["foreign_load"]["share_pct"] = 12.0  # under LARGE_FOREIGN: not said
+    with pytest.raises(HostStackError, match=r"^criteria not met: rps fail$"):
+        _checked(busy, ["fail"])

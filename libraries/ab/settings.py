@@ -2,16 +2,18 @@
 (:mod:`libraries.results.settings`: a bad value is a ``ValueError`` naming the variable, the
 value and what was expected): ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``,
 ``AB_INCONCLUSIVE``, ``AB_UNUSED``, ``AB_ALPHA`` (``ALPHA`` otherwise) and ``AB_SCATTER``
-(:func:`ab_settings_from_variables`), and the check that their budget can reach a deciding
+(:func:`ab_settings_from_variables`), each declared once here (:data:`DECLARED`: default,
+parser, meaning), and the check that their budget can reach a deciding
 look at the planned trials (:func:`check_ab_plan`). Pure: it reads the values it is handed
 (``lookup(name, default)``, Robot's variables in a suite)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from libraries.results.plan import AbSettings, TrialPlan
-from libraries.results.settings import Lookup
+from libraries.results.plan import INCONCLUSIVE, UNUSED, AbSettings, TrialPlan
+from libraries.results.settings import ALPHA, Lookup, Setting
 
 
 def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
@@ -28,33 +30,94 @@ def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
             f"decided (give AB_BUDGET at least {least:g} s, or a shorter DURATION)")
 
 
-def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
-    """``-v AB_MARGIN`` (percent, default 1), ``AB_LOOK`` (10), ``AB_MAX_ROUNDS`` (60),
-    ``AB_INCONCLUSIVE`` (skip), ``AB_UNUSED`` (skip),
-    ``AB_BUDGET`` (600 s), ``ALPHA`` (0.05; ``AB_ALPHA`` overrides it for the A/B verdict
-    alone: the nightly's share of its family-wise level, :mod:`libraries.results.family`)
-    and ``AB_SCATTER`` (percent, 0: the night-to-night spread of the true ratio the verdict
-    tolerates); ``ValueError`` naming the variable."""
-    values = {}
-    for name, default, kind in (("AB_MARGIN", 1, float), ("AB_LOOK", 10, int),
-                                ("AB_MAX_ROUNDS", 60, int), ("AB_BUDGET", 600, float),
-                                ("ALPHA", 0.05, float), ("AB_SCATTER", 0, float)):
-        given = lookup(name, default)
+def _number(name: str, kind: type) -> Callable[[object], float]:
+    """The parser of an A/B number: ``kind`` of the value (a trailing ``%`` dropped), finite
+    (``ValueError`` naming ``-v NAME``)."""
+    def parse(given: object) -> float:
         try:
-            number = kind(str(given).rstrip("%"))
+            value = kind(str(given).rstrip("%"))
         except ValueError:
             raise ValueError(f"-v {name}:{given}: expected a {'whole ' if kind is int else ''}"
                              f"number, got {given!r}") from None
-        if not math.isfinite(number):
+        if not math.isfinite(value):
             raise ValueError(f"-v {name}:{given}: expected a finite number")
-        values[name] = number
-    given = lookup("AB_ALPHA", values["ALPHA"])
-    try:  # AbSettings checks the range and names alpha
-        values["ALPHA"] = float(str(given))
+        return value
+    return parse
+
+
+def _word(given: object) -> str:
+    return str(given).strip().lower()
+
+
+def _alpha(given: object) -> float | None:
+    """``-v AB_ALPHA``: a number (AbSettings checks its range, naming alpha); None: ALPHA's."""
+    if given is None:
+        return None
+    try:
+        return float(str(given))
     except ValueError:
         raise ValueError(f"-v AB_ALPHA:{given}: expected a number, got {given!r}") from None
-    return AbSettings(margin=values["AB_MARGIN"] / 100.0, look=int(values["AB_LOOK"]),
-                      max_rounds=int(values["AB_MAX_ROUNDS"]), budget_s=values["AB_BUDGET"],
-                      alpha=values["ALPHA"], scatter=values["AB_SCATTER"] / 100.0,
-                      inconclusive=str(lookup("AB_INCONCLUSIVE", "skip")).strip().lower(),
-                      unused=str(lookup("AB_UNUSED", "skip")).strip().lower())
+
+
+_AB = ("suite set-up (Check Measurement Settings, then Set Up A/B Comparison), A/B runs "
+       "only: libraries.ab.settings.ab_settings_from_variables")
+
+AB = Setting(
+    "AB", None, lambda v: str(v or "") or None, "ab_file", "a path to a comparison file "
+    "(YAML: sides a and b)", "Every measuring test becomes an A/B test of the file's two "
+    "sides, in rounds of random order.", "A/B", "suite set-up (Set Up A/B Comparison): "
+    "libraries.ab.comparison, checked on the nodes by libraries.ab.session",
+    "(none: not an A/B run)")
+AB_DUET = Setting(
+    "AB_DUET", None, lambda v: str(v or "") or None, "ab_duet", "<side>:<fd>, side a or b",
+    "This run is one side of a duet: both sides run at once on testbeds of their own, joined "
+    "by the launcher's socket pair.", "A/B", "suite set-up (Set Up A/B Comparison): "
+    "libraries.ab.duet_link", "(none; given by libraries.ab.duet_run)")
+AB_MARGIN = Setting(
+    "AB_MARGIN", "1", _number("AB_MARGIN", float), "ab.margin", "a percentage in [0, 100) "
+    "(1 or 1%)", "The smallest change that is a finding: a regression or progression needs "
+    "the whole interval beyond +-AB_MARGIN %, no change needs it wholly within.", "A/B", _AB)
+AB_LOOK = Setting(
+    "AB_LOOK", "10", _number("AB_LOOK", int), "ab.look", "whole rounds >= 1, enough for the "
+    "first look to decide at ALPHA", "Rounds between looks: the verdict is judged after every "
+    "AB_LOOK rounds (Bonferroni-corrected levels).", "A/B", _AB)
+AB_MAX_ROUNDS = Setting(
+    "AB_MAX_ROUNDS", "60", _number("AB_MAX_ROUNDS", int), "ab.max_rounds", "whole rounds >= "
+    "AB_LOOK", "The most rounds an A/B test runs before it is inconclusive.", "A/B", _AB)
+AB_BUDGET = Setting(
+    "AB_BUDGET", "600", _number("AB_BUDGET", float), "ab.budget_s", "seconds > 0, at least 2 "
+    "x WARMUP + 2 x DURATION x AB_LOOK", "Seconds the whole A/B measurement of one test may "
+    "take, switches included.", "A/B", _AB + " and check_ab_plan")
+AB_INCONCLUSIVE = Setting(
+    "AB_INCONCLUSIVE", INCONCLUSIVE[0], _word, "ab.inconclusive", ", ".join(INCONCLUSIVE[:-1])
+    + f" or {INCONCLUSIVE[-1]}", "What an A/B test that no look decided becomes.", "A/B", _AB)
+AB_UNUSED = Setting(
+    "AB_UNUSED", UNUSED[0], _word, "ab.unused", " or ".join(UNUSED), "What a test that uses "
+    "nothing the sides set differently does: skip with the reason, or measure it plainly.",
+    "A/B", _AB)
+AB_ALPHA = Setting(
+    "AB_ALPHA", None, _alpha, "ab.alpha", "a number in (0, 1)", "The A/B verdict's level "
+    "alone (the nightly gives each test its share of the night's family-wise level).", "A/B",
+    _AB, "ALPHA")
+AB_SCATTER = Setting(
+    "AB_SCATTER", "0", _number("AB_SCATTER", float), "ab.scatter", "a percentage in [0, 100)",
+    "The night-to-night spread of the true ratio the verdict tolerates: the interval is "
+    "widened by it (the nightly against a reference gives 1).", "A/B", _AB)
+
+DECLARED = (AB, AB_DUET, AB_MARGIN, AB_LOOK, AB_MAX_ROUNDS, AB_BUDGET, AB_INCONCLUSIVE,
+            AB_UNUSED, AB_ALPHA, AB_SCATTER)
+"""The A/B settings, in the reference page's order."""
+
+
+def ab_settings_from_variables(lookup: Lookup) -> AbSettings:
+    """The A/B settings (:data:`DECLARED`, each with its default) of ``lookup``'s values;
+    ``ALPHA`` unless ``AB_ALPHA`` is given (the nightly's share of its family-wise level,
+    :mod:`libraries.results.family`); ``ValueError`` naming the variable."""
+    numbers = {s.name: s.read(lookup) for s in (AB_MARGIN, AB_LOOK, AB_MAX_ROUNDS, AB_BUDGET)}
+    alpha = _number(ALPHA.name, float)(lookup(ALPHA.name, ALPHA.default))
+    scatter = AB_SCATTER.read(lookup)
+    own_alpha = AB_ALPHA.read(lookup)
+    return AbSettings(margin=numbers["AB_MARGIN"] / 100.0, look=int(numbers["AB_LOOK"]),
+                      max_rounds=int(numbers["AB_MAX_ROUNDS"]), budget_s=numbers["AB_BUDGET"],
+                      alpha=alpha if own_alpha is None else own_alpha, scatter=scatter / 100.0,
+                      inconclusive=AB_INCONCLUSIVE.read(lookup), unused=AB_UNUSED.read(lookup))

@@ -48,8 +48,7 @@ from libraries.bisect.runner import RobotComparisons, _safe, find_test
 from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.summary import clear_line
 from libraries.cases.preflight import run_problems
-from libraries.results.plan import TrialPlan
-from libraries.results.settings import parse_plan
+from libraries.results.settings import DURATION, TRIALS, WARMUP, parse_plan
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 
@@ -112,9 +111,8 @@ def _attempt_problem(rounds: int, budget: float, margin: float,
                                  "AB_MARGIN": margin}
     try:
         settings = ab_settings_from_variables(values.get)
-        check_ab_plan(settings, parse_plan(values.get("TRIALS", TrialPlan.trials),
-                                           values.get("DURATION", TrialPlan.duration),
-                                           values.get("WARMUP", TrialPlan.warmup)))
+        check_ab_plan(settings, parse_plan(*(s.read(values.get)
+                                             for s in (TRIALS, DURATION, WARMUP))))
     except ValueError as error:
         return str(error)
     return None

@@ -2,7 +2,8 @@
 range and MLRsearch's knobs, the windows of the miss curve (``CAPACITY_*``), as one
 :class:`SearchSettings`; parsed with the shared helpers of :mod:`libraries.results.settings`,
 in their error style (a ``ValueError`` naming the variable, the value and what was
-expected). Every setting is listed in :mod:`libraries.results.registry`. Pure: it reads values
+expected). Each setting is declared once here (:data:`DECLARED`: default, parser, meaning,
+its field); :mod:`libraries.cases.registry` collects them. Pure: it reads values
 it is handed, never a node, a file or Robot itself.
 """
 
@@ -13,10 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from libraries.results.settings import Lookup, number, whole
+from libraries.results.settings import (
+    SWITCH_TEXT,
+    Lookup,
+    Setting,
+    number,
+    parse_switch,
+    whole,
+)
 
-DEFAULT_SLO = "10ms"
-DEFAULT_RANGE = "1000..1000000"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s)\s*$")
 _GOAL = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<=\s*(.+)$")
 _UNIT_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
@@ -106,22 +112,24 @@ class SearchSettings:
     (:mod:`libraries.capacity.confirm`; 0: MLRsearch's knee is reported unconfirmed);
     ``verify_seconds``: one more window of that length at each figure, counted in its miss
     curve when as long as the others (0: none); ``miss_share`` (of windows missing at the
-    figure), ``windows`` (per path), ``holdout``: :mod:`libraries.capacity.confirm`."""
+    figure), ``windows`` (per path), ``holdout``: :mod:`libraries.capacity.confirm`. No
+    defaults here: a run's are the settings' declarations (:data:`SEARCH`,
+    :func:`parse_capacity_settings`)."""
 
     goals: tuple[LatencyGoal, ...]
-    low: float = 100.0
-    high: float = 1_000_000.0
-    exceed_ratio: float = 0.5
-    initial_duration: float = 0.5
-    final_duration: float = 1.0
-    duration_sum: float = 8.0
-    width: float = 0.02
-    max_seconds: float = 60.0
-    confirm_seconds: float = 30.0
-    verify_seconds: float = 0.0
-    miss_share: float = 0.1
-    windows: int = 12
-    holdout: int = 0
+    low: float
+    high: float
+    exceed_ratio: float
+    initial_duration: float
+    final_duration: float
+    duration_sum: float
+    width: float
+    max_seconds: float
+    confirm_seconds: float
+    verify_seconds: float
+    miss_share: float
+    windows: int
+    holdout: int
 
     def __post_init__(self) -> None:
         if not self.goals:
@@ -174,55 +182,119 @@ class SearchSettings:
                 "controller": "MLRsearch 1.2.1 (FD.io CSIT, PyPI)"}
 
 
-VARIABLES = {"goals": "LATENCY_SLO", "range": "CAPACITY_RANGE",
-             "exceed_ratio": "CAPACITY_EXCEED_RATIO", "durations": "CAPACITY_TRIAL_DURATION",
-             "duration_sum": "CAPACITY_DURATION_SUM", "width": "CAPACITY_WIDTH",
-             "max_seconds": "CAPACITY_BUDGET", "confirm_seconds": "CAPACITY_CONFIRM",
-             "verify_seconds": "CAPACITY_VERIFY", "miss_share": "CAPACITY_MISS_SHARE",
-             "windows": "CAPACITY_WINDOWS", "holdout": "CAPACITY_HOLDOUT"}
-"""The Robot variable (``-v NAME:value``) behind each setting."""
+_CAPACITY = ("suite set-up (Check Measurement Settings): "
+             "libraries.capacity.settings.capacity_settings_from_variables")
 
 
-DEFAULTS: dict[str, object] = {"goals": DEFAULT_SLO, "range": DEFAULT_RANGE,
-                               "exceed_ratio": 0.5, "durations": "0.5..1", "duration_sum": 8,
-                               "width": 0.02, "max_seconds": 60, "confirm_seconds": 30,
-                               "verify_seconds": 0, "miss_share": 0.1, "windows": 12,
-                               "holdout": 0}
+def _durations(value: object) -> tuple[float, float]:
+    """``initial..final`` seconds, or one duration for both."""
+    parts = str(value).split("..")
+    if len(parts) > 2:
+        raise ValueError(f"-v {CAPACITY_TRIAL_DURATION.name}:{value}: expected initial..final "
+                         "seconds (0.5..1) or one duration (1)")
+    return (number(CAPACITY_TRIAL_DURATION.name, parts[0]),
+            number(CAPACITY_TRIAL_DURATION.name, parts[-1]))
+
+
+LATENCY_SLO = Setting(
+    "LATENCY_SLO", "p99<=10ms", parse_goals, "capacity.goals",
+    "p99<=10ms[,p50<=2ms]; a bare duration (10ms) is p99<=10ms; units us, ms, s", "The latency "
+    "goals of a capacity search: the highest rate where each quantile stays within its limit; "
+    "the first goal's limit is the latency pass's yardstick.", "capacity",
+    _CAPACITY + ", and the latency pass: libraries.cases.ssl_proxy")
+CAPACITY_RANGE = Setting(
+    "CAPACITY_RANGE", "1000..1000000", parse_range, "capacity.low, capacity.high",
+    "bottom..top in requests/s, positive, top above bottom", "The rates MLRsearch searches "
+    "between.", "capacity", _CAPACITY)
+CAPACITY_EXCEED_RATIO = Setting(
+    "CAPACITY_EXCEED_RATIO", "0.5", lambda v: number("CAPACITY_EXCEED_RATIO", v),
+    "capacity.exceed_ratio", "a fraction in [0, 1)", "MLRsearch's exceed ratio: the share of "
+    "trial time that may miss a goal at a rate still counted as a lower bound.", "capacity",
+    _CAPACITY)
+CAPACITY_TRIAL_DURATION = Setting(
+    "CAPACITY_TRIAL_DURATION", "0.5..1", _durations,
+    "capacity.initial_duration, capacity.final_duration", "initial..final seconds (final >= "
+    "initial), or one duration for both", "MLRsearch's trial durations: short trials first, "
+    "the final duration decides.", "capacity", _CAPACITY)
+CAPACITY_DURATION_SUM = Setting(
+    "CAPACITY_DURATION_SUM", "8", lambda v: number("CAPACITY_DURATION_SUM", v),
+    "capacity.duration_sum", "seconds >= the final trial duration", "Seconds of final trials "
+    "that decide a rate.", "capacity", _CAPACITY)
+CAPACITY_WIDTH = Setting(
+    "CAPACITY_WIDTH", "0.02", lambda v: number("CAPACITY_WIDTH", v), "capacity.width",
+    "a fraction in (0, 1)", "The relative width between the bounds at which a search stops.",
+    "capacity", _CAPACITY)
+CAPACITY_BUDGET = Setting(
+    "CAPACITY_BUDGET", "60", lambda v: number("CAPACITY_BUDGET", v), "capacity.max_seconds",
+    "seconds > 0", "Each search's own time budget (its trials, overheads included).",
+    "capacity", _CAPACITY)
+CAPACITY_CONFIRM = Setting(
+    "CAPACITY_CONFIRM", "30", lambda v: number("CAPACITY_CONFIRM", v),
+    "capacity.confirm_seconds", "0 (none) or seconds > 0", "Length of the windows placed from "
+    "the knee to confirm the figure over all their requests (0: the knee is reported "
+    "unconfirmed).", "capacity", _CAPACITY)
+CAPACITY_VERIFY = Setting(
+    "CAPACITY_VERIFY", "0", lambda v: number("CAPACITY_VERIFY", v), "capacity.verify_seconds",
+    "0 (none) or seconds > 0", "One more window of this length at each figure, counted in its "
+    "miss curve when as long as the others.", "capacity", _CAPACITY)
+CAPACITY_MISS_SHARE = Setting(
+    "CAPACITY_MISS_SHARE", "0.1", lambda v: number("CAPACITY_MISS_SHARE", v),
+    "capacity.miss_share", "a fraction in (0, 0.5)", "The figure is the rate where a window "
+    "misses a goal with at most this probability (from the windows' miss curve).",
+    "capacity", _CAPACITY)
+CAPACITY_WINDOWS = Setting(
+    "CAPACITY_WINDOWS", "12", lambda v: whole("CAPACITY_WINDOWS", v, 6, "windows per path"),
+    "capacity.windows", "an integer >= 6", "Confirmation windows per path.", "capacity",
+    _CAPACITY)
+CAPACITY_HOLDOUT = Setting(
+    "CAPACITY_HOLDOUT", "0", lambda v: whole("CAPACITY_HOLDOUT", v, 0, "held-out windows"),
+    "capacity.holdout", "an integer >= 0", "Extra windows at each recorded figure, never "
+    "counted in its miss curve: how often a window there misses, against the curve's interval "
+    "(a check for benchmarks).", "capacity", _CAPACITY)
+CAPACITY_SHARED_CORES = Setting(
+    "CAPACITY_SHARED_CORES", "no", lambda v: parse_switch("CAPACITY_SHARED_CORES", v),
+    "shared_cores", SWITCH_TEXT, "Search the capacity of a VPP row even where VPP's cores are "
+    "shared with other processes (skipped otherwise), with a warning naming them.", "capacity",
+    _CAPACITY + "; used by the capacity test, stack vpp, plain runs: libraries.cases.capacity")
+
+SEARCH = {"goals": LATENCY_SLO, "search_range": CAPACITY_RANGE,
+          "exceed_ratio": CAPACITY_EXCEED_RATIO, "durations": CAPACITY_TRIAL_DURATION,
+          "duration_sum": CAPACITY_DURATION_SUM, "width": CAPACITY_WIDTH,
+          "max_seconds": CAPACITY_BUDGET, "confirm_seconds": CAPACITY_CONFIRM,
+          "verify_seconds": CAPACITY_VERIFY, "miss_share": CAPACITY_MISS_SHARE,
+          "windows": CAPACITY_WINDOWS, "holdout": CAPACITY_HOLDOUT}
+"""Each argument of :func:`parse_capacity_settings` -> its setting."""
+VARIABLES = {key: setting.name for key, setting in SEARCH.items()}
+"""The Robot variable (``-v NAME:value``) behind each argument."""
+DECLARED = (*SEARCH.values(), CAPACITY_SHARED_CORES)
+"""The capacity settings, in the reference page's order."""
 
 
 def capacity_settings_from_variables(lookup: Lookup) -> SearchSettings:
-    """:func:`parse_settings` of the Robot variables ``lookup(name, default)`` gives."""
-    return parse_capacity_settings(*(lookup(VARIABLES[key], default)
-                                     for key, default in DEFAULTS.items()))
+    """:func:`parse_capacity_settings` of the Robot variables ``lookup(name, default)`` gives."""
+    return parse_capacity_settings(**{key: lookup(setting.name, setting.default)
+                                      for key, setting in SEARCH.items()})
 
 
-def parse_capacity_settings(goals: object = DEFAULT_SLO, search_range: object = DEFAULT_RANGE,
-                   exceed_ratio: object = 0.5, durations: object = "0.5..1",
-                   duration_sum: object = 8, width: object = 0.02, max_seconds: object = 60,
-                   confirm_seconds: object = 30, verify_seconds: object = 0,
-                   miss_share: object = 0.1, windows: object = 12,
-                   holdout: object = 0) -> SearchSettings:
-    """The settings from Robot variables (see :data:`VARIABLES`); ``durations`` is
-    ``initial..final`` seconds or one duration for both. ``ValueError`` names the variable."""
-    low, high = parse_range(search_range, f"-v {VARIABLES['range']}")
-    parts = str(durations).split("..")
-    if len(parts) > 2:
-        raise ValueError(f"-v {VARIABLES['durations']}:{durations}: expected initial..final "
-                         "seconds (0.5..1) or one duration (1)")
+def parse_capacity_settings(**given: object) -> SearchSettings:
+    """The settings from Robot variables, by argument (see :data:`SEARCH`; one not given: its
+    setting's default); ``durations`` is ``initial..final`` seconds or one duration for both.
+    ``ValueError`` names the variable."""
+    unknown = set(given) - set(SEARCH)
+    if unknown:
+        raise TypeError(f"parse_capacity_settings: no setting {sorted(unknown)}")
+    raw = {key: given.get(key, setting.default) for key, setting in SEARCH.items()}
+    low, high = parse_range(raw["search_range"], f"-v {VARIABLES['search_range']}")
+    initial, final = _durations(raw["durations"])
     values: dict[str, Any] = {
-        "goals": parse_goals(goals, f"-v {VARIABLES['goals']}"), "low": low, "high": high,
-        "initial_duration": number(VARIABLES["durations"], parts[0]),
-        "final_duration": number(VARIABLES["durations"], parts[-1])}
-    given = {"exceed_ratio": exceed_ratio, "duration_sum": duration_sum, "width": width,
-             "max_seconds": max_seconds, "confirm_seconds": confirm_seconds,
-             "verify_seconds": verify_seconds, "miss_share": miss_share}
-    values.update((key, number(VARIABLES[key], value)) for key, value in given.items())
-    values.update(windows=whole(VARIABLES["windows"], windows, 6, "windows per path"),
-                  holdout=whole(VARIABLES["holdout"], holdout, 0, "held-out windows"))
+        "goals": parse_goals(raw["goals"], f"-v {VARIABLES['goals']}"), "low": low,
+        "high": high, "initial_duration": initial, "final_duration": final}
+    plain = ("exceed_ratio", "duration_sum", "width", "max_seconds", "confirm_seconds",
+             "verify_seconds", "miss_share", "windows", "holdout")
+    values.update((key, SEARCH[key].parse(raw[key])) for key in plain)
     try:
         return SearchSettings(**values)
     except ValueError as error:
-        key = next((k for k in given if f" {k}" in str(error)),
-                   "durations" if "duration" in str(error) else "range")
-        given.update(durations=durations, range=search_range)
-        raise ValueError(f"-v {VARIABLES[key]}:{given[key]}: {error}") from None
+        key = next((k for k in plain if f" {k}" in str(error)),
+                   "durations" if "duration" in str(error) else "search_range")
+        raise ValueError(f"-v {VARIABLES[key]}:{raw[key]}: {error}") from None

@@ -4,23 +4,17 @@ where VPP's cores are its own (:func:`skip_where_vpp_shares_its_cores`)."""
 from __future__ import annotations
 
 from libraries.cases.context import CaseContext, Skip
-from libraries.results.settings import parse_switch
-from libraries.testbed.errors import HostStackError
 
 
-def skip_where_vpp_shares_its_cores(ctx: CaseContext, node: str, stack: str,
-                                    shared_cores: object) -> None:
+def skip_where_vpp_shares_its_cores(ctx: CaseContext, node: str, stack: str) -> None:
     """Skip the test where ``stack`` is ``vpp`` and VPP on ``node`` forwards on a core the
     topology also pins other programs to (``Topology.vpp_core_sharers``), or on cores it does
     not pin. An A/B run (the context's A/B session) and the kernel stack are never skipped
-    here; ``shared_cores`` (``-v CAPACITY_SHARED_CORES``) ``yes`` measures anyway, with a
-    warning naming the keys."""
+    here; ``-v CAPACITY_SHARED_CORES:yes`` (the context's ``settings.shared_cores``) measures
+    anyway, with a warning naming the keys."""
     if stack != "vpp" or ctx.ab is not None:
         return
-    try:
-        anyway = parse_switch("CAPACITY_SHARED_CORES", shared_cores)
-    except ValueError as error:
-        raise HostStackError(str(error)) from None
+    anyway = ctx.settings.shared_cores
     topology = ctx.testbed.topology
     name = topology.resolve_node(node)
     sharers = topology.vpp_core_sharers(name)

@@ -1,5 +1,5 @@
-"""What a case runs in: the suite's testbed, judge, A/B session, VPP placement, profiling
-settings, log and console progress, as one typed value (:class:`CaseContext`).
+"""What a case runs in: the suite's testbed, run settings, judge, A/B session, VPP placement,
+profiling settings, log and console progress, as one typed value (:class:`CaseContext`).
 
 The keyword layer builds it once per suite from the suite's libraries
 (``libraries.keywords.context``); a unit test builds one by hand (a testbed, a list as the
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from libraries.cases.run_settings import RunSettings, default_settings
 from libraries.results.measurement import Say, TrialObserver, silent
 
 if TYPE_CHECKING:
@@ -73,15 +74,17 @@ class NoProgress:
 
 @dataclass(frozen=True)
 class CaseContext:
-    """The suite's context of a case: ``testbed``; ``judge`` (the criteria and settings a
-    measuring test is judged by; None: its planned trials only); ``ab`` (the suite's A/B
-    session, None in a plain run); ``vpp`` (the VPPs the suite runs and where applications
-    sit on them; None when the suite runs none); ``profiling`` (None: no profile asked);
-    ``log``; ``progress`` (a new console observer per measurement); ``say`` (a progress
-    line of a long step: a capacity window, an A/B look); ``test_name`` (the running test's
-    name, read when needed)."""
+    """The suite's context of a case: ``testbed``; ``settings`` (every ``-v`` setting,
+    resolved once at the suite's set-up; a run given nothing by default); ``judge`` (the
+    criteria and settings a measuring test is judged by; None: its planned trials only);
+    ``ab`` (the suite's A/B session, None in a plain run); ``vpp`` (the VPPs the suite runs
+    and where applications sit on them; None when the suite runs none); ``profiling`` (None:
+    no profile asked); ``log``; ``progress`` (a new console observer per measurement);
+    ``say`` (a progress line of a long step: a capacity window, an A/B look); ``test_name``
+    (the running test's name, read when needed)."""
 
     testbed: Testbed
+    settings: RunSettings = field(default_factory=default_settings)
     log: Log = field(default_factory=PlainLog)
     judge: Judge | None = None
     ab: AbSession | None = None

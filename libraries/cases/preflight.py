@@ -17,17 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from libraries.ab.comparison import Side, load_comparison
-from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
-from libraries.capacity.settings import capacity_settings_from_variables
-from libraries.cases.profile_settings import profile_settings_from_variables
-from libraries.results.plan import TrialPlan
-from libraries.results.settings import parse_judge, parse_settings, parse_switch
+from libraries.ab.settings import check_ab_plan
+from libraries.cases.run_settings import resolve_settings
+from libraries.cases.testbed_settings import TOPOLOGY
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
-
-DEFAULT_TOPOLOGY = "3node"
-"""The topology a run without ``-v TOPOLOGY`` uses (as the suites' default)."""
 
 
 def robot_variables(robot_args: Sequence[str]) -> dict[str, str]:
@@ -46,24 +41,14 @@ def robot_variables(robot_args: Sequence[str]) -> dict[str, str]:
 
 def settings_problems(variables: dict[str, str], topology: Topology | None) -> list[str]:
     """Why the settings are refused (the first bad one, as the suite set-up names it), or
-    nothing: trials, budget, alpha, EXTENDED, JUDGE, the profiling settings, in an A/B run
-    the ``AB_*`` settings and, where any is given, the capacity settings."""
-    def lookup(name: str, default: object = None) -> object:
-        return variables.get(name, default)
-
-    budget = topology.budget if topology is not None else None
+    nothing: every setting's value (:func:`libraries.cases.run_settings.resolve_settings`),
+    the budget on ``topology`` and, in an A/B run, the A/B plan."""
     try:
-        settings = parse_settings(
-            lookup("TRIALS", TrialPlan.trials), lookup("DURATION", TrialPlan.duration),
-            lookup("WARMUP", TrialPlan.warmup), lookup("MAX_TRIALS"), lookup("MAX_SECONDS"),
-            lookup("ALPHA"), budget.model_dump(exclude_none=True) if budget else None)
-        parse_switch("EXTENDED", lookup("EXTENDED", False))
-        parse_judge(lookup("JUDGE", "all"))
-        profile_settings_from_variables(lookup)
-        if lookup("AB"):
-            check_ab_plan(ab_settings_from_variables(lookup), settings.plan)
-        if any(name == "LATENCY_SLO" or name.startswith("CAPACITY_") for name in variables):
-            capacity_settings_from_variables(lookup)
+        settings = resolve_settings(variables.get,
+                                    variables)
+        trials = settings.trial_settings(topology)
+        if settings.ab is not None:
+            check_ab_plan(settings.ab, trials.plan)
     except ValueError as error:
         return [str(error)]
     return []
@@ -90,7 +75,7 @@ def run_problems(robot_args: Sequence[str], comparison: str | None = None,
         variables["AB"] = comparison
     names = [variables["TOPOLOGY"]] if "TOPOLOGY" in variables else list(topologies)
     if not names and "LAB_POOL" not in variables:
-        names = [DEFAULT_TOPOLOGY]
+        names = [str(TOPOLOGY.default)]
     problems: list[str] = []
     loaded: list[Topology] = []
     for name in names:

@@ -15,7 +15,6 @@ one call per keyword.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from libraries.capacity.generators import (
@@ -25,7 +24,6 @@ from libraries.capacity.generators import (
     latency_pass,
 )
 from libraries.capacity.limits import search_paths_capacity
-from libraries.capacity.settings import DEFAULT_RANGE, parse_capacity_settings, parse_goals
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import (
     add_path_metrics,
@@ -219,15 +217,14 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
 @dataclass(frozen=True)
 class LoadRequest:
     """One test's load: from node ``client``, file ``path`` (``/1kb``), wrk ``connections``,
-    the trial ``plan``, the ``stack`` and the latency goals of the latency pass
-    (``latency_slo``, ``-v LATENCY_SLO``)."""
+    the trial ``plan`` and the ``stack`` (the latency pass's goal: the context's
+    ``-v LATENCY_SLO``)."""
 
     client: str
     path: str
     connections: int
     plan: TrialPlan
     stack: str
-    latency_slo: object
 
 
 class SslProxyCase:
@@ -364,34 +361,27 @@ class SslProxyCase:
         self.searcher = replace(searcher, connections=connections) if searcher else None
         wrk2 = generator is not None and generator.tool == "wrk2"
         seconds = max(self.request.plan.duration, 30 if wrk2 else 3)  # wrk2 recalibrates ~10 s
-        try:
-            limit = parse_goals(self.request.latency_slo)[0].limit_ms
-        except ValueError as error:
-            raise HostStackError(str(error)) from None
+        limit = self.ctx.settings.capacity.goals[0].limit_ms
         latency_pass(measurement, generator, why, self.urls["proxy"], LATENCY_SHARE, seconds,
                      limit)
 
 
-def search_capacity(ctx: CaseContext, measurement: Measurement, measured: SslProxyCase | None,
-                    options: Mapping[str, object]) -> Measurement:
+def search_capacity(ctx: CaseContext, measurement: Measurement,
+                    measured: SslProxyCase | None) -> Measurement:
     """The capacity of the proxied and the direct path of ``measurement`` (``measured``: the
-    test that measured them) under the search ``options`` (the arguments of
-    :func:`~libraries.capacity.settings.parse_capacity_settings`, by name;
-    :func:`libraries.capacity.limits.search_paths_capacity`); an A/B test's measurement as it
-    is, a load node without a constant-rate generator a skip."""
+    test that measured them) under the suite's capacity settings (``ctx.settings.capacity``:
+    ``-v LATENCY_SLO``, ``CAPACITY_*``; :func:`libraries.capacity.limits.search_paths_capacity`);
+    an A/B test's measurement as it is, a load node without a constant-rate generator a
+    skip."""
     if measurement.ab:
         ctx.log.info("A/B run: the capacity search is not made (the sides' rates are "
                      "compared round by round instead)")
         return measurement
     if measured is None:
         raise HostStackError("measure the paths first: Measure HTTPS Load Through Proxy")
-    try:
-        settings = parse_capacity_settings(**options)
-    except ValueError as error:
-        raise HostStackError(str(error)) from None
     if measured.searcher is None:
         raise Skip(f"no constant-rate generator on the load node: "
                    f"{measurement.notes[-1] if measurement.notes else ''}")
-    return search_paths_capacity(measurement, measured.searcher, dict(measured.urls), settings,
-                                 str(options.get("search_range", DEFAULT_RANGE)),
+    return search_paths_capacity(measurement, measured.searcher, dict(measured.urls),
+                                 ctx.settings.capacity, ctx.settings.capacity_range,
                                  ctx.log.folded, ctx.say)

@@ -112,6 +112,14 @@ class TcpRequest:
     stack: str
     mtu: int | None = None
 
+    @classmethod
+    def given(cls, client: str, reverse: object, streams: object, plan: TrialPlan, stack: str,
+              mtu: object) -> TcpRequest:
+        """The request from a keyword's arguments (Robot gives strings; an MTU of None or 0
+        is the links' own)."""
+        return cls(client, bool(reverse), int(streams), plan, stack,  # type: ignore[call-overload]
+                   int(mtu) if mtu else None)  # type: ignore[call-overload]
+
 
 def start_server(ctx: CaseContext, setup: TcpTermSetup, node: str, stack: str) -> None:
     """``iperf3 -s`` on ``node`` (port 5201, pinned to the node's ``server`` CPUs, on VPP's

@@ -18,6 +18,7 @@ The other cases read where the applications sit through the context's ``vpp``
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from libraries.cases.context import CaseContext, Skip
@@ -155,6 +156,12 @@ class VppHostStack:
                                 self.peer_checksums.setdefault(name, []))
         self.ports.setdefault(name, []).extend(attach_ports(instance.node, instance.hoststack,
                                                             ports))
+
+    def stop_started(self, ctx: Callable[[], CaseContext]) -> None:
+        """:meth:`stop_all` when a VPP was started (``ctx()``: the suite's context, built only
+        then); nothing otherwise."""
+        if self.placement.instances:
+            self.stop_all(ctx())
 
     def stop_all(self, ctx: CaseContext) -> None:
         """Undo every VPP set-up and stop every VPP: VPP's show outputs and its own output to

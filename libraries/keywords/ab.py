@@ -2,30 +2,25 @@
 test as an A/B test of two sides of the system under test (:mod:`libraries.ab`), measured
 side by side in one run and judged per round.
 
-This library holds the suite's :class:`~libraries.ab.session.AbSession`: the suite setup opens
-it (the file loaded against the topology and checked on the nodes before anything is
-measured), each test's teardown puts the original sysctls and topology back, failures
-included, and ``Check A/B Verdict`` turns the verdict into the test's status. The cases
-measure through it and register what they start with it (:mod:`libraries.cases.runner`,
-``CaseContext.ab``, from :mod:`libraries.keywords.context`).
+The suite's :class:`~libraries.ab.session.AbSession` is kept in the suite's state
+(:class:`libraries.cases.suite.SuiteState`): the suite setup opens it (the file loaded against
+the topology and checked on the nodes before anything is measured), each test's teardown puts
+the original sysctls and topology back, failures included, and ``Check A/B Verdict`` turns the
+verdict into the test's status (:mod:`libraries.cases.ab_setup`). The cases measure through it
+and register what they start with it (:mod:`libraries.cases.runner`, ``CaseContext.ab``, from
+:mod:`libraries.keywords.context`).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.ab.duet_link import DuetLink, DuetRole
-from libraries.ab.opening import open_session
-from libraries.ab.session import AbSession
-from libraries.ab.settings import ab_settings_from_variables
+from libraries.ab.settings import AB_DUET
+from libraries.cases.ab_setup import check_ab_verdict, open_comparison, restore, tell_unmeasured
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.testbed.errors import HostStackError
 
 
 @library(scope="SUITE", auto_keywords=False, listener="SELF")
@@ -42,7 +37,7 @@ class AbKeywords:
     libraries.ab.duet_run``, which sets ``-v AB_DUET``) this run measures one side beside
     the other side's run, on the same cores.
 
-    This library holds the suite's A/B session: `Set Up A/B Comparison` opens it in the
+    The suite's A/B session (kept in the suite's state): `Set Up A/B Comparison` opens it in the
     suite setup, `Restore A/B Sides` puts the original topology and sysctls back after each
     test, `Close A/B Comparison` at the suite's end, and `Check A/B Verdict` (also called
     by ``Check Criteria`` of the results library for an A/B result) turns the verdict into
@@ -56,7 +51,7 @@ class AbKeywords:
     ``Tear Down Measuring Suite`` of that resource have them, and a test's teardown:
 
     | =Keyword= | =Arguments= |
-    | Set Up A/B Comparison | ${AB} |
+    | Set Up A/B Comparison | |
     | Run Keyword And Continue On Failure | Close A/B Comparison |
     | Run Keyword And Continue On Failure | Restore A/B Sides |
 
@@ -66,31 +61,18 @@ class AbKeywords:
 
     ROBOT_LISTENER_API_VERSION = 3
 
-    def __init__(self) -> None:
-        self.session: AbSession | None = None
-
     def start_test(self, data: Any, result: Any) -> None:
         """Listener hook: a duet run meets the other side's at this test's full name."""
-        if self.session is not None:
-            self.session.test = result.full_name
+        session = context.ab_session()
+        if session is not None:
+            session.test = result.full_name
 
     def end_test(self, data: Any, result: Any) -> None:
         """Listener hook: a duet test that ended here unmeasured (skipped, failed in its
         set-up, or in a suite whose set-up failed before the comparison was open) or in the
         middle is told to the other side's run, which stops waiting."""
-        why = f"{result.status}: {result.message or 'no message'}"
-        if self.session is not None and self.session.duet is not None:
-            self.session.duet.test_ended(result.full_name, why)
-            return
-        given = BuiltIn().get_variable_value("${AB_DUET}", "")
-        if given and self.session is None:
-            try:
-                link = _duet_link(given)
-            except HostStackError:
-                return  # the suite set-up reported it
-            if link is not None:
-                link.test_ended(result.full_name, why)
-                link.close()
+        tell_unmeasured(context.ab_session(), context.run_setting(AB_DUET), result.full_name,
+                        f"{result.status}: {result.message or 'no message'}")
 
     @keyword("Set Up A/B Comparison")
     def set_up_ab_comparison(self, path: str = "") -> None:
@@ -103,40 +85,18 @@ class AbKeywords:
         side this run measures are logged. Call it after ``Set Up Testbed``.
 
         Args:
-            path: The comparison file (``${AB}``, from ``-v AB:<file>``); empty (default):
-                not an A/B run, nothing happens.
+            path: The comparison file; empty (default): ``-v AB:<file>``'s, and without
+                it this is not an A/B run: nothing happens.
 
         Fails naming the file, key or node when the file is invalid or a side cannot run
         on the nodes, or naming the variable when an ``AB_*`` setting is invalid.
 
         Examples:
-        | Set Up A/B Comparison | ${AB} |
+        | Set Up A/B Comparison | |
         | Set Up A/B Comparison | topologies/examples/ab-sysctl.yaml |
         """
-        if not path:
-            self.session = None
-            return
-        builtin = BuiltIn()
-        try:
-            settings = ab_settings_from_variables(
-                lambda name, default: builtin.get_variable_value("${" + name + "}", default))
-        except ValueError as error:
-            raise HostStackError(str(error)) from None
-        duet = _duet_link(builtin.get_variable_value("${AB_DUET}", ""))
-        try:
-            self.session = open_session(path, context.testbed(), settings, duet)
-        except BaseException:
-            if duet is not None:
-                duet.close()
-            raise
-        loaded = self.session.loaded
-        if duet is not None:
-            logger.info(f"duet A/B: this run measures side {duet.side} beside the other "
-                        "side's run, on the same cores")
-        logger.info(f"A/B comparison {loaded.title} ({path}, sha256 {loaded.sha256[:12]}): "
-                    f"a = {loaded.comparison.a.name}, b = {loaded.comparison.b.name}; "
-                    f"looks at rounds {list(settings.looks)} at alpha "
-                    f"{settings.alpha_per_look:.3g} each, margin {settings.margin * 100:g} %")
+        context.suite().ab = open_comparison(context.settings(), path, context.testbed,
+                                             context.RobotLog())
 
     @keyword("Close A/B Comparison")
     def close_ab_comparison(self) -> None:
@@ -150,11 +110,7 @@ class AbKeywords:
         Examples:
         | Run Keyword And Continue On Failure | Close A/B Comparison |
         """
-        if self.session is not None:
-            errors = self.session.close()
-            self.session = None
-            if errors:
-                raise HostStackError("A/B: could not restore: " + "; ".join(errors))
+        restore(context.close_ab_session(), closing=True)
 
     @keyword("Restore A/B Sides")
     def restore_ab_sides(self) -> None:
@@ -168,10 +124,7 @@ class AbKeywords:
         Examples:
         | Run Keyword And Continue On Failure | Restore A/B Sides |
         """
-        if self.session is not None:
-            errors = self.session.restore()
-            if errors:
-                raise HostStackError("A/B: could not restore: " + "; ".join(errors))
+        restore(context.ab_session())
 
     @keyword("Check A/B Verdict")
     def check_ab_verdict(self, measurement: Measurement) -> None:
@@ -193,48 +146,5 @@ class AbKeywords:
         | ${result} = | Measure TCP Throughput From Node | tg |
         | Check A/B Verdict | ${result} | |
         """
-        check_ab_verdict(measurement)
+        check_ab_verdict(measurement, context.set_tags, context.RobotLog())
 
-
-def _duet_link(given: str) -> DuetLink | None:
-    """The duet link of ``-v AB_DUET:<side>:<fd>`` (none without it), on a descriptor of its
-    own so that closing one suite's link leaves the run's socket open for the next suite."""
-    if not given:
-        return None
-    try:
-        role = DuetRole.parse(given)
-        copied = os.dup(role.fd)
-    except (ValueError, OSError) as error:
-        raise HostStackError(f"-v AB_DUET:{given}: {error}") from None
-    try:
-        return DuetLink.from_role(DuetRole(role.side, copied))
-    except HostStackError:
-        os.close(copied)
-        raise
-
-
-class AbRegression(HostStackError):
-    """The candidate is slower than the baseline: the test fails with the comparison alone."""
-
-    ROBOT_SUPPRESS_NAME = True
-
-
-def check_ab_verdict(measurement: Measurement) -> None:
-    """See ``Check A/B Verdict``: tags the test ``AB_<VERDICT>``."""
-    block = measurement.ab or {}
-    verdict = str(block.get("verdict"))
-    message = measurement.notes[-1] if measurement.notes else "A/B"
-    BuiltIn().set_tags(f"AB_{verdict.upper().replace(' ', '_')}")
-    if verdict == "regression":
-        raise AbRegression(message)
-    if verdict == "inconclusive":
-        policy = block.get("rounds", {}).get("on_inconclusive", "skip")
-        why = "the load generator bounded both sides" if block.get("generator_bound") else \
-            "no look decided"
-        text = (f"A/B inconclusive: {message}: {why} (-v AB_INCONCLUSIVE:{policy}; "
-                "skip by default: not a pass, not a failure)")
-        if policy == "fail":
-            raise AbRegression(text)
-        if policy == "skip":
-            raise SkipExecution(text)
-        logger.warn(text)

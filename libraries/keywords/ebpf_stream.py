@@ -8,14 +8,12 @@ from robot.api.deco import keyword, library
 from libraries.cases.ebpf_stream import (
     EbpfStreamCase,
     StreamRequest,
-    StreamSetup,
     require_ebpf_nginx,
     start_stream_proxy,
     start_stream_test_server,
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import parse_plan
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -41,12 +39,9 @@ class EbpfStreamKeywords:
     | Start Stream Test Server On Node | server | pinned=${False} | | |
     | Start Stream Proxy On Node | dut | upstream=server | | |
     | Start Stream Proxy On Node | dut | upstream=server | ebpf=${True} | |
-    | ${result} = | Measure Stream Throughput From Node | tg | reverse=${True} | trials=${TRIALS} |
+    | ${result} = | Measure Stream Throughput From Node | tg | reverse=${True} | |
     | Record Result | ${result} | | | |
     """
-
-    def __init__(self) -> None:
-        self._setup = StreamSetup()
 
     @keyword("Require EBPF Nginx On Node")
     def require_ebpf_nginx_on_node(self, node: str = "dut") -> str:
@@ -91,7 +86,7 @@ class EbpfStreamKeywords:
         | Start Stream Test Server On Node | server | |
         | Start Stream Test Server On Node | server | pinned=${True} |
         """
-        start_stream_test_server(context.case_context(), self._setup, node, pinned)
+        start_stream_test_server(context.case_context(), context.suite().stream, node, pinned)
 
     @keyword("Start Stream Proxy On Node")
     def start_stream_proxy_on_node(self, node: str = "dut", upstream: str = "server",
@@ -121,18 +116,18 @@ class EbpfStreamKeywords:
         | Start Stream Proxy On Node | dut | upstream=server | | |
         | Start Stream Proxy On Node | dut | upstream=server | ebpf=${True} | pinned=${True} |
         """
-        start_stream_proxy(context.case_context(), self._setup, node, upstream, ebpf, pinned)
+        start_stream_proxy(context.case_context(), context.suite().stream, node, upstream,
+                           ebpf, pinned)
 
     @keyword("Measure Stream Throughput From Node")
     def measure_stream_throughput_from_node(
-        self, client: str = "tg", reverse: bool = True, trials: str | int = 5,
-        duration: str | int = 2, warmup: str | int = 1,
+        self, client: str = "tg", reverse: bool = True,
     ) -> Measurement:
         """Measure iperf3 throughput directly and through every started proxy, interleaved.
 
         Runs iperf3 from ``client`` directly to the server and through every proxy started
         by `Start Stream Proxy On Node`, round by round (direct, native, eBPF, direct, ...):
-        a warm-up, then ``trials`` rounds of ``duration`` seconds, and more while a pass
+        a warm-up, then ``-v TRIALS`` rounds of ``-v DURATION`` seconds, and more while a pass
         criterion is still inconclusive (up to the budget). ``kernel.bpf_stats_enabled`` is
         set to 1 on the eBPF proxy's node for the measurement and restored afterwards.
 
@@ -149,10 +144,6 @@ class EbpfStreamKeywords:
             client: The node iperf3's client runs on: a node name or a role. Default ``tg``.
             reverse: ``${True}`` (default) adds ``-R``: a download, the server sends, as in
                 the seed; ``${False}`` uploads.
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
 
         Returns:
             The measurement to give to ``Record Result`` and ``Check Criteria``.
@@ -164,7 +155,7 @@ class EbpfStreamKeywords:
         Examples:
         | ${result} = | Measure Stream Throughput From Node | tg | |
         | ${result} = | Measure Stream Throughput From Node | tg | reverse=${False} |
-        | ${result} = | Measure Stream Throughput From Node | tg | trials=${TRIALS} |
         """
-        request = StreamRequest(client, bool(reverse), parse_plan(trials, duration, warmup))
-        return EbpfStreamCase(context.case_context(), self._setup, request).measure()
+        ctx = context.case_context()
+        request = StreamRequest(client, bool(reverse), ctx.settings.plan)
+        return EbpfStreamCase(ctx, context.suite().stream, request).measure()

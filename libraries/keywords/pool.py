@@ -3,7 +3,7 @@
 The nightly runner (:mod:`libraries.nightly.pool`) gives pabot one value set per lab (tag
 ``-v LAB_POOL:<tag>``, value ``topology``) and ``-v POOL_LOG:<file>``. :class:`PoolClient`
 acquires, disables and releases through the PabotLib library instance the suite imported
-(found by :mod:`libraries.keywords.context`)
+(found by :mod:`libraries.keywords.context`, as ``-v POOL_LOG``)
 (``resources/testbed.resource``: ``Library pabot.PabotLib``), and appends one JSON line per
 event to the log (one ``write`` call per line: several pabot processes append at once).
 """
@@ -16,8 +16,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from robot.libraries.BuiltIn import BuiltIn
 
 from libraries.keywords import context
 
@@ -34,10 +32,9 @@ class PoolClient:
 
     @classmethod
     def for_suite(cls, tag: str) -> PoolClient:
-        builtin = BuiltIn()
-        log = builtin.get_variable_value("${POOL_LOG}", "")
-        return cls(context.pabotlib(), tag, Path(log) if log else None,
-                   str(builtin.get_variable_value("${SUITE NAME}", "?")))
+        """The running suite's client of pool ``tag`` (events to ``-v POOL_LOG``)."""
+        return cls(context.pabotlib(), tag, context.settings().pool_log,
+                   str(context.variable("SUITE NAME", "?")))
 
     def event(self, kind: str, lab: str, **extra: str) -> None:
         if self.log is None:

@@ -4,12 +4,9 @@ an nginx HTTPS file server, an nginx HTTPS reverse proxy, and wrk/wrk2 load thro
 from __future__ import annotations
 
 from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.capacity.settings import DEFAULT_RANGE, DEFAULT_SLO
 from libraries.cases.ssl_proxy import (
     LoadRequest,
-    ProxySetup,
     SslProxyCase,
     create_content_file,
     search_capacity,
@@ -18,8 +15,6 @@ from libraries.cases.ssl_proxy import (
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import parse_plan
-from libraries.tools.nginx.service import NginxHandle
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -48,20 +43,6 @@ class SslProxyKeywords:
     | Record Result | ${result} | | | |
     | Check Criteria | ${result} | | | |
     """
-
-    def __init__(self) -> None:
-        self._setup = ProxySetup()
-        self._measured: SslProxyCase | None = None
-
-    @property
-    def setup(self) -> ProxySetup:
-        """The HTTPS server and reverse proxy this suite's set-up keywords started."""
-        return self._setup
-
-    @property
-    def server(self) -> NginxHandle | None:
-        """The running HTTPS server started by ``Start HTTPS Server On Node`` (or None)."""
-        return self._setup.server.handle if self._setup.server else None
 
     @keyword("Create Content File On Node")
     def create_content_file_on_node(self, node: str, size: str = "1kb") -> str:
@@ -115,7 +96,7 @@ class SslProxyKeywords:
         | Start HTTPS Server On Node | server | | |
         | Start HTTPS Server On Node | server | require_client_cert=${True} | stack=vpp |
         """
-        start_https_server(context.case_context(), self._setup, node,
+        start_https_server(context.case_context(), context.suite().proxy, node,
                            bool(require_client_cert), stack)
 
     @keyword("Start HTTPS Reverse Proxy On Node")
@@ -144,19 +125,18 @@ class SslProxyKeywords:
         | Start HTTPS Reverse Proxy On Node | dut | upstream=server | |
         | Start HTTPS Reverse Proxy On Node | dut | upstream=server | mtls=${True} |
         """
-        start_https_reverse_proxy(context.case_context(), self._setup, node, upstream, stack,
-                                  bool(mtls))
+        start_https_reverse_proxy(context.case_context(), context.suite().proxy, node,
+                                  upstream, stack, bool(mtls))
 
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
         stack: str = "kernel",
     ) -> Measurement:
         """Measure HTTPS load through the proxy and directly to the server, interleaved.
 
         Runs wrk (or wrk2 at maximum rate) from ``client`` against the proxy and, in the
-        same run, directly against the server, round by round: a warm-up, then ``trials``
+        same run, directly against the server, round by round: a warm-up, then ``-v TRIALS``
         rounds, and more while a pass criterion is inconclusive (up to the budget). When the
         server demands a client certificate only the proxied path is measured.
 
@@ -164,8 +144,8 @@ class SslProxyKeywords:
         round), ``errors`` (non-2xx/3xx + socket errors through the proxy). Evidence: the
         requests the server counted during each proxied trial (the proxy forwarded them)
         and the bytes per response (full files were served). Latency percentiles come from
-        a second, constant-rate wrk2 pass at half the measured maximum against
-        ``${LATENCY_SLO}``; with plain wrk they are recorded as unavailable. Every node's
+        a second, constant-rate wrk2 pass at half the measured maximum against ``-v
+        LATENCY_SLO``; with plain wrk they are recorded as unavailable. Every node's
         CPU is read around each measured trial (record ``telemetry``); from it
         ``rps_per_dut_core``, ``dut_busy_cores``, ``dut_softirq_share`` and
         ``proxy_nginx_worker_cpu`` (``vpp_cpu`` on VPP).
@@ -175,10 +155,6 @@ class SslProxyKeywords:
             path: The URL path requested, as `Create Content File On Node` returned it.
                 Default ``/1kb``.
             connections: wrk's open connections (``-c``). Default 10.
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
             stack: ``kernel`` (default) or ``vpp``: the stack the test measures; with
                 ``vpp`` wrk runs over VPP where the suite runs VPP on its node.
 
@@ -186,35 +162,27 @@ class SslProxyKeywords:
             The measurement to give to `Search Capacity Under Latency SLO` (capacity
             tests), ``Record Result`` and ``Check Criteria``.
 
-        Fails when the server or the proxy was not started, a setting is not a whole
-        number or ``${LATENCY_SLO}`` is not a latency goal.
+        Fails when the server or the proxy was not started.
 
         Examples:
         | ${result} = | Measure HTTPS Load Through Proxy | tg | path=/1kb | connections=10 |
         | ${result} = | Measure HTTPS Load Through Proxy | tg | path=/64kb | stack=vpp |
         """
-        request = LoadRequest(client, path, int(connections),
-                              parse_plan(trials, duration, warmup), stack,
-                              BuiltIn().get_variable_value("${LATENCY_SLO}", DEFAULT_SLO))
-        self._measured = SslProxyCase(context.case_context(), self._setup, request)
-        return self._measured.measure()
+        ctx, state = context.case_context(), context.suite()
+        state.measured = SslProxyCase(ctx, state.proxy, LoadRequest(
+            client, path, int(connections), ctx.settings.plan, stack))
+        return state.measured.measure()
 
     @keyword("Search Capacity Under Latency SLO")
-    def search_capacity_under_latency_slo(
-        self, measurement: Measurement, slo: str = DEFAULT_SLO,
-        search_range: str = DEFAULT_RANGE, exceed_ratio: str | float = 0.5,
-        trial_duration: str = "0.5..1", duration_sum: str | float = 8,
-        width: str | float = 0.02, budget: str | float = 60, confirm: str | float = 30,
-        verify: str | float = 0, miss_share: str | float = 0.1, windows: str | int = 12,
-        holdout: str | int = 0,
-    ) -> Measurement:
+    def search_capacity_under_latency_slo(self, measurement: Measurement) -> Measurement:
         """Search the capacity of the proxied and the direct path under a latency goal.
 
         Searches each path measured by `Measure HTTPS Load Through Proxy` with MLRsearch,
         the two paths' trials interleaved, each search's highest load 10 % over the path's
-        closed-loop maximum; then fits the figure over windows of ``confirm`` seconds: the
-        rate where a window misses the goal with probability ``miss_share``. The defaults
-        are the ``${CAPACITY_*}`` variables' of ``resources/proxy.resource``.
+        closed-loop maximum; then fits the figure over windows: the rate where a window
+        misses the goal with the probability ``-v CAPACITY_MISS_SHARE`` allows. The goals
+        are ``-v LATENCY_SLO``, the range and MLRsearch's knobs the ``-v CAPACITY_*``
+        settings (``docs/reference/settings.md``), resolved at the suite set-up.
 
         Adds the metrics ``capacity``, ``direct_capacity`` (each with its interval) and
         ``capacity_ratio`` to ``measurement``, with MLRsearch's result, the windows, their
@@ -225,44 +193,15 @@ class SslProxyKeywords:
 
         Args:
             measurement: The result of `Measure HTTPS Load Through Proxy` in this test.
-            slo: The latency goals (``${LATENCY_SLO}``): ``p99<=10ms``, several
-                comma-separated (``p99<=10ms,p50<=1ms``); a bare duration (``10ms``, the
-                default) is p99.
-            search_range: ``bottom..top`` requests/s searched (``${CAPACITY_RANGE}``,
-                default ``1000..1000000``); the top must be above the bottom.
-            exceed_ratio: MLRsearch's exceed ratio, a fraction in [0, 1)
-                (``${CAPACITY_EXCEED_RATIO}``, default 0.5).
-            trial_duration: MLRsearch's trial durations, ``initial..final`` seconds or one
-                duration for both (``${CAPACITY_TRIAL_DURATION}``, default ``0.5..1``).
-            duration_sum: MLRsearch's duration sum in seconds, at least the final trial
-                duration (``${CAPACITY_DURATION_SUM}``, default 8).
-            width: MLRsearch's relative width, a fraction in (0, 1)
-                (``${CAPACITY_WIDTH}``, default 0.02).
-            budget: Seconds of trials per search (``${CAPACITY_BUDGET}``, default 60).
-            confirm: Seconds of each window the figure is fitted over; 0: MLRsearch's knee,
-                unconfirmed (``${CAPACITY_CONFIRM}``, default 30).
-            verify: Seconds of one more window at each figure, counted when as long as the
-                others; 0 (default): none (``${CAPACITY_VERIFY}``).
-            miss_share: The share of the windows that may miss the goal at the figure, in
-                (0, 0.5) (``${CAPACITY_MISS_SHARE}``, default 0.1).
-            windows: The windows planned per path, a whole number >= 6
-                (``${CAPACITY_WINDOWS}``, default 12).
-            holdout: Windows at the figure after it is fixed, never counted (a benchmark's
-                check); 0 (default): none (``${CAPACITY_HOLDOUT}``).
 
         Returns:
             ``measurement`` with the capacity metrics and evidence added.
 
         Skips the test where the load node has no constant-rate generator. Fails when `Measure
-        HTTPS Load Through Proxy` has not run first, or a setting is out of its range
-        (naming the ``-v`` variable).
+        HTTPS Load Through Proxy` has not run first.
 
         Examples:
-        | Search Capacity Under Latency SLO | ${result} | slo=p99<=10ms | |
-        | Search Capacity Under Latency SLO | ${result} | slo=${LATENCY_SLO} | windows=6 |
+        | ${result} = | Measure HTTPS Load Through Proxy | tg | path=/1kb |
+        | Search Capacity Under Latency SLO | ${result} | | |
         """
-        return search_capacity(context.case_context(), measurement, self._measured, {
-            "goals": slo, "search_range": search_range, "exceed_ratio": exceed_ratio,
-            "durations": trial_duration, "duration_sum": duration_sum, "width": width,
-            "max_seconds": budget, "confirm_seconds": confirm, "verify_seconds": verify,
-            "miss_share": miss_share, "windows": windows, "holdout": holdout})
+        return search_capacity(context.case_context(), measurement, context.suite().measured)

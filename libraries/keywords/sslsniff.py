@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from robot.api.deco import keyword, library
 
-from libraries.cases.ssl_proxy import ProxySetup
 from libraries.cases.sslsniff import (
     SniffRequest,
     measure_with_kernel_tracer,
     measure_with_seed_sslsniff,
     measure_with_userspace_tracer,
 )
-from libraries.cases.tracers import TracerSetup, require_kernel_tracer, require_seed_sslsniff
+from libraries.cases.tracers import require_kernel_tracer, require_seed_sslsniff
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import parse_plan
-from libraries.testbed.errors import HostStackError
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -48,17 +45,6 @@ class SslsniffKeywords:
     | Record Result | ${result} | | | |
     """
 
-    def __init__(self) -> None:
-        self._tracers = TracerSetup()
-
-    @staticmethod
-    def _server() -> ProxySetup:
-        """The SSL proxy library's set-up: the HTTPS server the tracers attach to."""
-        setup = context.proxy_setup()
-        if setup is None:
-            raise HostStackError("start the HTTPS server first ('Start HTTPS Server On Node')")
-        return setup
-
     @keyword("Require Kernel SSL Tracer On Node")
     def require_kernel_ssl_tracer_on_node(self, node: str = "dut") -> str:
         """Choose the kernel SSL tracer a node can run and return its kind, or skip the test.
@@ -80,20 +66,19 @@ class SslsniffKeywords:
         | Require Kernel SSL Tracer On Node | dut |
         | ${kind} = | Require Kernel SSL Tracer On Node | dut |
         """
-        return require_kernel_tracer(context.case_context(), self._tracers, node)
+        return require_kernel_tracer(context.case_context(), context.suite().tracers, node)
 
     @keyword("Measure HTTPS Load With Kernel Tracer")
     def measure_https_load_with_kernel_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        per_event: bool = True, trials: str | int = 5, duration: str | int = 2,
-        warmup: str | int = 1,
+        per_event: bool = True,
     ) -> Measurement:
         """Measure the HTTPS server's throughput untraced and with the kernel SSL tracer.
 
         wrk from ``client`` loads the HTTPS server of ``Start HTTPS Server On Node``,
         untraced and with the tracer chosen by `Require Kernel SSL Tracer On Node` on
         nginx's libssl ``SSL_read`` and ``SSL_write`` (entry and return probes), interleaved:
-        a warm-up, then ``trials`` rounds, and more while a pass criterion is inconclusive.
+        a warm-up, then ``-v TRIALS`` rounds, and more while a pass criterion is inconclusive.
         The tracer is started before and stopped after every traced trial (failures
         included).
 
@@ -109,10 +94,6 @@ class SslsniffKeywords:
             per_event: ``${True}`` (default) prints one line per ``SSL_read`` or
                 ``SSL_write`` event, as sslsniff does; ``${False}`` only counts the events
                 (the cost of the probes alone).
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
 
         Returns:
             The measurement to give to ``Record Result`` and ``Check Criteria``.
@@ -125,10 +106,9 @@ class SslsniffKeywords:
         | ${result} = | Measure HTTPS Load With Kernel Tracer | tg | path=/1kb |
         | ${result} = | Measure HTTPS Load With Kernel Tracer | tg | per_event=${False} |
         """
-        return measure_with_kernel_tracer(context.case_context(), self._server(),
-                                          self._tracers, _request(client, path, connections,
-                                                                  trials, duration, warmup),
-                                          bool(per_event))
+        return measure_with_kernel_tracer(context.case_context(), context.suite().proxy,
+                                          context.suite().tracers,
+                                          _request(client, path, connections), bool(per_event))
 
     @keyword("Require Seed Sslsniff On Node")
     def require_seed_sslsniff_on_node(self, node: str = "dut") -> str:
@@ -151,12 +131,11 @@ class SslsniffKeywords:
         Examples:
         | Require Seed Sslsniff On Node | dut |
         """
-        return require_seed_sslsniff(context.case_context(), self._tracers, node)
+        return require_seed_sslsniff(context.case_context(), context.suite().tracers, node)
 
     @keyword("Measure HTTPS Load With Seed Sslsniff In Kernel")
     def measure_https_load_with_seed_sslsniff_in_kernel(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """Measure the HTTPS server's throughput untraced and with the seed's sslsniff.
 
@@ -170,10 +149,6 @@ class SslsniffKeywords:
             path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
 
         Returns:
             The measurement to give to ``Record Result`` and ``Check Criteria``.
@@ -185,14 +160,13 @@ class SslsniffKeywords:
         Examples:
         | ${result} = | Measure HTTPS Load With Seed Sslsniff In Kernel | tg | path=/1kb |
         """
-        return measure_with_seed_sslsniff(context.case_context(), self._server(), self._tracers,
-                                          _request(client, path, connections, trials, duration,
-                                                   warmup))
+        return measure_with_seed_sslsniff(context.case_context(), context.suite().proxy,
+                                          context.suite().tracers,
+                                          _request(client, path, connections))
 
     @keyword("Measure HTTPS Load With Userspace Tracer")
     def measure_https_load_with_userspace_tracer(
         self, client: str = "tg", path: str = "/1kb", connections: int = 10,
-        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
     ) -> Measurement:
         """Measure the HTTPS server's throughput untraced and with sslsniff under bpftime.
 
@@ -207,10 +181,6 @@ class SslsniffKeywords:
             path: The URL path of the file requested, as ``Create Content File On Node``
                 of the SSL proxy library returned it. Default ``/1kb``.
             connections: wrk's open connections (``-c``, one thread). Default 10.
-            trials: Measured rounds, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default 2).
-            warmup: Seconds of the unmeasured warm-up, whole seconds >= 0 (``${WARMUP}``,
-                default 1).
 
         Returns:
             The measurement to give to ``Record Result`` and ``Check Criteria``.
@@ -225,11 +195,11 @@ class SslsniffKeywords:
         Examples:
         | ${result} = | Measure HTTPS Load With Userspace Tracer | tg | path=/1kb |
         """
-        return measure_with_userspace_tracer(context.case_context(), self._server(),
-                                             _request(client, path, connections, trials,
-                                                      duration, warmup))
+        return measure_with_userspace_tracer(context.case_context(), context.suite().proxy,
+                                             _request(client, path, connections))
 
 
-def _request(client: str, path: str, connections: int, trials: str | int,
-             duration: str | int, warmup: str | int) -> SniffRequest:
-    return SniffRequest(client, path, int(connections), parse_plan(trials, duration, warmup))
+def _request(client: str, path: str, connections: int) -> SniffRequest:
+    """The load of a traced test, at the suite's trial plan (``-v TRIALS``, ``DURATION``,
+    ``WARMUP``)."""
+    return SniffRequest(client, path, int(connections), context.settings().plan)

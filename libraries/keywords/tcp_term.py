@@ -8,14 +8,12 @@ from robot.api.deco import keyword, library
 from libraries.cases.tcp_term import (
     TcpRequest,
     TcpTermCase,
-    TcpTermSetup,
     restore_link_mtus,
     set_link_mtu,
     start_server,
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
-from libraries.results.settings import parse_plan
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -40,14 +38,11 @@ class TcpTermKeywords:
     | =Keyword= | =Arguments= | | | |
     | Set Link MTU Between Nodes | tg | dut | 9000 | |
     | Start Iperf3 Server On Node | dut | stack=kernel | | |
-    | ${result} = | Measure TCP Throughput From Node | tg | streams=4 | trials=${TRIALS} |
+    | ${result} = | Measure TCP Throughput From Node | tg | streams=4 | reverse=${True} |
     | Record Result | ${result} | | | |
     | Check Criteria | ${result} | | | |
     | Restore Link MTUs | | | | |
     """
-
-    def __init__(self) -> None:
-        self._setup = TcpTermSetup()
 
     @keyword("Start Iperf3 Server On Node")
     def start_iperf3_server_on_node(self, node: str = "dut", stack: str = "kernel") -> None:
@@ -69,22 +64,21 @@ class TcpTermKeywords:
         | Start Iperf3 Server On Node | dut | |
         | Start Iperf3 Server On Node | dut | stack=vpp |
         """
-        start_server(context.case_context(), self._setup, node, stack)
+        start_server(context.case_context(), context.suite().tcp, node, stack)
 
     @keyword("Measure TCP Throughput From Node")
     def measure_tcp_throughput_from_node(
         self, client: str = "tg", reverse: bool = False, streams: int = 1,
-        trials: str | int = 5, duration: str | int = 2, warmup: str | int = 1,
         stack: str = "kernel",
         mtu: int | None = None,
     ) -> Measurement:
         """Measure TCP throughput with iperf3 clients from a node to the running server.
 
         Runs ``iperf3 -c`` from ``client`` (pinned to the node's ``load`` CPUs) to the
-        server of `Start Iperf3 Server On Node`: a warm-up, then ``trials`` runs of
-        ``duration`` seconds, and more while a pass criterion is still inconclusive (up to
-        the budget of ``-v MAX_TRIALS`` / ``-v MAX_SECONDS``). In an A/B run the trials
-        alternate between the two sides.
+        server of `Start Iperf3 Server On Node`: a warm-up of ``-v WARMUP`` seconds, then
+        ``-v TRIALS`` runs of ``-v DURATION`` seconds, and more while a pass criterion is
+        still inconclusive (up to the budget of ``-v MAX_TRIALS`` / ``-v MAX_SECONDS``). In
+        an A/B run the trials alternate between the two sides.
 
         Metric ``throughput`` is the receiver's Gbit/s (with ``reverse`` the client is the
         receiver). The sender's Gbit/s and the retransmits of each trial are evidence
@@ -98,11 +92,6 @@ class TcpTermKeywords:
             reverse: ``${True}`` adds ``-R``: the server sends, the client receives.
                 Default ``${False}``.
             streams: Parallel streams (iperf3 ``-P``), default 1.
-            trials: Measured trials, a whole number >= 1 (``${TRIALS}``, default 5).
-            duration: Seconds of each trial, whole seconds >= 1 (``${DURATION}``, default
-                2); ``1.5`` is refused, not truncated.
-            warmup: Seconds of the unmeasured warm-up run, whole seconds >= 0
-                (``${WARMUP}``, default 1).
             stack: ``kernel`` (default) or ``vpp``: the stack the test measures; with
                 ``vpp`` the client runs over VPP where the suite runs VPP on its node.
             mtu: The links' MTU the test set (e.g. ``9000``), recorded as a parameter;
@@ -118,12 +107,11 @@ class TcpTermKeywords:
         Examples:
         | ${result} = | Measure TCP Throughput From Node | tg | | |
         | ${result} = | Measure TCP Throughput From Node | tg | reverse=${True} | streams=4 |
-        | ${result} = | Measure TCP Throughput From Node | tg | trials=${TRIALS} | mtu=9000 |
+        | ${result} = | Measure TCP Throughput From Node | tg | streams=4 | mtu=9000 |
         """
-        request = TcpRequest(client, bool(reverse), int(streams),
-                             parse_plan(trials, duration, warmup), stack,
-                             int(mtu) if mtu else None)
-        return TcpTermCase(context.case_context(), self._setup, request).measure()
+        ctx = context.case_context()
+        request = TcpRequest.given(client, reverse, streams, ctx.settings.plan, stack, mtu)
+        return TcpTermCase(ctx, context.suite().tcp, request).measure()
 
     @keyword("Set Link MTU Between Nodes")
     def set_link_mtu_between_nodes(self, node_a: str, node_b: str, mtu: int) -> None:
@@ -145,7 +133,7 @@ class TcpTermKeywords:
         Examples:
         | Set Link MTU Between Nodes | tg | dut | 9000 |
         """
-        set_link_mtu(context.case_context(), self._setup, node_a, node_b, mtu)
+        set_link_mtu(context.case_context(), context.suite().tcp, node_a, node_b, mtu)
 
     @keyword("Restore Link MTUs")
     def restore_link_mtus(self) -> None:
@@ -159,4 +147,4 @@ class TcpTermKeywords:
         Examples:
         | [Teardown] | Restore Link MTUs |
         """
-        restore_link_mtus(self._setup)
+        restore_link_mtus(context.suite().tcp)

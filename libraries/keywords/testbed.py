@@ -1,40 +1,13 @@
-"""Keywords to set up and tear down a testbed, reach its nodes and check their tools."""
+"""Keywords to set up and tear down a testbed, reach its nodes and check their tools; the
+work is :class:`libraries.cases.testbed_setup.SuiteTestbed`'s, kept in the suite's state."""
 
 from __future__ import annotations
 
-import atexit
-import functools
-import logging
-import shlex
-
-from robot.api import SkipExecution, logger
 from robot.api.deco import keyword, library
-from robot.libraries.BuiltIn import BuiltIn
 
-from libraries.cases.context import CaseContext
+from libraries.cases.suite import tear_down_suite
+from libraries.keywords import context
 from libraries.keywords.pool import PoolClient
-from libraries.testbed.errors import HostStackError, ToolMissing
-from libraries.testbed.interrupt import InterruptGuard
-from libraries.testbed.netns import make_prefix
-from libraries.testbed.provision import Testbed
-from libraries.testbed.teardown import teardown_prefix
-from libraries.testbed.topology import Topology
-from libraries.testbed.topology_file import load_topology
-from libraries.tools.versions import node_versions, tool_version, versions_line
-
-LOG = logging.getLogger(__name__)
-
-
-def vpp_skip_reason(topology: Topology, node: str, *, installed: bool) -> str | None:
-    """Why a VPP test skips on ``node`` of ``topology`` (None: it runs): the topology declares
-    no VPP there, or VPP's binary is not on the node (``installed``: ``test -x`` of it passed).
-    The README and docs quote these messages (``utest/test_docs_quotes.py`` checks them)."""
-    vpp = topology.nodes[node].vpp
-    if vpp is None:
-        return f"VPP not declared on {node} in topology {topology.name} (no 'vpp:' paths)"
-    if not installed:
-        return f"VPP not installed on {node}: {vpp.bin} missing"
-    return None
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -56,7 +29,7 @@ class TestbedKeywords:
 
     | =Setting= | =Value= | |
     | Library | libraries.keywords.testbed.TestbedKeywords | |
-    | Suite Setup | Set Up Testbed | ${TOPOLOGY} |
+    | Suite Setup | Set Up Testbed | |
     | Suite Teardown | Tear Down Testbed | |
 
     | =Keyword= | =Arguments= | | |
@@ -65,69 +38,33 @@ class TestbedKeywords:
     | ${kernel} = | Run On Node | dut | uname -r |
     """
 
-    def __init__(self) -> None:
-        self._testbed: Testbed | None = None
-        self._pool: PoolClient | None = None
-        self._at_exit: functools.partial[None] | None = None
-        self.versions: dict[str, dict[str, str]] = {}
-        self.case_context: CaseContext | None = None
-        """The cases' context of this suite, kept for :mod:`libraries.keywords.context`."""
-
-    @property
-    def testbed(self) -> Testbed:
-        """The running testbed; fails when ``Set Up Testbed`` has not run in this suite."""
-        if self._testbed is None:
-            raise HostStackError("no testbed: the suite setup must call 'Set Up Testbed'")
-        return self._testbed
-
     @keyword("Set Up Testbed")
-    def set_up_testbed(self, topology: str = "3node") -> None:
+    def set_up_testbed(self, topology: str | None = None) -> None:
         """Set up the testbed of a topology: build it if asked, connect, record versions.
 
         Loads and validates the topology, builds it when it says ``provision: netns``,
         connects to every node over SSH and records each node's tool versions as suite
-        metadata (``Topology``, ``Versions <node>``). Call it once, in the suite setup; the
-        suite teardown calls `Tear Down Testbed`.
+        metadata (``Topology``, ``Versions <node>``). Without ``topology``, the run's: ``-v
+        TOPOLOGY``, or with ``-v LAB_POOL:<tag>`` a free lab of that pool (`Set Up Testbed
+        From Lab Pool`). Call it once, in the suite setup; the suite teardown calls `Tear
+        Down Testbed`.
 
         Args:
             topology: A topology's name (``topologies/<name>.yaml``, e.g. ``1node``,
-                ``2node``, ``3node``) or a path to a topology file (``${TOPOLOGY}``, from
-                ``-v TOPOLOGY``). Default ``3node``.
+                ``2node``, ``3node``) or a path to a topology file; none (default): the
+                run's ``-v TOPOLOGY`` or ``-v LAB_POOL``.
 
         Fails with the file, key path and expectation for a bad topology, or with
         host:port and the SSH error for an unreachable node; nothing built is left behind
         on failure. Fails when called twice in one suite.
 
         Examples:
-        | Set Up Testbed | ${TOPOLOGY} |
+        | Set Up Testbed | |
         | Set Up Testbed | 1node |
         | Set Up Testbed | topologies/examples/lab-3node.yaml |
         """
-        if self._testbed is not None:
-            raise HostStackError("Set Up Testbed called twice in one suite")
-        spec = load_topology(topology)
-        prefix = make_prefix(spec.name, "robot")
-        # a Ctrl-C while it is built fails the set-up, which removes what was built; a second
-        # one in the middle of that removal removes the rest at once (as during a test)
-        guard = InterruptGuard.install() if spec.provision == "netns" else None
-        building = f"testbed {prefix} (being built)"
-        if guard is not None:
-            guard.protect(building, functools.partial(teardown_prefix, prefix))
-        try:
-            self._testbed = Testbed.up(spec, prefix=prefix)
-        finally:
-            if guard is not None:
-                guard.release(building)
-        self._guard_against_forced_stop(self._testbed)
-        builtin = BuiltIn()
-        builtin.set_suite_metadata("Topology", self._testbed.topology.name)
-        for name, node in self._testbed.nodes.items():
-            spec = self._testbed.topology.nodes[name]
-            versions = node_versions(node, spec.tools)
-            self.versions[name] = versions
-            text = versions_line(versions, spec.optional_tools)
-            builtin.set_suite_metadata(f"Versions {name}", text)
-            LOG.info("%s versions: %s", name, text)
+        context.suite().set_up_testbed(topology, PoolClient.for_suite,
+                                       context.set_suite_metadata, context.RobotLog())
 
     @keyword("Set Up Testbed From Lab Pool")
     def set_up_testbed_from_lab_pool(self, tag: str) -> str:
@@ -142,7 +79,7 @@ class TestbedKeywords:
         ``pabot.PabotLib``.
 
         Args:
-            tag: The pool's tag (``${LAB_POOL}``, from ``-v LAB_POOL:<tag>``).
+            tag: The pool's tag (`Set Up Testbed` gives ``-v LAB_POOL:<tag>``'s).
 
         Returns:
             The name of the lab acquired (also the suite metadata ``Lab``).
@@ -151,41 +88,11 @@ class TestbedKeywords:
         twice in one suite.
 
         Examples:
-        | ${lab} = | Set Up Testbed From Lab Pool | ${LAB_POOL} |
+        | ${lab} = | Set Up Testbed From Lab Pool | hoststack-lab |
         """
-        if self._pool is not None:
-            raise HostStackError("Set Up Testbed From Lab Pool called twice in one suite")
-        pool = PoolClient.for_suite(tag)
-        failures: list[str] = []
-        while True:
-            try:
-                lab, topology = pool.acquire()
-            except Exception as error:  # PabotLib: every lab disabled, or no pool at all
-                raise HostStackError(
-                    f"no lab left in pool {tag!r}: " + ("; ".join(failures) or str(error))
-                    + " (run with pabot --resourcefile; see python -m libraries.nightly "
-                    "--pool)") from None
-            try:
-                self.set_up_testbed(topology)
-            except (HostStackError, OSError) as error:
-                failures.append(f"{lab}: {error}")
-                logger.warn(f"lab {lab} failed its pre-flight and leaves the pool: {error}")
-                self._discard_testbed()
-                pool.disable(str(error))
-                continue
-            self._pool = pool
-            BuiltIn().set_suite_metadata("Lab", lab)
-            return lab
-
-    def _discard_testbed(self) -> None:
-        testbed, self._testbed = self._testbed, None
-        if testbed is not None:
-            try:
-                testbed.down()
-            except HostStackError as error:
-                logger.warn(f"testbed teardown after a failed set-up: {error}")
-            finally:
-                self._unguard(testbed)
+        return context.suite().testbed.up_from_pool(PoolClient.for_suite(tag), tag,
+                                                    context.set_suite_metadata,
+                                                    context.RobotLog())
 
     @keyword("Tear Down Testbed")
     def tear_down_testbed(self) -> None:
@@ -202,36 +109,7 @@ class TestbedKeywords:
         Examples:
         | Tear Down Testbed |
         """
-        pool, self._pool = self._pool, None
-        try:
-            if self._testbed is None:
-                return
-            testbed, self._testbed = self._testbed, None
-            if testbed.removed:
-                logger.info(f"testbed {testbed.run_id} was already removed after the interrupt")
-            try:
-                testbed.down()
-            finally:  # a second Ctrl-C while down() runs still removes everything at once
-                self._unguard(testbed)
-        finally:
-            if pool is not None:
-                pool.release()
-
-    def _guard_against_forced_stop(self, testbed: Testbed) -> None:
-        if testbed.local is not None:
-            guard = InterruptGuard.install()
-            if guard is not None:
-                guard.protect(f"testbed {testbed.run_id}", testbed.remove_now)
-        self._at_exit = functools.partial(_down_at_exit, testbed)
-        atexit.register(self._at_exit)
-
-    def _unguard(self, testbed: Testbed) -> None:
-        guard = InterruptGuard.install()
-        if guard is not None:
-            guard.release(f"testbed {testbed.run_id}")
-        if self._at_exit is not None:
-            atexit.unregister(self._at_exit)
-            self._at_exit = None
+        tear_down_suite(context.opened_suite(), context.RobotLog())
 
     @keyword("Stop Processes On All Nodes")
     def stop_processes_on_all_nodes(self, log_output: bool = False) -> None:
@@ -251,22 +129,7 @@ class TestbedKeywords:
         | ${failed} = | Evaluate | $TEST_STATUS == "FAIL" |
         | Stop Processes On All Nodes | log_output=${failed} | |
         """
-        if self.testbed.removed:
-            logger.info("no process to stop: the testbed was removed after the interrupt")
-            return
-        errors = []
-        for node in self.testbed.nodes.values():
-            for process in reversed(node.processes):
-                try:
-                    output = node.stop(process)
-                except HostStackError as error:
-                    errors.append(str(error))
-                    continue
-                if log_output:
-                    logger.info(f"{node.name}: output of {process.name} ({process.command}):\n"
-                                f"{output[-3000:] or '(empty)'}")
-        if errors:
-            raise HostStackError("; ".join(errors))
+        context.suite().testbed.stop_processes(bool(log_output), context.RobotLog())
 
     @keyword("Require Stack On Node")
     def require_stack_on_node(self, node: str, stack: str) -> None:
@@ -286,17 +149,7 @@ class TestbedKeywords:
         | Require Stack On Node | dut | vpp |
         | Require Stack On Node | dut | ${stack} |
         """
-        if stack == "kernel":
-            return
-        if stack != "vpp":
-            raise HostStackError(f"unknown stack {stack!r}: expected kernel or vpp")
-        topology = self.testbed.topology
-        name = topology.resolve_node(node)
-        vpp = topology.nodes[name].vpp
-        installed = vpp is not None and self.testbed.nodes[name].run(
-            f"test -x {shlex.quote(vpp.bin)}", timeout=10, check=False).exit_code == 0
-        if (reason := vpp_skip_reason(topology, name, installed=installed)) is not None:
-            raise SkipExecution(reason)
+        context.suite().testbed.require_stack(node, stack)
 
     @keyword("Get Topology Name")
     def get_topology_name(self) -> str:
@@ -311,7 +164,7 @@ class TestbedKeywords:
         | ${name} = | Get Topology Name |
         | Set Tags | ${name} |
         """
-        return self.testbed.topology.name
+        return context.testbed().topology.name
 
     @keyword("Run On Node")
     def run_on_node(self, node: str, command: str, timeout: float = 60.0,
@@ -338,7 +191,7 @@ class TestbedKeywords:
         | Run On Node | dut | sysctl -w net.core.somaxconn=4096 | sudo=${True} | |
         | ${out} = | Run On Node | tg | iperf3 --version | timeout=10 | |
         """
-        return self.testbed.node(node).run(command, timeout=timeout, sudo=sudo).stdout
+        return context.testbed().node(node).run(command, timeout=timeout, sudo=sudo).stdout
 
     @keyword("Node Should Be Reachable")
     def node_should_be_reachable(self, node: str) -> None:
@@ -355,10 +208,7 @@ class TestbedKeywords:
         Examples:
         | Node Should Be Reachable | dut |
         """
-        target = self.testbed.node(node)
-        kernel = target.run("uname -sr", timeout=10).stdout.strip()
-        if not kernel.startswith("Linux"):
-            raise HostStackError(f"{target.where}: `uname -sr` answered {kernel!r}")
+        context.suite().testbed.check_reachable(node)
 
     @keyword("Get Nodes")
     def get_nodes(self) -> list[str]:
@@ -371,7 +221,7 @@ class TestbedKeywords:
         | ${nodes} = | Get Nodes | | |
         | FOR | ${node} | IN | @{nodes} |
         """
-        return list(self.testbed.topology.nodes)
+        return list(context.testbed().topology.nodes)
 
     @keyword("Get Declared Tools")
     def get_declared_tools(self, node: str) -> list[str]:
@@ -387,8 +237,7 @@ class TestbedKeywords:
         Examples:
         | ${tools} = | Get Declared Tools | dut |
         """
-        name = self.testbed.topology.resolve_node(node)
-        return list(self.testbed.topology.nodes[name].tools)
+        return context.suite().testbed.declared_tools(node)
 
     @keyword("Tool Should Answer On Node")
     def tool_should_answer_on_node(self, node: str, tool: str) -> str:
@@ -413,19 +262,7 @@ class TestbedKeywords:
         Examples:
         | ${version} = | Tool Should Answer On Node | dut | nginx |
         """
-        name = self.testbed.topology.resolve_node(node)
-        spec = self.testbed.topology.nodes[name]
-        binary = spec.tools.get(tool)
-        if binary is None:
-            raise HostStackError(f"topology {self.testbed.topology.name}: node {name} "
-                                 f"declares no tool {tool!r}")
-        try:
-            return tool_version(self.testbed.nodes[name], tool, binary)
-        except ToolMissing as error:
-            if tool not in spec.optional_tools:
-                raise
-            logger.warn(f"optional tool absent: {error}")
-            return f"absent (optional): {error}"
+        return context.suite().testbed.tool_answer(node, tool, context.RobotLog())
 
     @keyword("Require Tool On Node")
     def require_tool_on_node(self, node: str, tool: str) -> str:
@@ -449,25 +286,7 @@ class TestbedKeywords:
         Examples:
         | ${bpftrace} = | Require Tool On Node | dut | bpftrace |
         """
-        name = self.testbed.topology.resolve_node(node)
-        binary = self.testbed.topology.nodes[name].tools.get(tool)
-        if binary is None:
-            raise SkipExecution(f"{tool} not declared on {name} in topology "
-                                f"{self.testbed.topology.name}")
-        target = self.testbed.nodes[name]
-        try:
-            tool_version(target, tool, binary)
-        except ToolMissing as error:
-            raise SkipExecution(str(error)) from None
-        return target.which(binary) or binary
+        return context.suite().testbed.require_tool(node, tool)
 
 
-def _down_at_exit(testbed: Testbed) -> None:
-    """Backstop when the interpreter exits with a testbed still up (Robot's forced exit skips
-    teardowns): remove it, quietly; the next run's sweep is the last resort."""
-    try:
-        if testbed.local is not None:
-            testbed.remove_now()
-        testbed.down()
-    except Exception as error:
-        LOG.warning("testbed %s not removed at exit: %s", testbed.run_id, error)
+

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 from robot.api.deco import keyword, library
 
 from libraries.cases.capacity import skip_where_vpp_shares_its_cores
-from libraries.cases.vpp import VppHostStack
 from libraries.keywords import context
 
 if TYPE_CHECKING:
-    from libraries.vpp.placement import VppPlacement
+    pass
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -46,16 +45,6 @@ class VppKeywords:
     | Run Keyword And Continue On Failure | Stop VPP On All Nodes | | | | |
     """
 
-    def __init__(self) -> None:
-        self.stack = VppHostStack()
-        """The VPPs this suite runs, what was set up on them and where its applications sit
-        (``stack.placement``: the cases read it through :mod:`libraries.keywords.context`)."""
-
-    @property
-    def placement(self) -> VppPlacement:
-        """Where this suite's applications sit on its VPPs."""
-        return self.stack.placement
-
     # -- keywords ------------------------------------------------------------------------------
 
     @keyword("Start VPP On Node")
@@ -86,7 +75,7 @@ class VppKeywords:
         | Start VPP On Node | dut | |
         | Start VPP On Node | dut | mtu=9000 |
         """
-        self.stack.start(context.case_context(), node, mtu=mtu)
+        context.suite().vpp.start(context.case_context(), node, mtu=mtu)
 
     @keyword("Set Up VPP Host Stack On Node")
     def set_up_vpp_host_stack_on_node(self, node: str = "dut", *apps: str,
@@ -116,7 +105,7 @@ class VppKeywords:
         | Set Up VPP Host Stack On Node | dut | server | proxy | client |
         | Set Up VPP Host Stack On Node | dut | server | client | mtu=9000 |
         """
-        self.stack.set_up(context.case_context(), node, apps, mtu=mtu)
+        context.suite().vpp.set_up(context.case_context(), node, apps, mtu=mtu)
 
     @keyword("Configure VPP Loopback Host Stack")
     def configure_vpp_loopback_host_stack(self, node: str = "dut",
@@ -143,7 +132,7 @@ class VppKeywords:
         | Start VPP On Node | dut | |
         | Configure VPP Loopback Host Stack | dut | ${apps} |
         """
-        self.stack.configure_loopback(context.case_context(), node, tuple(apps))
+        context.suite().vpp.configure_loopback(context.case_context(), node, tuple(apps))
 
     @keyword("Give Node Interfaces To VPP")
     def give_node_interfaces_to_vpp(self, node: str = "dut", mtu: int | None = None) -> None:
@@ -171,11 +160,10 @@ class VppKeywords:
         | Give Node Interfaces To VPP | dut | |
         | Give Node Interfaces To VPP | dut | mtu=9000 |
         """
-        self.stack.give_interfaces(context.case_context(), node, mtu=mtu)
+        context.suite().vpp.give_interfaces(context.case_context(), node, mtu=mtu)
 
     @keyword("Skip Capacity Where VPP Shares Its Cores")
-    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str,
-                                                 shared_cores: str | bool = False) -> None:
+    def skip_capacity_where_vpp_shares_its_cores(self, node: str, stack: str) -> None:
         """Skip a capacity test where VPP would share its cores with other programs.
 
         Skips where ``stack`` is ``vpp`` and VPP on ``node`` forwards on a core the topology
@@ -190,25 +178,19 @@ class VppKeywords:
         shares CPU 0, four quiet runs confirmed 1,435 to 4,620 requests/s and a fifth
         refused its knee of 1,105 as far below the closed-loop maximum. The closed-loop
         rows are not affected (their interval carries the turn-taking). An A/B run
-        (``${AB}``) compares closed-loop rates, not capacities, and is never skipped here;
-        the kernel stack neither. ``shared_cores`` yes (``-v CAPACITY_SHARED_CORES:yes``)
-        measures it anyway, with a warning naming the keys. Call it before anything is
-        started.
+        (``-v AB``) compares closed-loop rates, not capacities, and is never skipped here;
+        the kernel stack neither. ``-v CAPACITY_SHARED_CORES:yes`` measures it anyway, with a
+        warning naming the keys. Call it before anything is started.
 
         Args:
             node: The node VPP would run on: a node name or a role (e.g. ``dut``).
             stack: The test's stack: ``kernel`` (never skipped) or ``vpp``.
-            shared_cores: ``yes`` measures on shared cores anyway (a warning names
-                them); ``no`` (default) skips. Any yes/no spelling (true/false, on/off,
-                1/0).
-
-        Fails when ``shared_cores`` is not a yes/no value.
 
         Examples:
-        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} | ${CAPACITY_SHARED_CORES} |
-        | Skip Capacity Where VPP Shares Its Cores | dut | vpp | shared_cores=yes |
+        | Skip Capacity Where VPP Shares Its Cores | dut | ${stack} |
+        | Skip Capacity Where VPP Shares Its Cores | dut | vpp |
         """
-        skip_where_vpp_shares_its_cores(context.case_context(), node, stack, shared_cores)
+        skip_where_vpp_shares_its_cores(context.case_context(), node, stack)
 
     @keyword("Stop VPP On All Nodes")
     def stop_vpp_on_all_nodes(self) -> None:
@@ -228,5 +210,4 @@ class VppKeywords:
         Examples:
         | Run Keyword And Continue On Failure | Stop VPP On All Nodes |
         """
-        if self.stack.placement.instances:
-            self.stack.stop_all(context.case_context())
+        context.suite().vpp.stop_started(context.case_context)

@@ -1,10 +1,11 @@
 """The results layer: what a measurement is, how it is judged and how it is kept. Generic and
 pure: no Robot Framework, no command on a node.
 
-Owns what a test is told (``plan``: trials, the budget for more, alpha) and the one parser of
-every ``-v`` setting (``settings``: trials, on/off switches, A/B and capacity settings, one
-error style; ``registry``: every one of them with its default, accepted values, meaning and
-where it is checked, for the documentation), the cases' metrics and parameters (``catalogue``), trial statistics (``stats``)
+Owns what a test is told (``plan``: trials, the budget for more, alpha), the declaration of a
+``-v`` setting and the helpers every setting is parsed with, in one error style, and the
+trials', judging's and run's settings themselves (``settings``; the registry that collects
+every package's: ``libraries.cases.registry``), the cases' metrics and parameters
+(``catalogue``), trial statistics (``stats``)
 and distribution-free intervals (``inference``), warm-up + interleaved rounds
 (``measurement``) and more of them while a criterion is inconclusive (``adaptive``), pass
 criteria from ``topologies/criteria.yaml`` with three outcomes and the basis of every floor

@@ -25,11 +25,13 @@ from libraries.results.inference import DEFAULT_ALPHA
 
 @dataclass(frozen=True)
 class TrialPlan:
-    """The planned trials: ``trials`` rounds of ``duration`` s after a ``warmup`` s warm-up."""
+    """The planned trials: ``trials`` rounds of ``duration`` s after a ``warmup`` s warm-up
+    (a run's defaults: the declarations of ``-v TRIALS``, ``DURATION`` and ``WARMUP`` in
+    :mod:`libraries.results.settings`)."""
 
-    trials: int = 5
-    duration: int = 2
-    warmup: int = 1
+    trials: int
+    duration: int
+    warmup: int
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 1:

@@ -17,6 +17,5 @@ Test Tags           KERNEL
     [Tags]    BPFTIME
     Start Traced HTTPS Server
     ${result}=    Measure HTTPS Load With Userspace Tracer    tg    path=/1kb    connections=10
-    ...    trials=${TRIALS}    duration=${DURATION}    warmup=${WARMUP}
     Record Result    ${result}
     Check Criteria    ${result}
