@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
