@@ -68,7 +68,8 @@ SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05)
 
 
 def comparison(side: str, folder: Path) -> Path:
-    """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``split``: see the module)."""
+    """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``uri-regex:<n>``,
+    ``headers:<n>``, ``split``: see the module)."""
     kind, _, given = side.partition(":")
     if kind == "aa":
         same = folder / "nginx-same"
@@ -86,6 +87,25 @@ def comparison(side: str, folder: Path) -> Path:
                 f"  name: regex-{count}\n  nginx: {{proxy: {{http: ['map $request_id "
                 f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
                 "$cost_probe;']}}\n")
+    elif kind == "uri-regex":
+        count = int(given)
+        if not 1 <= count <= 400:
+            raise SystemExit(f"--side {side}: 1 to 400 regular expressions")
+        rules = " ".join(f'"~q{{{i + 1}}}x" u{i};' for i in range(count))
+        text = ("name: the proxy tries a map of regular expressions on the URI per request\n"
+                "a: {name: nginx}\nb:\n"
+                f"  name: uri-regex-{count}\n  nginx: {{proxy: {{http: ['map $uri "
+                f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
+                "$cost_probe;']}}\n")
+    elif kind == "headers":
+        count = int(given)
+        if not 1 <= count <= 200:
+            raise SystemExit(f"--side {side}: 1 to 200 response headers")
+        lines = ", ".join(f"'add_header X-Cost-{i} cost-probe-{i:04d};'" for i in range(count))
+        text = ("name: the proxy adds response headers per request\n"
+                "a: {name: nginx}\nb:\n"
+                f"  name: headers-{count}\n  nginx: {{proxy: {{server: ["
+                f"{lines}]}}}}\n")
     elif kind == "split":
         text = ("name: the proxy adds a split_clients and a map per request\n"
                 "a: {name: nginx}\nb:\n  name: split-map\n  nginx: {proxy: {http: ["
@@ -93,7 +113,8 @@ def comparison(side: str, folder: Path) -> Path:
                 "'map $cost_half $cost_seen_map { a 1; default 0; }'], server: ['set "
                 "$cost_seen $cost_seen_map;']}}\n")
     else:
-        raise SystemExit(f"--side {side}: expected aa, regex:<n> or split")
+        raise SystemExit(f"--side {side}: expected aa, regex:<n>, uri-regex:<n>, "
+                         "headers:<n> or split")
     path = folder / f"cost-{side.replace(':', '-')}.yaml"
     path.write_text(text)
     return path
@@ -347,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="records file of --quick")
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("collect")
-    run.add_argument("--side", required=True, help="aa, regex:<n> or split")
+    run.add_argument("--side", required=True,
+                     help="aa, regex:<n>, uri-regex:<n>, headers:<n> or split")
     run.add_argument("--runs", type=int, default=10)
     run.add_argument("--duet", action="store_true", help="both sides at once (duet_run)")
     run.add_argument("--burners", type=int, default=0, help="busy loops at nice 19 beside")
