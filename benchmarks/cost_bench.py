@@ -99,9 +99,9 @@ def comparison(side: str, folder: Path) -> Path:
                 "$cost_probe;']}}\n")
     elif kind == "headers":
         count = int(given)
-        if not 1 <= count <= 200:
-            raise SystemExit(f"--side {side}: 1 to 200 response headers")
-        lines = ", ".join(f"'add_header X-Cost-{i} cost-probe-{i:04d};'" for i in range(count))
+        if not 1 <= count <= 60:  # the test allows about 1 KiB of headers a response
+            raise SystemExit(f"--side {side}: 1 to 60 response headers")
+        lines = ", ".join(f"'add_header X-C{i} {i};'" for i in range(count))
         text = ("name: the proxy adds response headers per request\n"
                 "a: {name: nginx}\nb:\n"
                 f"  name: headers-{count}\n  nginx: {{proxy: {{server: ["
