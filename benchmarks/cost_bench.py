@@ -299,9 +299,10 @@ def rates(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int =
     return "\n".join(lines) + "\n"
 
 
-PLANTED = ("regex:3", "regex:6", "regex:9", "regex:15")
-"""About 1, 2, 3 and 5 % of the proxy's CPU per request (each 0.27-0.41 % a regular
-expression on this VM, benchmarks/README.md; measured by the grid's truth runs)."""
+PLANTED = ("headers:6", "uri-regex:4", "uri-regex:9", "uri-regex:30")
+"""About 1, 2, 3 and 5 % of the proxy's CPU per request, sized by hand on this VM in duets
+beside two burners (60 rounds: +1.0, +2.2, +2.6 %, and uri-regex:30 sized in the README;
+``regex:<n>`` starts at about 10 %); the grid's truth runs measure them again."""
 MODES = {"sequential-quiet": (False, 0), "sequential-burners": (False, 2),
          "duet-quiet": (True, 0), "duet-burners": (True, 2)}
 
