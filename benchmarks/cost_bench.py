@@ -27,7 +27,8 @@ each) and no profiling trial; the comparison file is written here:
   expressions that never match ``/1kb``: about 1.5 % for the ``map`` and ``set`` plus
   0.1 % an expression on this VM (2026-11-29);
 * ``headers:<n>``: ``n`` short ``add_header`` lines in side b's server block (each response
-  carries n more headers through TLS): about 0.3 % a header on this VM, from 0;
+  carries n more headers through TLS): about 0.15 % a header up to 6 on this VM, from 0,
+  then a step (16 headers: +13 %): steady small work only up to about 6;
 * ``split``: the issue's knob: a ``split_clients`` and a ``map`` per request (about 7.7 % of
   the proxy's CPU per request in issue 61's records).
 
@@ -301,7 +302,7 @@ def rates(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int =
 
 PLANTED = ("headers:6", "uri-regex:4", "uri-regex:9", "uri-regex:30")
 """About 1, 2, 3 and 5 % of the proxy's CPU per request, sized by hand on this VM in duets
-beside two burners (60 rounds: +1.0, +2.2, +2.6 %, and uri-regex:30 sized in the README;
+beside two burners (60 rounds: +1.0, +2.2, +2.6, +4.6 %, benchmarks/README.md;
 ``regex:<n>`` starts at about 10 %); the grid's truth runs measure them again."""
 MODES = {"sequential-quiet": (False, 0), "sequential-burners": (False, 2),
          "duet-quiet": (True, 0), "duet-burners": (True, 2)}
