@@ -21,7 +21,14 @@ each) and no profiling trial; the comparison file is written here:
 * ``regex:<n>``: side b's proxy evaluates, on every request, a ``map`` of ``n`` regular
   expressions that never match against the request's ``$request_id`` (``set`` in its server
   block): real work per request, added by nginx itself, whose size grows with ``n`` and is
-  measured, not assumed (``--truth``: 60 rounds judged once);
+  measured, not assumed (``--truth``: 60 rounds judged once). ``$request_id`` draws 16
+  random bytes per request, which alone costs about 10 % here: this knob does not go below;
+* ``uri-regex:<n>``: the same ``map`` and ``set`` over ``$uri`` (no random bytes), ``n``
+  expressions that never match ``/1kb``: about 1.5 % for the ``map`` and ``set`` plus
+  0.1 % an expression on this VM (2026-11-29);
+* ``headers:<n>``: ``n`` short ``add_header`` lines in side b's server block (each response
+  carries n more headers through TLS): about 0.15 % a header up to 6 on this VM, from 0,
+  then a step (16 headers: +13 %): steady small work only up to about 6;
 * ``split``: the issue's knob: a ``split_clients`` and a ``map`` per request (about 7.7 % of
   the proxy's CPU per request in issue 61's records).
 
@@ -68,7 +75,8 @@ SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05)
 
 
 def comparison(side: str, folder: Path) -> Path:
-    """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``split``: see the module)."""
+    """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``uri-regex:<n>``,
+    ``headers:<n>``, ``split``: see the module)."""
     kind, _, given = side.partition(":")
     if kind == "aa":
         same = folder / "nginx-same"
@@ -86,6 +94,25 @@ def comparison(side: str, folder: Path) -> Path:
                 f"  name: regex-{count}\n  nginx: {{proxy: {{http: ['map $request_id "
                 f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
                 "$cost_probe;']}}\n")
+    elif kind == "uri-regex":
+        count = int(given)
+        if not 1 <= count <= 400:
+            raise SystemExit(f"--side {side}: 1 to 400 regular expressions")
+        rules = " ".join(f'"~q{{{i + 1}}}x" u{i};' for i in range(count))
+        text = ("name: the proxy tries a map of regular expressions on the URI per request\n"
+                "a: {name: nginx}\nb:\n"
+                f"  name: uri-regex-{count}\n  nginx: {{proxy: {{http: ['map $uri "
+                f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
+                "$cost_probe;']}}\n")
+    elif kind == "headers":
+        count = int(given)
+        if not 1 <= count <= 60:  # the test allows about 1 KiB of headers a response
+            raise SystemExit(f"--side {side}: 1 to 60 response headers")
+        lines = ", ".join(f"'add_header X-C{i} {i};'" for i in range(count))
+        text = ("name: the proxy adds response headers per request\n"
+                "a: {name: nginx}\nb:\n"
+                f"  name: headers-{count}\n  nginx: {{proxy: {{server: ["
+                f"{lines}]}}}}\n")
     elif kind == "split":
         text = ("name: the proxy adds a split_clients and a map per request\n"
                 "a: {name: nginx}\nb:\n  name: split-map\n  nginx: {proxy: {http: ["
@@ -93,7 +120,8 @@ def comparison(side: str, folder: Path) -> Path:
                 "'map $cost_half $cost_seen_map { a 1; default 0; }'], server: ['set "
                 "$cost_seen $cost_seen_map;']}}\n")
     else:
-        raise SystemExit(f"--side {side}: expected aa, regex:<n> or split")
+        raise SystemExit(f"--side {side}: expected aa, regex:<n>, uri-regex:<n>, "
+                         "headers:<n> or split")
     path = folder / f"cost-{side.replace(':', '-')}.yaml"
     path.write_text(text)
     return path
@@ -272,9 +300,10 @@ def rates(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int =
     return "\n".join(lines) + "\n"
 
 
-PLANTED = ("regex:3", "regex:6", "regex:9", "regex:15")
-"""About 1, 2, 3 and 5 % of the proxy's CPU per request (each 0.27-0.41 % a regular
-expression on this VM, benchmarks/README.md; measured by the grid's truth runs)."""
+PLANTED = ("headers:6", "uri-regex:4", "uri-regex:9", "uri-regex:30")
+"""About 1, 2, 3 and 5 % of the proxy's CPU per request, sized by hand on this VM in duets
+beside two burners (60 rounds: +1.0, +2.2, +2.6, +4.6 %, benchmarks/README.md;
+``regex:<n>`` starts at about 10 %); the grid's truth runs measure them again."""
 MODES = {"sequential-quiet": (False, 0), "sequential-burners": (False, 2),
          "duet-quiet": (True, 0), "duet-burners": (True, 2)}
 
@@ -347,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="records file of --quick")
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("collect")
-    run.add_argument("--side", required=True, help="aa, regex:<n> or split")
+    run.add_argument("--side", required=True,
+                     help="aa, regex:<n>, uri-regex:<n>, headers:<n> or split")
     run.add_argument("--runs", type=int, default=10)
     run.add_argument("--duet", action="store_true", help="both sides at once (duet_run)")
     run.add_argument("--burners", type=int, default=0, help="busy loops at nice 19 beside")

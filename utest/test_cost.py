@@ -461,3 +461,23 @@ def test_a_niced_process_of_the_testbed_is_read_as_niced_on_its_core(tmp_path: P
     share = foreign_share(trial, "dut", (0,))
     assert share == pytest.approx(max(0.0, nice - row["niced_s"]["0"]) /
                                   trial["dut"]["elapsed_s"] * 100, abs=0.02)
+
+
+def test_the_cost_block_says_whether_nanoseconds_or_ticks_counted():
+    """Readings of the live /proc say per process how its seconds were counted
+    (``cpu_s_source``); a reading from before that (or of a kernel without schedstat)
+    counted ticks; a mix is counted trial by trial."""
+    precise = {**_reading(0.4), "cpu_s_source": {"nginx-proxy master": "schedstat",
+                                                 "nginx-proxy worker": "schedstat"}}
+    half = {**precise, "cpu_s_source": {"nginx-proxy master": "schedstat",
+                                        "nginx-proxy worker": "ticks"}}
+    told = {}
+    for name, trials in (("ns", [precise, precise]), ("ticks", [_reading(0.4)] * 2),
+                         ("mixed", [precise, half, precise])):
+        measurement = Measurement(case="ssl_proxy", stack="kernel", parameters={})
+        add_costs(measurement, [PROXY], {"proxy": [1e4] * len(trials)},
+                  {"proxy": [{"dut": t} for t in trials]})
+        told[name] = measurement.cost["cpu_source"]
+        assert "schedstat" in measurement.cost["counts"]
+    assert told == {"ns": "schedstat", "ticks": "ticks",
+                    "mixed": "schedstat in 2 of 3 trials, ticks in 1"}

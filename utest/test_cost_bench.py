@@ -22,13 +22,20 @@ from libraries.tools.nginx.config import NginxInstance, SslProxyParams
 THREE = load_topology("3node")
 
 
-@pytest.mark.parametrize("side", ["regex:3", "split"])
-def test_a_planted_cost_is_nginx_directives_of_side_b_s_proxy_only(tmp_path: Path, side: str):
+@pytest.mark.parametrize(("side", "first", "count"), [
+    ("regex:3", "set $cost_seen ", 1), ("split", "set $cost_seen ", 1),
+    ("uri-regex:7", "set $cost_seen ", 1), ("headers:4", "add_header X-C0 ", 4)])
+def test_a_planted_cost_is_nginx_directives_of_side_b_s_proxy_only(tmp_path: Path, side: str,
+                                                                   first: str, count: int):
     loaded = load_comparison(cost_bench.comparison(side, tmp_path), THREE)
     assert loaded.comparison.a.nginx == {}
     (directives,) = loaded.comparison.b.nginx.values()
     assert list(loaded.comparison.b.nginx) == ["proxy"]
-    assert directives.server and directives.server[0].startswith("set $cost_seen ")
+    assert len(directives.server) == count and directives.server[0].startswith(first)
+    if side.startswith("uri-regex"):  # n expressions that never match a URI like /1kb
+        (mapped,) = directives.http
+        patterns = re.findall(r'"~(.*?)"', mapped)
+        assert len(patterns) == 7 and not any(re.search(p, "/1kb") for p in patterns)
     if shutil.which("nginx") is None:
         return
     config = SslProxyParams(
@@ -51,6 +58,9 @@ def test_an_aa_side_is_the_same_nginx_by_another_path(tmp_path: Path):
     assert (tmp_path / "nginx-same").resolve() == Path(cost_bench.NGINX).resolve()
     with pytest.raises(SystemExit, match="expected aa, regex"):
         cost_bench.comparison("burn:0.1", tmp_path)
+    for side in ("uri-regex:0", "headers:61"):
+        with pytest.raises(SystemExit, match=side):
+            cost_bench.comparison(side, tmp_path)
 
 
 def _record(rps: list[float], cost: list[float], verdicts: tuple[str, str], **bench) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from libraries.testbed.errors import ParseError
 from libraries.tools.cpu.proc_stat import (
     parse_pid_stat,
     parse_proc_stat,
+    parse_schedstat,
     parse_snapshot,
     parse_times,
 )
@@ -241,3 +243,107 @@ def test_live_snapshots_and_ledger_through_a_local_shell(tmp_path: Path):
     assert usage.processes["fails"].count == 1
     assert set(usage.cores) == {"all", *(str(c) for c in range(os.cpu_count() or 1))}
     assert os.listdir(ledger) == []  # read and removed
+
+
+# -- schedstat: each thread's time on a CPU in nanoseconds ------------------------------------
+
+SPINNER = 14939
+"""``sched_before.txt`` / ``sched_after.txt``: the script 1 s apart around a python process
+(pgid 14939) whose main thread slept and whose second thread (14940) spun."""
+
+
+def test_schedstat_line_is_the_on_cpu_nanoseconds():
+    assert parse_schedstat("706048023 848282225 900", "/proc/1/task/1/schedstat") == 706048023
+
+
+@pytest.mark.parametrize("line", ["", "706048023", "706048023 848282225", "7e8 1 2",
+                                  "706048023 -1 900", "1 2 3 4"])
+def test_schedstat_garbage_raises_naming_the_file_and_quoting_it(line):
+    with pytest.raises(ParseError) as caught:
+        parse_schedstat(line, "/proc/7/task/8/schedstat")
+    assert str(caught.value).startswith("/proc/7/task/8/schedstat: ")
+    assert repr(line) in str(caught.value)
+
+
+def test_snapshot_keeps_each_threads_schedstat():
+    before, after = pair("sched")
+    assert before.processes[SPINNER].schedstat == {14939: 24173139, 14940: 240478142}
+    assert after.processes[SPINNER].schedstat == {14939: 24173139, 14940: 706048023}
+    # the fixtures of before schedstat have none: ticks count there
+    assert pair()[1].processes[384].schedstat is None
+
+
+def test_a_garbled_schedstat_line_names_its_file_and_quotes_it():
+    text = fixture("sched_after.txt").replace("14940 706048023 848282225 900",
+                                              "14940 706048023 soon", 1)
+    with pytest.raises(ParseError, match=r"/proc/14939/task/14940/schedstat: .*"
+                                         r"'706048023 soon'"):
+        parse_snapshot(text, "dut: telemetry snapshot")
+    text = fixture("sched_after.txt").replace("14940 706048023", "x 706048023", 1)
+    with pytest.raises(ParseError, match=r"/proc/14939/task/x/schedstat: .*'x 706048023"):
+        parse_snapshot(text, "dut: telemetry snapshot")
+    text = fixture("sched_after.txt").replace("@sched 14939", "@sched 1", 1)
+    with pytest.raises(ParseError, match=r"'@sched 1' without its '@pid' block"):
+        parse_snapshot(text, "dut: telemetry snapshot")
+
+
+def test_cpu_seconds_are_counted_in_nanoseconds_where_schedstat_was_read():
+    before, after = pair("sched")
+    usage = cpu_usage(before, after, {SPINNER: "spinner"})
+    spinner = usage.processes["spinner"]
+    # 706048023 - 240478142 ns; the ticks say 46 (utime 25 -> 70, stime 1 -> 2)
+    assert (spinner.cpu_s, spinner.cpu_source) == (0.465570, "schedstat")
+    assert spinner.cpu == pytest.approx(100 * 0.46 / usage.elapsed_s, abs=0.01)
+    assert usage.as_record()["cpu_s_source"] == {"spinner": "schedstat"}
+
+
+def _without_thread(snapshot, pid: int, tid: int):
+    sample = snapshot.processes[pid]
+    kept = {t: ns for t, ns in sample.schedstat.items() if t != tid}
+    return dataclasses.replace(snapshot, processes={
+        **snapshot.processes, pid: dataclasses.replace(sample, schedstat=kept)})
+
+
+def test_ticks_count_where_schedstat_cannot_say_the_whole_time():
+    """A thread gone by the end took its nanoseconds with it (stat's process line keeps
+    them); a read without schedstat (an older kernel) has none: both count ticks."""
+    before, after = pair("sched")
+    for start, end in ((before, _without_thread(after, SPINNER, 14940)),
+                       (dataclasses.replace(before, processes={
+                           SPINNER: dataclasses.replace(before.processes[SPINNER],
+                                                        schedstat=None)}), after)):
+        spinner = cpu_usage(start, end, {SPINNER: "spinner"}).processes["spinner"]
+        assert (spinner.cpu_s, spinner.cpu_source) == (0.46, "ticks")
+    # a thread started inside the window counts from 0
+    started = cpu_usage(_without_thread(before, SPINNER, 14940), after, {SPINNER: "spinner"})
+    assert started.processes["spinner"].cpu_s == pytest.approx(0.706048023)
+    # the foreground ledger has ticks only
+    usage = cpu_usage(*pair(), NAMES)
+    assert usage.as_record()["cpu_s_source"]["iperf3-client"] == "ticks"
+
+
+def test_a_busy_process_is_read_in_nanoseconds_from_the_live_proc(tmp_path: Path):
+    """A real python child with two spinning threads, read through the node's sh twice:
+    the nanoseconds agree with the ticks of the same window to within their truncation
+    (one tick per task and read), and are not whole ticks."""
+    code = ("import threading, time\n"
+            "def spin():\n    end = time.time() + 5\n    while time.time() < end: pass\n"
+            "threading.Thread(target=spin).start()\nspin()\n")
+    node = LocalNode(workdir=str(tmp_path))
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        before = take_snapshot(node, [child.pid], counters_last=True)
+        time.sleep(0.8)
+        after = take_snapshot(node, [], pids=list(before.processes))
+    finally:
+        child.kill()
+        child.wait()
+    assert len(after.processes[child.pid].schedstat) == 2
+    usage = cpu_usage(before, after, {child.pid: "busy"})
+    busy = usage.processes["busy"]
+    assert busy.cpu_source == "schedstat"
+    ticks = (busy.cpu / 100) * usage.elapsed_s
+    assert busy.cpu_s == pytest.approx(ticks, abs=0.03)
+    assert busy.cpu_s > 0.1  # it ran (its threads share the GIL and a busy VM)
+    assert round(busy.cpu_s * 1e6) % 10000 != 0  # not a whole number of 10 ms ticks

@@ -8,10 +8,13 @@ fifth of its throughput's, in the same A/B records). So every measuring case giv
 rate, per trial:
 
 - ``<v>cost``: the user + system CPU seconds of the process tree under test on the DUT (an
-  nginx's master and workers, an iperf3 server), from ``/proc/<pid>/stat`` read at the trial's
-  start and end, per unit of work the trial's own result counted (requests wrk completed,
-  GB iperf3 received): ``CPU µs/request`` or ``CPU s/GB``, lower is better. This is what an
-  A/B test judges, like throughput.
+  nginx's master and workers, an iperf3 server), read at the trial's start and end, per unit
+  of work the trial's own result counted (requests wrk completed, GB iperf3 received):
+  ``CPU µs/request`` or ``CPU s/GB``, lower is better. This is what an A/B test judges, like
+  throughput. The seconds are each thread's time on a CPU in nanoseconds
+  (``/proc/<pid>/task/*/schedstat``) where the kernel gives it, else ``/proc/<pid>/stat``'s
+  10 ms ticks (at 2 s trials those alone move a round's ratio by about 1.4 %); the record's
+  ``cost`` block says which counted (``cpu_source``).
 - ``<v>kernel_cost``: the system + irq + softirq time of the DUT's cores (``/proc/stat``) per
   the same unit. A process's system time leaves out the softirq work (the kernel's network
   processing, IRQ time accounting) that the kernel stack does for it on those cores; this
@@ -95,6 +98,26 @@ def tree_cpu_s(reading: Reading, groups: Sequence[str]) -> float | None:
                 seconds = row["cpu"] / 100.0 * float(reading["elapsed_s"])
             found = (found or 0.0) + float(seconds)
     return found
+
+
+def cpu_source(reading: Reading, groups: Sequence[str]) -> str:
+    """How one node's reading counted the seconds of ``groups``: ``schedstat``
+    (nanoseconds) when every process of theirs was counted so, else ``ticks`` (a reading
+    from before ``cpu_s_source`` counted ticks)."""
+    told = reading.get("cpu_s_source", {})
+    found = [told.get(label, "ticks") for label in reading.get("processes", {})
+             if any(label == g or label.startswith(f"{g} ") for g in groups)]
+    return "schedstat" if found and all(s == "schedstat" for s in found) else "ticks"
+
+
+def sources_told(readings: Sequence[Reading], groups: Sequence[str]) -> str:
+    """The ``cost`` block's ``cpu_source``: ``schedstat``, ``ticks``, or how many trials
+    each counted (``schedstat in 58 of 60 trials, ticks in 2``)."""
+    found = [cpu_source(r, groups) for r in readings]
+    precise = found.count("schedstat")
+    if precise in (0, len(found)):
+        return found[0] if found else "ticks"
+    return f"schedstat in {precise} of {len(found)} trials, ticks in {len(found) - precise}"
 
 
 def core_seconds(reading: Reading, cores: Sequence[int], columns: Sequence[str]) -> float:
@@ -207,7 +230,9 @@ def descriptions(spec: CostSpec, shared: bool) -> dict[str, dict[str, str]]:
         spec.metric: {"unit": unit, "counts": (
             f"user + system CPU time of {spec.what} ({', '.join(spec.groups)}: every process "
             f"of its group) on {spec.node}, per {spec.per} the trial's own result counted; "
-            "/proc/<pid>/stat read at each measured trial's start and end")},
+            "each thread's time on a CPU in ns (/proc/<pid>/task/*/schedstat) read at each "
+            "measured trial's start and end, /proc/<pid>/stat's 10 ms ticks where the kernel "
+            "gives no schedstat (cpu_source says which counted)")},
         f"{spec.prefix}kernel_cost": {"unit": unit, "counts": (
             f"system + irq + softirq time of {spec.node}'s cores ({cores}) per {spec.per}: "
             "the kernel's work there, the network processing a process's system time leaves "
@@ -236,6 +261,7 @@ def add_costs(measurement: Measurement, specs: Sequence[CostSpec],
     ``cost`` block: how the first spec's cost (the one judged) is measured, whatever could be
     given, and why a figure could not."""
     block: dict[str, Any] = {}
+    source: str | None = None
     metrics: dict[str, dict[str, str]] = {}
     reasons: list[str] = []
     for spec in specs:
@@ -252,6 +278,8 @@ def add_costs(measurement: Measurement, specs: Sequence[CostSpec],
             continue
         figures, missing = _per_trial(spec, [t for t in given if t is not None], counted)
         reasons += missing
+        if spec is specs[0] and spec.metric in figures:
+            source = sources_told(nodes, spec.groups)
         told = descriptions(spec, any(_shared(t, spec.node) for t in given if t is not None))
         for name, values in figures.items():
             measurement.add(name, values, told[name]["unit"], "lower_is_better")
@@ -265,6 +293,7 @@ def add_costs(measurement: Measurement, specs: Sequence[CostSpec],
     measurement.cost = {"metric": judged.metric, "unit": judged.unit,
                         "counts": descriptions(judged, False)[judged.metric]["counts"],
                         "not_counted": _not_counted(judged), **block, "metrics": metrics,
+                        **({"cpu_source": source} if source else {}),
                         **({"unavailable": "; ".join(reasons)} if reasons else {})}
 
 

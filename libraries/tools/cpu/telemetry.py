@@ -3,12 +3,16 @@ sampling process.
 
 :func:`take_snapshot` runs one command on a node that prints ``/proc/stat``'s cpu lines, the
 ``/proc/<pid>/stat`` and ``task/*/stat`` lines of every process in the tracked process groups
-(a process started by ``Node.start`` leads its group: nginx workers are in their master's),
-the accounting of foreground commands run since the last read (a command value with a
-``ledger``, ``libraries.testbed.command.NodeCommand``, leaves it in a ledger directory),
-optional extra sections (VPP's ``show runtime``) and the sampling shell's own CPU.
-:func:`cpu_usage` turns two snapshots into per-core percentages (like ``mpstat -P ALL``) and
-per-process percent of one core, named as the test named them.
+(a process started by ``Node.start`` leads its group: nginx workers are in their master's)
+and each thread's ``task/*/schedstat`` (its time on a CPU in nanoseconds, where the kernel has
+``CONFIG_SCHED_INFO``), the accounting of foreground commands run since the last read (a
+command value with a ``ledger``, ``libraries.testbed.command.NodeCommand``, leaves it in a
+ledger directory), optional extra sections (VPP's ``show runtime``) and the sampling shell's
+own CPU. :func:`cpu_usage` turns two snapshots into per-core percentages (like ``mpstat -P
+ALL``) and per-process percent of one core, named as the test named them, with each name's
+CPU seconds (``cpu_s``, what a cost per request divides) counted in nanoseconds from
+``schedstat`` where every process of that name had it at both reads and kept all its threads,
+in 10 ms ticks from ``stat`` otherwise (``cpu_s_source`` says which).
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ def snapshot_script(groups: list[int], ledger: str | None = None,
         body.append(
             "for p in $m; do echo \"@pid $p\"; "
             f"for f in /proc/$p/stat /proc/$p/task/*/stat; do {read}; done 2>/dev/null; "
+            "echo \"@sched $p\"; for f in /proc/$p/task/*/schedstat; do read -r l < \"$f\" "
+            "&& t=${f%/schedstat} && echo \"${t##*/} $l\"; done 2>/dev/null; "
             "echo \"@cmdline $p\"; c=; read -r c < /proc/$p/cmdline 2>/dev/null; "
             "echo \"=$c\"; done")
     if ledger:
@@ -112,7 +118,8 @@ class ProcessUsage:
     """CPU of one named process (or several with the same name, e.g. two nginx workers)
     over a window, in percent of one core; ``threads`` by thread name when the threads are
     named apart (VPP's ``vpp_main``, ``vpp_wk_0``); ``cpu_s``: the same user + system time
-    in seconds, unrounded by the window's length (what a cost per unit of work divides);
+    in seconds, unrounded by the window's length (what a cost per unit of work divides;
+    nanoseconds from ``schedstat`` where :attr:`cpu_source` is ``schedstat``, else ticks);
     ``niced_s``: of its user time, the seconds its niced tasks ran, by the core each last ran
     on (the cores' ``nice`` column is the user time of niced tasks: a run started with
     ``nice`` is not foreign load; their system time is in ``sys``).
@@ -126,6 +133,7 @@ class ProcessUsage:
     threads: dict[str, float]
     cpu_s: float | None = None
     niced_s: dict[str, float] = field(default_factory=dict)
+    cpu_source: str = "ticks"
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"cpu": self.cpu, "usr": self.usr, "sys": self.sys,
@@ -143,7 +151,9 @@ class ProcessUsage:
 class CpuUsage:
     """One node over one window: per-core percentages (:data:`CORE_COLUMNS`, keys ``all``,
     ``0``, ``1`` ...), named processes, what exited inside the window (its CPU is lost),
-    the window's length and the sampler's own CPU seconds (both reads)."""
+    the window's length and the sampler's own CPU seconds (both reads). The record keeps
+    each process's ``cpu_source`` in ``cpu_s_source`` (beside the table, whose rows the
+    record's schema fixes)."""
 
     elapsed_s: float
     boot_id: str
@@ -158,6 +168,10 @@ class CpuUsage:
             "processes": {name: p.as_record() for name, p in self.processes.items()},
             "sampler_cpu_s": self.sampler_cpu_s,
         }
+        sources = {name: p.cpu_source for name, p in self.processes.items()
+                   if p.cpu_s is not None}
+        if sources:
+            record["cpu_s_source"] = sources
         if self.exited:
             record["exited"] = list(self.exited)
         return record
@@ -204,6 +218,7 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
     tick = float(after.clk_tck)
     window_start = before.uptime * tick
     ticks: dict[str, list[float]] = {}
+    nanoseconds: dict[str, int | None] = {}
     threads: dict[str, dict[str, float]] = {}
     niced: dict[str, dict[str, float]] = {}
 
@@ -226,6 +241,9 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
         used[0] += sample.stat.utime - (start.stat.utime if start else 0)
         used[1] += sample.stat.stime - (start.stat.stime if start else 0)
         used[2] += 1
+        spent_ns = _schedstat_delta(start, sample)
+        so_far = nanoseconds.get(label, 0)
+        nanoseconds[label] = None if spent_ns is None or so_far is None else so_far + spent_ns
         if len(sample.threads) > 1:
             old = {t.pid: t for t in start.threads} if start else {}
             per_thread = threads.setdefault(label, {})
@@ -243,6 +261,7 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
         used[0] += stat[0]
         used[1] += stat[1]
         used[2] += stat[2]
+        nanoseconds[name] = None  # a foreground command's children: ticks only
 
     def percent(value: float) -> float:
         return round(100.0 * value / tick / elapsed, 2)
@@ -253,16 +272,32 @@ def cpu_usage(before: Snapshot, after: Snapshot, names: Mapping[int, str]) -> Cp
         # a breakdown only says something when threads have names of their own (vpp_main,
         # vpp_wk_0); wrk's threads are all "wrk"
         by_thread = {t: percent(v) for t, v in sorted(named.items())} if len(named) > 1 else {}
+        spent_ns = nanoseconds.get(label)
+        seconds, source = ((round(spent_ns / 1e9, 6), "schedstat") if spent_ns is not None
+                           else (round((u + s) / tick, 4), "ticks"))
         processes[label] = ProcessUsage(label, percent(u + s), percent(u), percent(s), int(n),
-                                        by_thread, round((u + s) / tick, 4),
+                                        by_thread, seconds,
                                         {c: round(v, 4) for c, v in
-                                         sorted(niced.get(label, {}).items())})
+                                         sorted(niced.get(label, {}).items())}, source)
     exited = sorted({process_label(sample, names[sample.stat.pgid])
                      for pid, sample in before.processes.items()
                      if pid not in after.processes and sample.stat.pgid in names})
     return CpuUsage(round(elapsed, 2), after.boot_id[:8], core_percentages(before, after),
                     processes, tuple(exited),
                     round(before.sampler_seconds + after.sampler_seconds, 3))
+
+
+def _schedstat_delta(start: ProcessSample | None, end: ProcessSample) -> int | None:
+    """Nanoseconds ``end``'s threads ran on a CPU since ``start`` (from 0 for a process
+    started inside the window); None when either read has no ``schedstat`` or a thread of the
+    start is gone (its time left the sum: the ticks of ``stat``, which keep it, count then)."""
+    if end.schedstat is None or (start is not None and start.schedstat is None):
+        return None
+    before = start.schedstat if start is not None else {}
+    if not set(before) <= set(end.schedstat):
+        return None
+    spent = sum(end.schedstat.values()) - sum(before.values())
+    return spent if spent >= 0 else None
 
 
 def _ledger_totals(ledger: tuple[tuple[str, TaskStat], ...]) -> dict[str, tuple[int, int, int]]:
