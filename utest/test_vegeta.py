@@ -310,8 +310,9 @@ def test_a_stall_is_counted_per_request_from_the_schedule_by_two_attack_processe
     assert 0.01 < added[400.0] / requests < 0.1, shown
     assert quiet.over_limit(400.0) < added[400.0] / 2, shown
     # over 10 ms: every request 400 ms late, and the stall's ~12 %, whatever else was late
-    # (a busy quiet run had up to 20 % over 10 ms: 1618 of 8000, which the stall's requests
-    # partly were already); a wrong schedule makes nearly all late, in the quiet run too
+    # (a busy quiet run had up to 20 % over 10 ms, 1618 of 8000, and 56 %, 4472, on a machine
+    # running CI beside five other jobs, which the stall's requests partly were already); a
+    # wrong schedule makes nearly all late (7969 of 8000), in the quiet run too
     assert stalled.over_limit(10.0) >= max(stalled.over_limit(400.0), 0.05 * requests), shown
-    assert quiet.over_limit(10.0) < 0.5 * requests and \
-        stalled.over_limit(10.0) < 0.6 * requests, shown
+    assert quiet.over_limit(10.0) < 0.9 * requests and \
+        stalled.over_limit(10.0) < 0.95 * requests, shown
