@@ -36,7 +36,7 @@ from libraries.capacity.sanity import (
     generator_bound,
     saturated,
 )
-from libraries.capacity.settings import LatencyGoal, parse_capacity_settings
+from libraries.capacity.search_settings import LatencyGoal, parse_capacity_settings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 from libraries.results.headline import figure, headline
 from libraries.results.measurement import Measurement

@@ -12,9 +12,9 @@ import pytest
 
 from libraries.ab.session import NothingToCompare
 from libraries.cases import tracers as tracers_case
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip
 from libraries.cases.ebpf_stream import EbpfStreamCase, StreamRequest, StreamSetup
-from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import (
     HttpsServer,
     LoadRequest,
@@ -30,8 +30,8 @@ from libraries.cases.tcp_term import (
     restore_link_mtus,
     set_link_mtu,
 )
-from libraries.cases.telemetry import TrialTelemetry
 from libraries.cases.tracers import KernelTracerTrials, TracerSetup
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.command import NodeCommand, node_command

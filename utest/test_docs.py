@@ -122,7 +122,7 @@ class FakeSetting:
     shown_default: str = "5"
     accepted: str = "an integer >= 1"
     meaning: str = "Rounds <per> variant."
-    checked: str = "suite set-up: libraries.results.settings.parse_plan"
+    checked: str = "suite set-up: libraries.results.trial_settings.parse_plan"
     field: str = "plan.trials"
 
 
@@ -136,7 +136,7 @@ def test_the_settings_page_has_a_block_per_setting_under_its_area(
         < page.index("### `TRIALS`")
     assert ('<span id="TRIALS"></span>\n\n### `TRIALS`\n\n**Default:** 5  \n'
             "**Accepts:** an integer &gt;= 1\n\nRounds &lt;per&gt; variant.\n\n"
-            "<small>Checked: suite set-up: libraries.results.settings.parse\\_plan. Its "
+            "<small>Checked: suite set-up: libraries.results.trial_settings.parse\\_plan. Its "
             "value: `plan.trials` of the run's settings.</small>\n") in page
     assert "|---|" not in page  # blocks, not a table
 

@@ -7,6 +7,6 @@ verdict per metric (``rounds``, with the four-outcome rule of
 :func:`libraries.results.verdict.classify`), the record's ``ab`` block and the test's message
 (``record``), and the session of a running suite: sides, components, what a test uses,
 switching, sysctls set and restored (``session``). No Robot Framework: the case runner
-(``libraries.cases.runner``) measures through it and ``libraries.keywords.ab`` adapts it. Imports
-``libraries.testbed``, ``libraries.tools`` (version probes) and ``libraries.results``.
+(``libraries.cases.case_runner``) measures through it and ``libraries.keywords.ab`` adapts it.
+Imports ``libraries.testbed``, ``libraries.tools`` (version probes) and ``libraries.results``.
 """

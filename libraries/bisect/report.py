@@ -21,9 +21,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from libraries.bisect.bisect_summary import SUMMARY, bisect_summary, clear_line
+from libraries.bisect.bisection import Bisection, Outcome
 from libraries.bisect.outcome import SAME, clear_words
-from libraries.bisect.search import Bisection, Outcome
-from libraries.bisect.summary import SUMMARY, bisect_summary, clear_line
 
 STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
           5: "culprit found, ranges undecided"}

@@ -38,7 +38,7 @@ from scipy.stats import binom
 
 from libraries.capacity.confirm import Confirmation, goal_record, goal_trial, missed
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 
 FLOOR_WINDOWS = 3

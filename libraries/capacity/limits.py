@@ -35,7 +35,7 @@ from libraries.capacity.generators import Generator, path_trials, search_paths
 from libraries.capacity.news import announced, search_lines
 from libraries.capacity.sanity import Evidence, challenge, check_figure, generator_bound
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import SearchSettings
+from libraries.capacity.search_settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement, Say, silent

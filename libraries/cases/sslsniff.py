@@ -18,11 +18,10 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import closed_loop_uses
-from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import ProxySetup
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
 from libraries.cases.tracers import (
     BpftimeTrials,
     KernelTracerTrials,
@@ -30,6 +29,7 @@ from libraries.cases.tracers import (
     TracerSetup,
     https_server,
 )
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA

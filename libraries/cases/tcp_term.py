@@ -15,15 +15,15 @@ import logging
 import shlex
 from dataclasses import dataclass, field
 
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
-from libraries.cases.runner import Case, run_case
 from libraries.cases.stack import (
     app_address,
     app_environment,
     client_environment,
     wait_until_listed,
 )
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA

@@ -1,12 +1,13 @@
-"""The suite's own library: it holds the suite's state (:class:`~libraries.cases.suite.SuiteState`:
-the settings resolved once at the set-up, the testbed, the criteria, the cases' context), and
-its keywords check the settings at the set-up and skip extended rows."""
+"""The suite's own library: it holds the suite's state
+(:class:`~libraries.cases.suite_state.SuiteState`: the settings resolved once at the set-up,
+the testbed, the criteria, the cases' context), and its keywords check the settings at the
+set-up and skip extended rows."""
 
 from __future__ import annotations
 
 from robot.api.deco import keyword, library
 
-from libraries.cases.suite import SuiteState
+from libraries.cases.suite_state import SuiteState
 from libraries.keywords import context
 
 

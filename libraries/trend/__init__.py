@@ -10,6 +10,6 @@ with the A/B verdict (``compare``). It reads the history (``libraries.history``)
 results layer's verdict and intervals (``libraries.results``); it writes no page (the
 dashboard and the command that prints the gate live in ``libraries.report``). It has no
 command of its own: ``hoststack-perf trend`` (``python -m libraries.report``), ``ingest``
-(``libraries.history.ingest``), ``report`` (``libraries.report.run``) and ``nightly``
+(``libraries.history.ingest``), ``report`` (``libraries.report.run_report``) and ``nightly``
 (``libraries.nightly``) are their homes.
 """
