@@ -5,7 +5,7 @@ and an ordered list of builds (:mod:`libraries.bisect.builds`: comparison sides,
 revisions with an optional build command), compares the ends, and divides the range wherever
 its ends differ, until every stretch holds a culprit, is proven clear or is reported
 undecided, then looks inside ranges proven clear only end to end (:mod:`libraries.bisect.
-search`, plain Python; what one comparison proves: :mod:`libraries.bisect.outcome`; what the
+bisection`, plain Python; what one comparison proves: :mod:`libraries.bisect.outcome`; what the
 search found and what its exit means: :mod:`libraries.bisect.result`), each comparison one
 Robot A/B run of the test (:mod:`libraries.bisect.comparison_run`); builds that are the same files
 (:mod:`libraries.bisect.identity`) are not compared. The culprits, the undecided ranges, the

@@ -180,7 +180,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px;font-size:90%}}</style></head><body
 
 def write_report(out: Path, result: Bisection, names: list[str],
                  meta: dict[str, Any]) -> tuple[Path, Path]:
-    """Write ``bisect.json``, ``bisect.html`` and ``summary.md`` (:mod:`.summary`) into
+    """Write ``bisect.json``, ``bisect.html`` and ``summary.md`` (:mod:`.bisect_summary`) into
     ``out``; the first two's paths."""
     doc = as_json(result, names, meta)
     out.mkdir(parents=True, exist_ok=True)

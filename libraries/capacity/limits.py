@@ -325,7 +325,7 @@ def _ratio(measurement: Measurement, figures: Figures, paths: dict[str, str]) ->
     generator's."""
     limited = measurement.evidence.get("capacity_limited_by") or {}
     if "direct" not in paths:
-        measurement.unavailable["capacity_ratio"] = "direct path not measured (mTLS variant)"
+        measurement.unavailable["capacity_ratio"] = "direct path not measured (mTLS row)"
         return
     missing = [NAMES[v] for v in ("proxy", "direct") if v not in figures]
     bound = [v for v in ("proxy", "direct") if limited.get(v) == "load generator"]

@@ -145,7 +145,7 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
     certs = setup.certificates(target)
     prefix = instance_prefix(target, "nginx-server")
     # stub_status counts requests for the forwarding proof; over VPP it would listen on
-    # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
+    # VPP's stack, out of reach of a kernel curl, so the VPP suite goes without it.
     status_port = None if env else STATUS_PORT
     http, server = ctx.side_nginx("server")
     params = HttpsServerParams(

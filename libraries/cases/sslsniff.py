@@ -201,7 +201,7 @@ def measure_with_userspace_tracer(ctx: CaseContext, server: ProxySetup,
     testbed = ctx.testbed
     dut = testbed.nodes[handle.node]
     spec = testbed.topology.nodes[dut.name]
-    ctx.refuse_in_ab("A/B runs do not compare the bpftime variant: its traced nginx is a copy "
+    ctx.refuse_in_ab("A/B runs do not compare the bpftime suite: its traced nginx is a copy "
                      "of the server's config made once per test")
     if "bpftime" not in spec.tools or "bpftime_sslsniff" not in spec.tools:
         raise Skip(f"bpftime not declared on {dut.name} in topology {testbed.topology.name} "

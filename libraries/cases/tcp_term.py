@@ -3,7 +3,7 @@ client on the TG sends (or, with ``-R``, receives); the receiver's Gbit/s per tr
 
 :class:`TcpTermCase` is one test: its ``trial`` (one iperf3 client run, the server still
 alive) and ``build`` (the measurement) are what the case runner calls; before it,
-:func:`start_server` starts the iperf3 server and, for the jumbo-frame variant,
+:func:`start_server` starts the iperf3 server and, for the jumbo-frame row,
 :func:`set_link_mtu` changes the link's MTU (both kept in a :class:`TcpTermSetup`,
 :func:`restore_link_mtus` puts the MTUs back). The keyword
 library (``libraries.keywords.tcp_term``) makes one call per keyword.

@@ -65,7 +65,7 @@ class SuiteKeywords:
     def skip_extended_row_unless_asked(self) -> None:
         """Skip a test tagged ``EXTENDED`` unless the run asks for extended rows.
 
-        The default run keeps one row per seed variant; extended rows (the kernel twins of
+        The default run keeps one row per seed configuration; extended rows (the kernel twins of
         VPP rows, more streams, a counting tracer) run with ``-v EXTENDED:yes``, as CI's
         end-to-end job and the nightly do. A test without the tag always runs. Use it as
         the test setup.
