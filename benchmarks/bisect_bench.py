@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from benchmarks.bisect_sim import simulate
-from libraries.bisect.search import INSIDE
+from libraries.bisect.bisection import INSIDE
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = {"none": 1, "step": 2, "two": 3}

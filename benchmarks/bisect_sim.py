@@ -1,4 +1,4 @@
-"""Bisections in simulation: the project's own search (:func:`libraries.bisect.search.bisect`)
+"""Bisections in simulation: the project's own search (:func:`libraries.bisect.bisection.bisect`)
 over ranges with planted steps, each comparison judged by the A/B engine's own looks
 (:func:`libraries.ab.rounds.ratio_interval` and :func:`~libraries.ab.rounds.judge` at
 :class:`libraries.results.plan.AbSettings`' corrected levels) on simulated rounds.
@@ -9,7 +9,7 @@ A round's ratio (b / a) is the true ratio of the two builds times a log-normal e
 standard deviation is the per-round spread (2.4, 5.6 and 8.3 %: the spreads measured on this
 VM). A first attempt has ``--max-rounds`` (60) rounds, a second twice as many; the margin is
 the bisection's (3 %); the search looks inside ranges clear only end to end for
-:data:`~libraries.bisect.search.INSIDE` comparisons, as the command does. A build that "does
+:data:`~libraries.bisect.bisection.INSIDE` comparisons, as the command does. A build that "does
 not run" fails every comparison it is in, as a build whose suite set-up fails does. Minutes
 are modelled: :data:`MINUTES_PER_COMPARISON` plus :data:`MINUTES_PER_ROUND` a round, fitted to
 the real bisections of benchmarks/README.md (10 rounds 0.9 min, 30 rounds 2.4, 60 rounds 4.6).
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from libraries.ab.rounds import judge, ratio_interval
-from libraries.bisect.search import INSIDE, Bisection, Outcome, Same, bisect
+from libraries.bisect.bisection import INSIDE, Bisection, Outcome, Same, bisect
 from libraries.results.plan import AbSettings
 
 SPREADS = (0.024, 0.056, 0.083)

@@ -39,7 +39,7 @@ from typing import Protocol
 import numpy as np
 
 from libraries.capacity.confirm import WindowPlan, extend, resume, run_plans
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 
 GOAL = LatencyGoal(0.99, 25.0)

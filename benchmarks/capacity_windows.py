@@ -32,7 +32,7 @@ from typing import Any
 from scipy.stats import binomtest
 
 from libraries.capacity.confirm import HOLD, confirm_capacity
-from libraries.capacity.settings import LatencyGoal, parse_goals
+from libraries.capacity.search_settings import LatencyGoal, parse_goals
 from libraries.capacity.trials import CapacityTrial
 
 BIN = 0.1

@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from libraries.testbed.netns import LocalTestbed, make_prefix
+from libraries.testbed.netns import LocalTestbed
 from libraries.testbed.provision import Testbed
+from libraries.testbed.run_paths import make_prefix
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.iperf3 import IperfClientOptions, IperfServerOptions, run_iperf3_client
 from libraries.tools.iperf3 import start_iperf3_server as start_iperf3

@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.results.adaptive import run_interleaved
 from libraries.results.plan import TrialPlan
 from libraries.testbed.provision import Testbed

@@ -12,7 +12,7 @@ options), in ``ab``, ``duet``, ``nightly`` and ``bisect``: a bad option, a bad `
 topology, comparison, reference or builds file, or a binary a comparison names that is absent
 is refused before anything is measured (``ab``, ``duet`` and ``nightly`` check the settings,
 the topology and the comparison file in this process before a Robot run starts:
-:mod:`libraries.cases.preflight`), so a CI job tells "my input is wrong" from failed tests
+:mod:`libraries.cases.input_checks`), so a CI job tells "my input is wrong" from failed tests
 (1-250) and from a regression. ``hoststack-perf --version`` prints the project's version;
 with no arguments, as with ``--help``, it lists its commands and exits 0 (an unknown one: 2).
 
@@ -67,18 +67,18 @@ COMMANDS: tuple[Command, ...] = (
             "run an A/B comparison as a duet: both sides at once, each on its own testbed",
             "hoststack-perf duet topologies/examples/ab-sysctl.yaml -d results/duet -- "
             "-v TOPOLOGY:3node -t 1s-kernel-tcp-term tests/tcp_term/kernel.robot"),
-    Command("nightly", "libraries.nightly.runner:main", "libraries.nightly",
+    Command("nightly", "libraries.nightly.nightly_run:main", "libraries.nightly",
             "the nightly job: run the suites (against a pinned reference), store, trend, gate",
             "hoststack-perf nightly --topology 3node --suites tests/tcp_term -- "
             "-v EXTENDED:no"),
-    Command("bisect", "libraries.bisect.cli:main", "libraries.bisect",
+    Command("bisect", "libraries.bisect.bisect_command:main", "libraries.bisect",
             "find the build that changed a test's figure, by A/B runs between builds",
             "hoststack-perf bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy "
             "--builds builds.yaml   (builds.yaml: your builds, oldest first)"),
-    Command("trend", "libraries.report.cli:main", "libraries.report",
+    Command("trend", "libraries.report.trend_command:main", "libraries.report",
             "trend dashboard and gate over the history; --compare two runs",
             "hoststack-perf trend results --html results/trend.html"),
-    Command("report", "libraries.report.run:main", "libraries.report.run",
+    Command("report", "libraries.report.run_report:main", "libraries.report.run_report",
             "write run-report.html (and summary.md) of run directories",
             "hoststack-perf report results/<run-id>"),
     Command("ingest", "libraries.history.ingest:main", "libraries.history.ingest",
@@ -249,14 +249,14 @@ def _refused(name: str, args: list[str]) -> bool:
         comparison, topologies = options.comparison, ()
     else:
         try:
-            options = importlib.import_module("libraries.nightly.cli").parser("").parse_args(
+            options = importlib.import_module("libraries.nightly.arguments").parser("").parse_args(
                 given)
         except SystemExit as stop:  # argparse's usage error (printed): bad input
             if stop.code != 2:
                 raise
             return True
         comparison, topologies = None, options.pool or options.topology
-    problems = importlib.import_module("libraries.cases.preflight").run_problems(
+    problems = importlib.import_module("libraries.cases.input_checks").run_problems(
         robot, comparison, topologies)
     for problem in problems:
         print(f"hoststack-perf {name}: error: {problem}", file=sys.stderr)
@@ -323,7 +323,7 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
     whether it is only to be printed (``--print``);
     ``SystemExit`` with the reason (:func:`ab` exits :data:`BAD_INPUT` with it) for a missing
     comparison file, no suites, robot arguments that set ``AB`` themselves, or what
-    :func:`libraries.cases.preflight.run_problems` finds wrong with the settings, the
+    :func:`libraries.cases.input_checks.run_problems` finds wrong with the settings, the
     topology or the comparison file (a binary it names that is absent; with ``--print`` too:
     a printed command is one that would run)."""
     parser = argparse.ArgumentParser(
@@ -361,7 +361,7 @@ def ab_command(argv: Sequence[str], python: str = sys.executable) -> tuple[list[
         if given.split(":", 1)[0] == "AB":
             refuse(f"{flag} {value}: the comparison file is the first argument; -v AB is "
                    "set from it")
-    problems = importlib.import_module("libraries.cases.preflight").run_problems(
+    problems = importlib.import_module("libraries.cases.input_checks").run_problems(
         rest, options.comparison)
     if problems:
         refuse("\n".join(problems))

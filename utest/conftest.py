@@ -39,7 +39,7 @@ from libraries.ab.duet_link import DuetLink
 E2E_MODULES = frozenset({
     "test_faults_e2e", "test_interrupt_e2e", "test_lab_pool", "test_reallab_e2e",
     "test_records_io", "test_short_trials_e2e", "test_telemetry_e2e", "test_testbed_e2e",
-    "test_vpp_node", "test_vpp_real", "test_ab_e2e", "test_cases_vpp", "test_pages_browser",
+    "test_vpp_instance", "test_vpp_real", "test_ab_e2e", "test_cases_vpp", "test_pages_browser",
 })
 LOOPBACK_MODULES = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",

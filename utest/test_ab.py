@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
+from libraries.ab.ab_settings import check_ab_plan
 from libraries.ab.rounds import (
     RatioInterval,
     _rank_k,
@@ -25,7 +26,6 @@ from libraries.ab.rounds import (
     ratio_interval,
     resolution,
 )
-from libraries.ab.settings import check_ab_plan
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import AbSettings, TrialPlan
 

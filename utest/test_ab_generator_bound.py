@@ -1,12 +1,12 @@
 """An A/B "no change" through a load generator saturated on both sides is no finding
-(:func:`libraries.cases.runner._generator_bound`): on real VPP (1node tcp_term) the iperf3
+(:func:`libraries.cases.case_runner._generator_bound`): on real VPP (1node tcp_term) the iperf3
 client sat at 96 % of its core on both sides and a VPP knob read "no change"."""
 
 from __future__ import annotations
 
 import pytest
 
-from libraries.cases.runner import _generator_bound
+from libraries.cases.case_runner import _generator_bound
 from libraries.results.measurement import Measurement
 
 

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from libraries.ab.ab_settings import ab_settings_from_variables as settings_from_variables
 from libraries.ab.comparison import load_comparison
 from libraries.ab.rounds import AbOutcome, MetricComparison, RatioInterval
 from libraries.ab.session import AbSession, NothingToCompare
-from libraries.ab.settings import ab_settings_from_variables as settings_from_variables
 from libraries.cases.context import CaseContext
 from libraries.cases.stack import client_environment
 from libraries.report.ab_section import ab_section, ratio_chart

@@ -11,7 +11,7 @@ from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile
 from libraries.results.measurement import Measurement
 from libraries.results.plan import Budget, Settings, TrialPlan
-from libraries.results.settings import parse_judge, parse_settings
+from libraries.results.trial_settings import parse_judge, parse_settings
 
 FLOOR = CriteriaFile.model_validate({"version": 1, "criteria": [
     {"case": "tcp_term", "metric": "throughput", "min": 10.0}]})

@@ -14,18 +14,8 @@ from pathlib import Path
 import pytest
 
 from libraries.ab.comparison import Side
-from libraries.bisect import cli, runner
-from libraries.bisect.builds import (
-    Builds,
-    build_command,
-    check_builds,
-    load_builds,
-    local_problems,
-    make_build,
-)
-from libraries.bisect.report import as_html, as_json, chained_ratios
-from libraries.bisect.runner import REPO, RobotComparisons, find_test, read_outcome
-from libraries.bisect.search import (
+from libraries.bisect import bisect_command, comparison_run
+from libraries.bisect.bisection import (
     CULPRIT,
     CULPRIT_AND_UNDECIDED,
     EXIT_CODES,
@@ -35,6 +25,16 @@ from libraries.bisect.search import (
     Outcome,
     bisect,
 )
+from libraries.bisect.builds import (
+    Builds,
+    build_command,
+    check_builds,
+    load_builds,
+    local_problems,
+    make_build,
+)
+from libraries.bisect.comparison_run import REPO, RobotComparisons, find_test, read_outcome
+from libraries.bisect.report import as_html, as_json, chained_ratios
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.teardown import pid_alive
 from libraries.testbed.topology_file import load_topology
@@ -642,7 +642,7 @@ def test_bad_input_exits_2_before_anything_is_measured(tmp_path, capsys, args, s
     base = {"--topology": "3node", "--test": "1kb-10c-kernel-ssl-proxy",
             "--builds": str(builds), "--results": str(tmp_path / "out")}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
-    code = cli.main([item for pair in base.items() for item in pair])
+    code = bisect_command.main([item for pair in base.items() for item in pair])
     assert code == 252
     assert says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -655,8 +655,9 @@ def test_bad_input_exits_2_before_anything_is_measured(tmp_path, capsys, args, s
 def test_the_margin_is_given_once_and_as_a_percentage(tmp_path, capsys, extra, says):
     builds = _write(tmp_path, 'builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: '
                               '["access_log /dev/null combined;"]}}}\n')
-    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
-                     str(builds), "--results", str(tmp_path / "out"), *extra])
+    code = bisect_command.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                                "--builds", str(builds), "--results",
+                                str(tmp_path / "out"), *extra])
     assert code == 252 and says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
@@ -676,21 +677,22 @@ def test_settings_whose_attempts_could_not_decide_are_refused_naming_the_option(
         tmp_path, capsys, extra, says):
     builds = _write(tmp_path, 'builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: '
                               '["access_log /dev/null combined;"]}}}\n')
-    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
-                     str(builds), "--results", str(tmp_path / "out"), *extra])
+    code = bisect_command.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                                "--builds", str(builds), "--results",
+                                str(tmp_path / "out"), *extra])
     assert code == 252 and says in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-    assert cli.attempts_problems(125, 600, 3, []) == []  # the limit itself is fine
+    assert bisect_command.attempts_problems(125, 600, 3, []) == []  # the limit itself is fine
 
 
 def test_the_help_lists_every_exit_code(capsys):
     with pytest.raises(SystemExit):
-        cli.main(["--help"])
+        bisect_command.main(["--help"])
     shown = " ".join(capsys.readouterr().out.split())
     for code, meaning in EXIT_CODES.items():
         assert f"{code} {' '.join(meaning.split())}" in shown, code
     assert set(EXIT_CODES) == {0, 252, 3, 4, 5}
-    assert all(f"    {code} " in cli.__doc__ for code in EXIT_CODES)
+    assert all(f"    {code} " in bisect_command.__doc__ for code in EXIT_CODES)
 
 
 def test_the_page_and_json_name_undecided_ranges_and_skipped_builds_with_why():
@@ -713,8 +715,8 @@ def test_the_page_and_json_name_undecided_ranges_and_skipped_builds_with_why():
 def test_a_missing_binary_without_a_build_command_exits_252(tmp_path, capsys):
     builds = _write(tmp_path, f"builds: [{{name: a}}, {{name: b, tools: {{dut: {{nginx: "
                               f"{tmp_path}/missing}}}}}}]")
-    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
-                     str(builds), "--results", str(tmp_path / "out")])
+    code = bisect_command.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                                "--builds", str(builds), "--results", str(tmp_path / "out")])
     assert code == 252
     assert f"build b: dut.nginx {tmp_path}/missing: no such file" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -780,12 +782,12 @@ while True:
 
 
 def test_a_run_past_its_time_gets_ctrl_c_twice_as_a_person_would(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "STOP_GRACE_S", 0.5)
+    monkeypatch.setattr(comparison_run, "STOP_GRACE_S", 0.5)
     script = tmp_path / "robot.py"
     script.write_text(STUBBORN)
     with (tmp_path / "console.log").open("w") as console:
         # 3 s: a Python that starts slowly on a busy machine has its handler in place first
-        answer = runner.run_robot([sys.executable, str(script)], console, timeout=3.0)
+        answer = comparison_run.run_robot([sys.executable, str(script)], console, timeout=3.0)
     assert answer == "timed out after 3 s and was stopped"
     assert (tmp_path / "console.log").read_text().split() == [
         "running", "signal", "1", "signal", "2"]
@@ -798,7 +800,7 @@ def test_each_comparison_is_said_as_it_starts_and_as_it_ends():
     compare, calls = simulated(levels)
     said: list[str] = []
     names = [f"r{i}" for i in range(len(levels))]
-    result = bisect(len(levels), cli.announced(compare, names, said.append))
+    result = bisect(len(levels), bisect_command.announced(compare, names, said.append))
     assert len(said) == 2 * len(calls) == 2 * len(result.comparisons)
     a, b, _attempt = calls[0]
     assert said[0] == f"comparison 1: r{a} vs r{b}: running"

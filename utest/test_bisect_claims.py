@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from libraries.bisect import cli
+from libraries.bisect import bisect_command
+from libraries.bisect.bisect_summary import bisect_summary
+from libraries.bisect.bisection import CULPRIT, CULPRIT_AND_UNDECIDED, NO_CULPRIT, bisect
 from libraries.bisect.outcome import SAME, Outcome, clear_words
 from libraries.bisect.report import as_html, as_json, chained_ratios
-from libraries.bisect.search import CULPRIT, CULPRIT_AND_UNDECIDED, NO_CULPRIT, bisect
-from libraries.bisect.summary import bisect_summary
 from utest.test_bisect import _assert_covered, simulated
 
 HIDDEN = [100.0, 100.0, 96.0, 96.0, 100.0, 100.0, 100.0, 92.0, 92.0]
@@ -174,10 +174,11 @@ def test_the_command_refuses_a_negative_inside_budget_and_its_help_names_it(tmp_
     builds = tmp_path / "builds.yaml"
     builds.write_text('builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: '
                       '["access_log /dev/null combined;"]}}}\n')
-    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
-                     str(builds), "--results", str(tmp_path / "out"), "--inside", "-1"])
+    code = bisect_command.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                                "--builds", str(builds), "--results",
+                                str(tmp_path / "out"), "--inside", "-1"])
     assert code == 252 and "--inside not negative" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     with pytest.raises(SystemExit):
-        cli.main(["--help"])
+        bisect_command.main(["--help"])
     assert "--inside N" in capsys.readouterr().out

@@ -1,6 +1,6 @@
 """Which builds of a bisection are the same files (libraries.bisect.identity): keyed by content,
 hashed before the search with the A/B session's own fingerprint, or learned from a comparison's
-record (libraries.bisect.runner)."""
+record (libraries.bisect.comparison_run)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.ab.comparison import Side
-from libraries.bisect import cli
+from libraries.bisect import bisect_command
 from libraries.bisect.builds import load_builds
+from libraries.bisect.comparison_run import RobotComparisons, find_test, record_files
 from libraries.bisect.identity import Identities, content_key, hash_before
-from libraries.bisect.runner import RobotComparisons, find_test, record_files
 from libraries.testbed.errors import NodeError
 from libraries.testbed.topology_file import load_topology
 from utest.localnode import LocalNode
@@ -172,13 +172,14 @@ def test_the_command_hashes_the_builds_and_compares_only_what_differs(tmp_path, 
     topology = load_topology("3node")
     testbed = SimpleNamespace(topology=topology, down=lambda: None,
                               nodes={n: LocalNode(str(tmp_path), n) for n in topology.nodes})
-    monkeypatch.setattr(cli, "hash_before", lambda b, t, known: hash_before(
+    monkeypatch.setattr(bisect_command, "hash_before", lambda b, t, known: hash_before(
         b, t, known, up=lambda _: testbed))
-    monkeypatch.setattr(cli, "RobotComparisons", partial(
+    monkeypatch.setattr(bisect_command, "RobotComparisons", partial(
         RobotComparisons, robot=(sys.executable, str(script), str(fixture))))
-    monkeypatch.setattr(cli, "check_builds", lambda *_: ([], set()))  # `true` is no nginx
-    code = cli.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy", "--builds",
-                     str(builds), "--results", str(tmp_path / "out")])
+    # `true` is no nginx
+    monkeypatch.setattr(bisect_command, "check_builds", lambda *_: ([], set()))
+    code = bisect_command.main(["--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
+                                "--builds", str(builds), "--results", str(tmp_path / "out")])
     printed = capsys.readouterr().out
     assert code == 3, printed
     assert "bisect: hashed 4 of 4 builds before the search: the same files: r1 = r2; r3 = r4" \

@@ -14,8 +14,8 @@ from benchmarks.bisect_sim import (
     run_cell,
     same_on,
 )
+from libraries.bisect.bisection import Bisection, Culprit
 from libraries.bisect.outcome import Outcome
-from libraries.bisect.search import Bisection, Culprit
 
 
 def test_copies_share_their_content_between_steps_and_other_builds_do_not():

@@ -1,12 +1,12 @@
-"""A bisection's summary.md (libraries.bisect.summary), from simulated searches."""
+"""A bisection's summary.md (libraries.bisect.bisect_summary), from simulated searches."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from libraries.bisect.bisect_summary import bisect_summary
+from libraries.bisect.bisection import EXIT_CODES, bisect
 from libraries.bisect.report import as_json, write_report
-from libraries.bisect.search import EXIT_CODES, bisect
-from libraries.bisect.summary import bisect_summary
 from utest.test_bisect import simulated
 
 META = {"title": "nginx 1.25.0..1.25.7", "topology": "3node", "test": "ssl_proxy/x",

@@ -21,7 +21,7 @@ from libraries.capacity.search import (
     search_goals,
     undelivered,
 )
-from libraries.capacity.settings import (
+from libraries.capacity.search_settings import (
     LatencyGoal,
     SearchSettings,
     parse_capacity_settings,

@@ -13,7 +13,7 @@ from libraries.capacity.confirm import WindowPlan
 from libraries.capacity.drift import drift_test, firth_design
 from libraries.capacity.limits import _drifted
 from libraries.capacity.misscurve import MissWindow, firth_fit
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.results.measurement import Measurement
 from utest.test_capacity_misscurve import window
 

@@ -36,7 +36,7 @@ from libraries.capacity.sanity import (
     generator_bound,
     saturated,
 )
-from libraries.capacity.settings import LatencyGoal, parse_capacity_settings
+from libraries.capacity.search_settings import LatencyGoal, parse_capacity_settings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 from libraries.results.headline import figure, headline
 from libraries.results.measurement import Measurement
@@ -105,7 +105,7 @@ def test_the_ratio_stands_only_on_two_recorded_figures_of_the_paths_themselves()
     assert missing.unavailable == {"capacity_ratio": "no figure for direct_capacity"}
     mtls = Measurement("ssl_proxy", "kernel", {})
     _ratio(mtls, {"proxy": (6000.0, None)}, {"proxy": "p"})
-    assert mtls.unavailable == {"capacity_ratio": "direct path not measured (mTLS variant)"}
+    assert mtls.unavailable == {"capacity_ratio": "direct path not measured (mTLS row)"}
 
 
 def _evidence(variant: str = "proxy", maximum: float = 10_000.0, latency: dict | None = None,

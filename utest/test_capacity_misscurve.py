@@ -26,7 +26,7 @@ from libraries.capacity.misscurve import (
     fit_miss_curve,
     floor_refutes,
 )
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 
 GOAL = LatencyGoal(0.99, 25.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.capacity_windows import Window, resample, table, windows
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 
 GOAL = LatencyGoal(0.99, 25.0)
 

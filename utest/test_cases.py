@@ -12,9 +12,9 @@ import pytest
 
 from libraries.ab.session import NothingToCompare
 from libraries.cases import tracers as tracers_case
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip
 from libraries.cases.ebpf_stream import EbpfStreamCase, StreamRequest, StreamSetup
-from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import (
     HttpsServer,
     LoadRequest,
@@ -30,8 +30,8 @@ from libraries.cases.tcp_term import (
     restore_link_mtus,
     set_link_mtu,
 )
-from libraries.cases.telemetry import TrialTelemetry
 from libraries.cases.tracers import KernelTracerTrials, TracerSetup
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.command import NodeCommand, node_command
@@ -165,7 +165,7 @@ def test_the_architecture_walk_shows_the_wrk_command_the_case_renders():
     assert case.tg.values[-1].rendered() == shown.replace("/tmp/hoststack-<prefix>/tg", "/w")
 
 
-def test_the_mtls_variant_has_no_direct_path():
+def test_the_mtls_row_has_no_direct_path():
     case = _proxy_case(Log(), mtls=True)
     assert set(case.urls) == {"proxy"}
 
@@ -229,7 +229,7 @@ def test_the_ebpf_stream_case_measures_direct_and_native_interleaved_with_their_
         (True, False), (False, True)] * 2  # direct, native, direct, native
 
 
-def test_the_jumbo_variant_sets_both_ends_of_the_link_and_puts_them_back():
+def test_the_jumbo_row_sets_both_ends_of_the_link_and_puts_them_back():
     testbed = _testbed()
     setup = TcpTermSetup()
     set_link_mtu(CaseContext(testbed), setup, "tg", "dut", 9000)

@@ -13,9 +13,9 @@ import pytest
 
 from libraries import cli
 from libraries.ab import duet_run
-from libraries.bisect.search import BAD_INPUT as BISECT_BAD_INPUT
-from libraries.bisect.search import EXIT_CODES as BISECT
-from libraries.nightly import runner
+from libraries.bisect.bisection import BAD_INPUT as BISECT_BAD_INPUT
+from libraries.bisect.bisection import EXIT_CODES as BISECT
+from libraries.nightly import nightly_run
 from libraries.trend import analysis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,8 +122,9 @@ def test_every_command_has_its_exit_codes():
 
 def test_the_exit_codes_agree_with_the_commands_own():
     assert cli.EXIT_CODES["bisect"] == BISECT
-    assert {runner.EXIT_OK, runner.EXIT_TESTS_FAILED, runner.EXIT_BAD_RECORDS,
-            runner.EXIT_REGRESSION, runner.EXIT_RUN_ERROR, runner.EXIT_BAD_INPUT} == \
+    assert {nightly_run.EXIT_OK, nightly_run.EXIT_TESTS_FAILED, nightly_run.EXIT_BAD_RECORDS,
+            nightly_run.EXIT_REGRESSION, nightly_run.EXIT_RUN_ERROR,
+            nightly_run.EXIT_BAD_INPUT} == \
         set(cli.EXIT_CODES["nightly"])
     assert {analysis.EXIT_OK, analysis.EXIT_BAD_INPUT, analysis.EXIT_REGRESSION} == \
         set(cli.EXIT_CODES["trend"])
@@ -204,7 +205,7 @@ def test_version_and_no_arguments(capsys):
 
 
 def test_bad_input_has_one_code_in_ab_duet_nightly_and_bisect():
-    assert cli.BAD_INPUT == runner.EXIT_BAD_INPUT == BISECT_BAD_INPUT == duet_run.BAD_INPUT
+    assert cli.BAD_INPUT == nightly_run.EXIT_BAD_INPUT == BISECT_BAD_INPUT == duet_run.BAD_INPUT
     assert cli.BAD_INPUT > 250  # never a count of failed tests
     for name in ("ab", "duet", "nightly", "bisect"):
         codes = cli.EXIT_CODES[name]
@@ -221,8 +222,8 @@ def no_robot(monkeypatch):
 
     monkeypatch.setattr(cli.os, "execv", started)
     monkeypatch.setattr(duet_run.subprocess, "Popen", started)
-    monkeypatch.setattr(runner.subprocess, "Popen", started)
-    monkeypatch.setattr(runner, "execute", started)
+    monkeypatch.setattr(nightly_run.subprocess, "Popen", started)
+    monkeypatch.setattr(nightly_run, "execute", started)
 
 
 def _absent_binary(tmp_path):
@@ -274,8 +275,8 @@ def test_nightly_refuses_bad_input_before_anything_runs(no_robot, tmp_path, caps
     assert cli.run(["nightly", *results, "--", "-v", "DURATION:2s"]) == cli.BAD_INPUT
     assert "-v DURATION:2s" in capsys.readouterr().err
     assert cli.run(["nightly", *results, "--bogus"]) == cli.BAD_INPUT
-    assert runner.main([*results, "--topology", "nowhere"]) == cli.BAD_INPUT  # python -m
-    assert runner.main([*results, "--bogus"]) == cli.BAD_INPUT
+    assert nightly_run.main([*results, "--topology", "nowhere"]) == cli.BAD_INPUT  # python -m
+    assert nightly_run.main([*results, "--bogus"]) == cli.BAD_INPUT
     assert not (tmp_path / "results").exists()
 
 
@@ -292,7 +293,7 @@ def test_bisect_refuses_robots_bad_settings_as_ab_does(tmp_path, capsys, monkeyp
     builds = tmp_path / "builds.yaml"
     builds.write_text("builds:\n  - {name: r1}\n  - {name: r2, nginx: {proxy: {server: "
                       "['access_log /dev/null combined;']}}}\n")
-    monkeypatch.setattr("libraries.bisect.cli.RobotComparisons", None)  # nothing may run
+    monkeypatch.setattr("libraries.bisect.bisect_command.RobotComparisons", None)  # nothing may run
     args = ["bisect", "--topology", "3node", "--test", "1kb-10c-kernel-ssl-proxy",
             "--builds", str(builds), "--results", str(tmp_path / "out"), "--"]
     assert cli.run([*args, "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
@@ -327,8 +328,8 @@ def test_ab_print_runs_nothing_but_refuses_bad_input_first(no_robot, tmp_path, c
 
 def test_python_m_nightly_checks_robots_settings_as_hoststack_perf_does(no_robot, tmp_path):
     results = ["--results", str(tmp_path / "results")]
-    assert runner.main([*results, "--", "-v", "DURATION:2s", "tests"]) == cli.BAD_INPUT
-    assert runner.main([*results, "--", "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
+    assert nightly_run.main([*results, "--", "-v", "DURATION:2s", "tests"]) == cli.BAD_INPUT
+    assert nightly_run.main([*results, "--", "-v", "EXTENDED:maybe"]) == cli.BAD_INPUT
     assert not (tmp_path / "results").exists()
 
 
@@ -343,7 +344,7 @@ def test_python_m_duet_run_refuses_bad_input_as_hoststack_perf_duet_does(tmp_pat
 
 
 def test_the_checked_settings_are_robots_last_word():
-    preflight = importlib.import_module("libraries.cases.preflight")
+    preflight = importlib.import_module("libraries.cases.input_checks")
     args = ["-v", "DURATION:2s", "--variable", "DURATION:3", "--variable=TRIALS:7", "tests"]
     assert preflight.robot_variables(args) == {"DURATION": "3", "TRIALS": "7"}
     assert preflight.run_problems(args) == []

@@ -1,4 +1,4 @@
-"""Each command answers at its home (``libraries.report``, ``libraries.report.run``,
+"""Each command answers at its home (``libraries.report``, ``libraries.report.run_report``,
 ``libraries.history.ingest``, ``libraries.nightly``), whose ``--help`` names that spelling; the
 wave-3 spellings (``libraries.trend``, ``.trend.report``, ``.trend.ingest``, ``.trend.nightly``)
 are gone."""
@@ -12,7 +12,7 @@ import pytest
 
 SPELLINGS = [
     ("libraries.report", "python -m libraries.report"),
-    ("libraries.report.run", "python -m libraries.report.run"),
+    ("libraries.report.run_report", "python -m libraries.report.run_report"),
     ("libraries.history.ingest", "python -m libraries.history.ingest"),
     ("libraries.nightly", "python -m libraries.nightly"),
 ]

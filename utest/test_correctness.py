@@ -18,7 +18,7 @@ from libraries.ab.comparison import load_comparison
 from libraries.ab.duet import combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink
 from libraries.ab.session import AbSession
-from libraries.report.run import _criteria_text
+from libraries.report.run_report import _criteria_text
 from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile, evaluate, load_criteria, side_outcomes
 from libraries.results.measurement import Measurement, Trial

@@ -22,7 +22,7 @@ import pytest
 
 from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.rounds import metric_alpha
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.history.load import load_records
 from libraries.results.adaptive import run_interleaved
 from libraries.results.cost import (

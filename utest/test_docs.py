@@ -122,7 +122,7 @@ class FakeSetting:
     shown_default: str = "5"
     accepted: str = "an integer >= 1"
     meaning: str = "Rounds <per> variant."
-    checked: str = "suite set-up: libraries.results.settings.parse_plan"
+    checked: str = "suite set-up: libraries.results.trial_settings.parse_plan"
     field: str = "plan.trials"
 
 
@@ -136,7 +136,7 @@ def test_the_settings_page_has_a_block_per_setting_under_its_area(
         < page.index("### `TRIALS`")
     assert ('<span id="TRIALS"></span>\n\n### `TRIALS`\n\n**Default:** 5  \n'
             "**Accepts:** an integer &gt;= 1\n\nRounds &lt;per&gt; variant.\n\n"
-            "<small>Checked: suite set-up: libraries.results.settings.parse\\_plan. Its "
+            "<small>Checked: suite set-up: libraries.results.trial\\_settings.parse\\_plan. Its "
             "value: `plan.trials` of the run's settings.</small>\n") in page
     assert "|---|" not in page  # blocks, not a table
 
@@ -280,3 +280,47 @@ def test_the_keyword_index_has_a_line_per_library_and_each_page_a_way_back(
     assert back < html.index(b"<div id=root></div>")
     with pytest.raises(RuntimeError, match="no <div id=root>"):
         hooks.with_way_back(b"<html><body>other</body></html>")
+
+
+GLOSSARY = DOCS / "glossary.md"
+NOT_A_VARIANT = re.compile(
+    r"(?<![a-z])(seed|jumbo|jumbo-frame|mtls|vpp|kernel|bpftime|loopback|row)[ _]variants?(?![a-z])"
+    r"|variants? \(`?(MTLS|REVERSE|JUMBO)|file per variant", re.IGNORECASE)
+"""Where "variant" was used for a suite (the VPP variant), a row (the jumbo variant) or a
+row's options: the glossary gives the word one meaning, a path a test measures."""
+
+
+def _glossary_terms() -> list[str]:
+    return re.findall(r"^\*\*(.+?)\*\*$", GLOSSARY.read_text(), re.MULTILINE)
+
+
+def test_the_glossary_defines_each_word_once_and_variant_as_a_measured_path() -> None:
+    terms = _glossary_terms()
+    assert len(terms) == len(set(terms)), sorted(t for t in terms if terms.count(t) > 1)
+    assert {"variant", "side", "suite", "row", "stack"} <= set(terms)
+    entry = GLOSSARY.read_text().split("**variant**\n", 1)[1].split("\n\n", 1)[0]
+    assert "path a test measures" in entry and "*sides*" in entry and "*suite*" in entry
+
+
+def _variant_misuses(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if NOT_A_VARIANT.search(line)]
+
+
+def test_variant_means_a_measured_path_in_the_docs_suites_and_code() -> None:
+    files = [README, REPO / "ARCHITECTURE.md", *sorted(DOCS.rglob("*.md")),
+             *sorted((REPO / "tests").rglob("*.robot")),
+             *sorted((REPO / "resources").glob("*.resource")),
+             *sorted((REPO / "libraries").rglob("*.py")),
+             *sorted(p for p in (REPO / "utest").glob("*.py") if p.name != "test_docs.py")]
+    misuses = {str(f.relative_to(REPO)): found for f in files
+               if (found := _variant_misuses(f.read_text()))}
+    assert misuses == {}
+
+
+def test_the_variant_check_sees_a_row_or_suite_called_a_variant() -> None:
+    assert _variant_misuses("The jumbo variant adds MTU 9000.\nthe VPP variant goes\n"
+                            "streams, variants (`MTLS`, `REVERSE`)\nthe proxy variant\n"
+                            "def test_the_mtls_variant_has_no_direct_path():\n") == [
+        "The jumbo variant adds MTU 9000.", "the VPP variant goes",
+        "streams, variants (`MTLS`, `REVERSE`)",
+        "def test_the_mtls_variant_has_no_direct_path():"]

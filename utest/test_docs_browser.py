@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.report.run import write_run_report
+from libraries.report.run_report import write_run_report
 from utest.pages import draw
 from utest.test_trend_browser import CHROMIUM
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from libraries.ab import duet_run
 from libraries.report.duet_links import DUET_FILE, duet_banner, duet_note, duet_peer
-from libraries.report.run import render_run_report, summary_text
+from libraries.report.run_report import render_run_report, summary_text
 
 
 def _run(folder: Path, start: str, status: str = "SKIP") -> Path:

@@ -24,8 +24,8 @@ from libraries.ab.fingerprint import (
 )
 from libraries.history.ab_series import files_digest
 from libraries.history.load import load_records
-from libraries.report.cli import main as report_main
 from libraries.report.dashboard import comparison_changes
+from libraries.report.trend_command import main as report_main
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology_file import load_topology
 from libraries.trend.analysis import analyse

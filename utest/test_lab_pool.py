@@ -23,9 +23,9 @@ import pytest
 from robot.api import ExecutionResult
 
 from libraries.history.store import Store
-from libraries.nightly.pool import EVENTS_FILE, Lab, preflight, resource_file
-from libraries.nightly.runner import main as nightly
-from libraries.report.run import RUN_REPORT
+from libraries.nightly.lab_pool import EVENTS_FILE, Lab, preflight, resource_file
+from libraries.nightly.nightly_run import main as nightly
+from libraries.report.run_report import RUN_REPORT
 from libraries.testbed.teardown import list_testbeds
 from utest.namespaces import unexplained
 

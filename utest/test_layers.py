@@ -114,6 +114,43 @@ def test_every_module_is_in_a_package_of_a_known_layer():
     assert packages == set(ALLOWED)
 
 
+
+PACKAGE_FILES = ("__init__.py", "__main__.py")
+"""File names every package may have: what they hold is said by the package's name."""
+
+
+def _shared_file_names(modules: list[Path]) -> dict[str, list[str]]:
+    """Each module file name that two or more modules share, with their paths under
+    ``libraries/``, except a pair ``keywords/X.py`` and ``cases/X.py`` (the keyword library
+    that adapts the case module of its name, the one repeat by design) and
+    :data:`PACKAGE_FILES`."""
+    places: dict[str, list[str]] = {}
+    for path in modules:
+        if path.name not in PACKAGE_FILES:
+            places.setdefault(path.name, []).append(path.relative_to(LIBRARIES).as_posix())
+    mirror = {name: sorted([f"cases/{name}", f"keywords/{name}"]) for name in places}
+    return {name: sorted(found) for name, found in places.items()
+            if len(found) > 1 and sorted(found) != mirror[name]}
+
+
+def test_no_two_modules_share_a_file_name_outside_the_keyword_case_mirror():
+    """A file name says what its module holds, so two modules never share one (``cli.py``
+    four times made a reader open each to know which command it was); the keyword library
+    of a case is named after the case module it adapts (``keywords/ssl_proxy.py`` ->
+    ``cases/ssl_proxy.py``)."""
+    assert _shared_file_names(_modules()) == {}
+
+
+def test_the_file_name_check_sees_a_shared_name():
+    modules = [LIBRARIES / rel for rel in (
+        "nightly/cli.py", "bisect/cli.py", "keywords/tcp_term.py", "cases/tcp_term.py",
+        "keywords/vpp.py", "cases/vpp.py", "vpp/vpp.py", "ab/__init__.py", "trend/__init__.py",
+        "bisect/__main__.py", "report/__main__.py", "keywords/pool.py", "nightly/pool.py")]
+    assert _shared_file_names(modules) == {
+        "cli.py": ["bisect/cli.py", "nightly/cli.py"],
+        "vpp.py": ["cases/vpp.py", "keywords/vpp.py", "vpp/vpp.py"],
+        "pool.py": ["keywords/pool.py", "nightly/pool.py"]}
+
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(LIBRARIES)))
 def test_imports_point_only_to_lower_layers(path: Path):
     package = _package_of(path)

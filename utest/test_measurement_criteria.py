@@ -20,7 +20,7 @@ from libraries.results.headline import figure
 from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
-from libraries.results.settings import parse_plan, parse_switch
+from libraries.results.trial_settings import parse_plan, parse_switch
 from libraries.testbed.errors import TopologyError
 
 

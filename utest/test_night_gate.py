@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from libraries.ab.ab_settings import ab_settings_from_variables
 from libraries.ab.comparison import ComparisonFile, load_comparison
 from libraries.ab.fingerprint import (
     SideFiles,
@@ -23,12 +24,11 @@ from libraries.ab.fingerprint import (
     side_paths,
 )
 from libraries.ab.rounds import judge_at_looks
-from libraries.ab.settings import ab_settings_from_variables
 from libraries.history.load import excluded_reason, load_records
 from libraries.nightly.reference import robot_variables
 from libraries.report.ab_section import run_family
-from libraries.report.cli import main as report_main
 from libraries.report.dashboard import comparison_changes, render_dashboard
+from libraries.report.trend_command import main as report_main
 from libraries.results.family import NightFamily
 from libraries.results.plan import AbSettings
 from libraries.testbed.errors import HostStackError

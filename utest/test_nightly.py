@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from libraries.nightly.runner import Options, build_plan, main, new_run_id, resolve_tool
+from libraries.nightly.nightly_run import Options, build_plan, main, new_run_id, resolve_tool
 from utest.test_trend import RUNS, make_record, write_runs
 
 FAKE = '''#!{python}

@@ -22,9 +22,9 @@ from libraries.ab.comparison import load_comparison
 from libraries.ab.rounds import ratio_interval
 from libraries.history.ab_series import is_side_metric
 from libraries.history.load import load_records
+from libraries.nightly.nightly_run import Options, build_plan, main
 from libraries.nightly.planned import PlanError, planned_tests
 from libraries.nightly.reference import TODAY, comparison_text, load_reference
-from libraries.nightly.runner import Options, build_plan, main
 from libraries.report.dashboard import comparison_changes
 from libraries.results.records import append_record
 from libraries.testbed.errors import TopologyError

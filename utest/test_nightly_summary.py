@@ -1,4 +1,4 @@
-"""The night's summary.md (libraries.nightly.summary), from a real run's files and a trend
+"""The night's summary.md (libraries.nightly.night_summary), from a real run's files and a trend
 summary written by the trend tool's own table writer."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from libraries import cli
-from libraries.nightly.summary import GATE, flagged_series, write_night_summary
+from libraries.nightly.night_summary import GATE, flagged_series, write_night_summary
 from libraries.trend.analysis import SUMMARY_HEADER, markdown_summary, markdown_table
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"

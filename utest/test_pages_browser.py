@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from libraries.report.cli import main as trend_main
 from libraries.report.run_charts import metric_outcome
-from libraries.report.summary import whole_message
+from libraries.report.run_summary import whole_message
+from libraries.report.trend_command import main as trend_main
 from libraries.results.headline import figure
 from utest.pages import draw
 from utest.test_trend_browser import CHROMIUM

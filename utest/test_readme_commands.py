@@ -34,10 +34,10 @@ from robot.running import builder as robot_builder
 
 from libraries import cli
 from libraries.ab.comparison import load_comparison
-from libraries.bisect import cli as bisect_cli
-from libraries.bisect.runner import RobotComparisons
+from libraries.bisect import bisect_command as bisect_cli
+from libraries.bisect.comparison_run import RobotComparisons
 from libraries.cases import registry
-from libraries.results.settings import parse_plan, parse_switch
+from libraries.results.trial_settings import parse_plan, parse_switch
 from libraries.testbed.topology_file import load_topology
 
 REPO = Path(__file__).resolve().parent.parent

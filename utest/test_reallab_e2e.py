@@ -38,7 +38,7 @@ from libraries.tools.sysctl import (
     write_sysctls,
 )
 from libraries.tools.versions import tool_version
-from libraries.vpp.node import start_vpp, stop_vpp
+from libraries.vpp.instance import start_vpp, stop_vpp
 from utest.adminlab import LAB_USER, AdminLab, sh
 from utest.fake_vpp import FIXTURE_API_DIR
 from utest.fake_vpp_daemon import fake_vpp_install
@@ -264,7 +264,7 @@ def test_preflight_names_a_router_that_does_not_forward(lab):
 
 
 def test_vpp_lifecycle_as_the_sudo_user(lab, tmp_path):
-    """VPP (the process-level fake of utest/test_vpp_node.py) started with sudo: its API
+    """VPP (the process-level fake of utest/test_vpp_instance.py) started with sudo: its API
     socket is root's, yet the sudo user's SSH forward reaches it; stopped and removed."""
     testbed = lab_testbed(lab)
     try:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from libraries.report import cli
-from libraries.report.run import render_run_report
+from libraries.report import trend_command
+from libraries.report.run_report import render_run_report
 from libraries.results import records
 from libraries.results.records import RecordError, append_record, iter_records, read_lines
 
@@ -87,7 +87,7 @@ def test_a_line_that_is_not_utf8_names_file_and_line(tmp_path, capsys):
     path = run / "records.jsonl"
     path.write_bytes(REAL[0].encode() + b"\n" + REAL[1].encode()[:50] + b"\xff\xfe"
                      + REAL[1].encode()[50:] + b"\n")
-    assert cli.main([str(tmp_path)]) == 2
+    assert trend_command.main([str(tmp_path)]) == 2
     assert f"{path}:2: not valid UTF-8 (byte 50 of the line: " in capsys.readouterr().err
 
 

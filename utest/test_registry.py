@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from libraries.ab.settings import ab_settings_from_variables
-from libraries.capacity import settings as capacity
+from libraries.ab.ab_settings import ab_settings_from_variables
+from libraries.capacity import search_settings as capacity
 from libraries.cases.profile_settings import profile_settings_from_variables
 from libraries.cases.registry import SETTINGS, areas, setting
 from libraries.cases.run_settings import RunSettings, default_settings, resolve_settings
 from libraries.results.plan import AbSettings
-from libraries.results.settings import Setting
+from libraries.results.trial_settings import Setting
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = r"([A-Z][A-Z0-9_]*)"
@@ -200,8 +200,8 @@ def restated_defaults(root: Path = ROOT) -> list[str]:
     """``file: NAME`` for every default written outside its declaration: resources and
     suites, the code (the declaring modules excepted), README.md and docs/ (the generated
     settings page excepted)."""
-    declaring = {"libraries/results/settings.py", "libraries/ab/settings.py",
-                 "libraries/capacity/settings.py", "libraries/cases/profile_settings.py",
+    declaring = {"libraries/results/trial_settings.py", "libraries/ab/ab_settings.py",
+                 "libraries/capacity/search_settings.py", "libraries/cases/profile_settings.py",
                  "libraries/cases/testbed_settings.py"}
     files = [*robot_files(root), *sorted((root / "libraries").rglob("*.py")),
              root / "README.md", *sorted((root / "docs").rglob("*.md"))]

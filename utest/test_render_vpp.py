@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import RenderError
-from libraries.vpp.config import DpdkDevice, VclParams, VppStartupParams
+from libraries.vpp.conf_params import DpdkDevice, VclParams, VppStartupParams
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from libraries.report.confidence import confidence_note, page_levels
-from libraries.report.run import render_run_report
 from libraries.report.run_charts import (
     CONFIG,
     OUTCOME_COLOURS,
@@ -19,6 +18,7 @@ from libraries.report.run_charts import (
     bar_chart,
     metric_outcome,
 )
+from libraries.report.run_report import render_run_report
 from libraries.results.inference import median_interval
 
 BASE = {k: v for k, v in json.loads((Path(__file__).parent / "fixtures" / "records" /

@@ -1,4 +1,4 @@
-"""Tests of libraries.report.run: the per-run run-report.html, from a real run's files.
+"""Tests of libraries.report.run_report: the per-run run-report.html, from a real run's files.
 
 ``fixtures/runs/kernel-3node`` holds records.jsonl, tests.jsonl and run.json of a real run
 (3node, kernel stack, 2 trials of 2 s: tcp_term, ssl_proxy with wrk2, sslsniff, ebpf_stream
@@ -20,8 +20,8 @@ import pytest
 from libraries.cases.context import Skip
 from libraries.cases.judging import check_criteria
 from libraries.keywords.results import ResultsKeywords
-from libraries.report.run import load_tests, main, render_run_report
 from libraries.report.run_end import finish_run
+from libraries.report.run_report import load_tests, main, render_run_report
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
 from utest.test_trend_browser import CHROMIUM, chromium, console_lines

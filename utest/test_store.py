@@ -17,7 +17,7 @@ import pytest
 from libraries.history.ingest import ingest
 from libraries.history.load import load_records
 from libraries.history.store import Store, StoreError
-from libraries.report.cli import main
+from libraries.report.trend_command import main
 from libraries.results import records as records_module
 from libraries.results.records import RecordError, append_record
 from utest.test_trend import SERIES, T0, make_record, write_runs

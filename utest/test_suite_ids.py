@@ -60,7 +60,7 @@ def test_no_suite_repeats_its_folder_name():
     assert doubled == []
 
 
-# -- the default run: one row per seed variant; extended rows need -v EXTENDED:yes ------------
+# -- the default run: one row per seed configuration; extended rows need -v EXTENDED:yes ----------
 
 SEED_ROWS = {  # every kernel seed case the README's main job measures without EXTENDED
     "1s-kernel-tcp-term", "1s-kernel-tcp-term-reverse", "1s-kernel-tcp-term-jumbo",  # 001

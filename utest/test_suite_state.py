@@ -1,5 +1,5 @@
 """The suite's state and what moved below the keyword layer, without Robot: the suite's
-settings check and judge (:mod:`libraries.cases.suite`), its testbed set-up and checks
+settings check and judge (:mod:`libraries.cases.suite_state`), its testbed set-up and checks
 (:mod:`libraries.cases.testbed_setup`), the run's records (:mod:`libraries.results.run_records`)
 and an A/B verdict as a status (:mod:`libraries.cases.ab_setup`)."""
 
@@ -15,7 +15,7 @@ from libraries.cases import testbed_setup
 from libraries.cases.ab_setup import AbRegression, check_ab_verdict, open_comparison
 from libraries.cases.context import Skip
 from libraries.cases.run_settings import resolve_settings
-from libraries.cases.suite import SuiteState, tear_down_suite
+from libraries.cases.suite_state import SuiteState, tear_down_suite
 from libraries.cases.testbed_setup import SuiteTestbed
 from libraries.results.adaptive import Judge
 from libraries.results.criteria import load_criteria

@@ -21,7 +21,7 @@ from libraries.results.efficiency import (
 from libraries.results.measurement import Measurement
 from libraries.results.plan import TrialPlan
 from libraries.results.records import RecordError, append_record, iter_records, validate_record
-from libraries.results.telemetry import (
+from libraries.results.telemetry_block import (
     busy_cores,
     format_cpu_table,
     median_tree,

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
-from libraries.testbed.netns import LocalTestbed, make_prefix
+from libraries.testbed.netns import LocalTestbed
 from libraries.testbed.provision import Testbed
+from libraries.testbed.run_paths import make_prefix
 from libraries.testbed.teardown import STATE_ROOT, sweep_stale, teardown_prefix
 from libraries.testbed.topology_file import load_topology, parse_topology
 from libraries.tools.versions import tool_version

@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 
 from libraries.history.load import compile_check, load_records, record_check
-from libraries.report.cli import main
+from libraries.report.trend_command import main
 from libraries.results.records import RecordError, append_record, validate_record
 from libraries.trend.analysis import analyse
-from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import Group, Run, classify_batch, classify_with_jumpavg
+from libraries.trend.interval_check import confirm_change
 
 RUNS = 30
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)

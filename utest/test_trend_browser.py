@@ -15,8 +15,8 @@ import pytest
 
 from libraries.history.ingest import ingest
 from libraries.history.store import Store
-from libraries.report.cli import main
 from libraries.report.dashboard import build_dashboard
+from libraries.report.trend_command import main
 from libraries.trend.gate import analyse_store
 from utest.test_trend import SERIES, write_runs
 

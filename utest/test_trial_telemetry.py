@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.results.adaptive import run_interleaved
 from libraries.results.measurement import Measurement
 from libraries.results.plan import TrialPlan

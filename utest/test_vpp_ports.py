@@ -14,7 +14,7 @@ from libraries.testbed.node import CommandResult
 from libraries.testbed.topology import TOPOLOGY_DIR, Topology
 from libraries.testbed.topology_file import load_topology, parse_topology
 from libraries.vpp.hoststack import HostStack, VppThread
-from libraries.vpp.node import VppLayout, check_threads, jumbo_needs_hugepages, startup_params
+from libraries.vpp.instance import VppLayout, check_threads, jumbo_needs_hugepages, startup_params
 from libraries.vpp.papi import PapiConnection
 from libraries.vpp.ports import (
     attach_ports,

@@ -15,12 +15,12 @@ import pytest
 from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import load_topology
+from libraries.vpp.instance import VppLayout, start_vpp, stop_vpp, vcl_config
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp.node import VppLayout, start_vpp, stop_vpp, vcl_config
 from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 INSTALL = load_topology("1node").nodes["dut"].vpp

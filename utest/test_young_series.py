@@ -13,7 +13,7 @@ import pytest
 from libraries.history.ingest import ingest
 from libraries.history.load import load_records
 from libraries.history.store import Store
-from libraries.report.cli import main as report_main
+from libraries.report.trend_command import main as report_main
 from libraries.trend.analysis import analyse, confirmation_text, markdown_summary
 from libraries.trend.gate import analyse_store
 from libraries.trend.ratio import YOUNG_STARTS, find_steps, young_candidates

@@ -44,7 +44,7 @@ from libraries.results.catalogue import case_catalogue
 from libraries.results.cost import restate_foreign_load
 from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent
 from libraries.results.plan import AbSettings, TrialPlan
-from libraries.results.telemetry import telemetry_block
+from libraries.results.telemetry_block import telemetry_block
 
 START_LEAD = 0.05
 """Seconds ahead that side a names the instant both sides start a trial: each side's trial

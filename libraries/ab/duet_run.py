@@ -16,7 +16,7 @@ failure only side b saw: its suite set-up, a teardown); :data:`BAD_INPUT` (252, 
 for invalid options) for bad options, a missing comparison file, or bad settings, topology or
 comparison file, before either run starts. Run as ``python -m``, this module is
 ``hoststack-perf duet`` (:mod:`libraries.cli`, reached by name: it sits above every layer),
-whose checks (:mod:`libraries.cases.preflight`, a layer above this one) come first. SIGINT
+whose checks (:mod:`libraries.cases.input_checks`, a layer above this one) come first. SIGINT
 and SIGTERM are passed to both runs, which stop as Robot stops and tear their testbeds down.
 """
 

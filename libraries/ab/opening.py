@@ -14,7 +14,7 @@ import time
 from libraries.ab.comparison import ComparisonFile, load_comparison
 from libraries.ab.duet_link import DuetLink
 from libraries.ab.fingerprint import side_files
-from libraries.ab.record import Versions
+from libraries.ab.record_block import Versions
 from libraries.ab.session import AbSession
 from libraries.results.plan import AbSettings
 from libraries.testbed.errors import HostStackError, ToolMissing

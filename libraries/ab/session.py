@@ -25,7 +25,7 @@ from libraries.ab.comparison import ComparisonFile, Side, side_topology
 from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.duet_link import DuetLink
 from libraries.ab.fingerprint import SideFiles
-from libraries.ab.record import ab_block, ab_message, side_costs
+from libraries.ab.record_block import ab_block, ab_message, side_costs
 from libraries.ab.rounds import AbOutcome, measure_ab, metric_alpha
 from libraries.results.adaptive import trial_name
 from libraries.results.measurement import Direction, Measurement, Say, Trial, TrialObserver, silent

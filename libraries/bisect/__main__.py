@@ -1,7 +1,7 @@
-"""``python -m libraries.bisect``: see :mod:`libraries.bisect.cli`."""
+"""``python -m libraries.bisect``: see :mod:`libraries.bisect.bisect_command`."""
 
 import sys
 
-from libraries.bisect.cli import main
+from libraries.bisect.bisect_command import main
 
 sys.exit(main())

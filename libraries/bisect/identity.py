@@ -7,13 +7,13 @@ settings with every path it names replaced by that file's sha256, together with 
 file the fingerprint reports (the shared libraries a binary loads, once
 :mod:`libraries.ab.fingerprint` hashes them; taken as it keys them). Two builds are the same
 (:meth:`Identities.same`) when both keys are known and equal: a range whose ends are the same
-is clear without measuring (:func:`libraries.bisect.search.bisect`). A key that cannot be
+is clear without measuring (:func:`libraries.bisect.bisection.bisect`). A key that cannot be
 made (a named path not hashed) is unknown, and unknown is never "the same".
 
 The files come from :func:`libraries.ab.fingerprint.side_files`, used as it is: before the
 search on a testbed brought up for it (:func:`hash_builds`; on the local testbed that takes
 seconds), and from every comparison's record (``ab.sides.<side>.files``, which the A/B
-session's own hashing wrote: :mod:`libraries.bisect.runner`), so a lab that could not be
+session's own hashing wrote: :mod:`libraries.bisect.comparison_run`), so a lab that could not be
 reached before the search still learns each build's files from its first comparison. A build
 whose files two sources report differently (rebuilt during the bisection) is unknown from
 then on.

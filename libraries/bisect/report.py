@@ -21,9 +21,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from libraries.bisect.bisect_summary import SUMMARY, bisect_summary, clear_line
+from libraries.bisect.bisection import Bisection, Outcome
 from libraries.bisect.outcome import SAME, clear_words
-from libraries.bisect.search import Bisection, Outcome
-from libraries.bisect.summary import SUMMARY, bisect_summary, clear_line
 
 STATUS = {0: "no culprit", 3: "culprit found", 4: "could not decide",
           5: "culprit found, ranges undecided"}
@@ -180,7 +180,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px;font-size:90%}}</style></head><body
 
 def write_report(out: Path, result: Bisection, names: list[str],
                  meta: dict[str, Any]) -> tuple[Path, Path]:
-    """Write ``bisect.json``, ``bisect.html`` and ``summary.md`` (:mod:`.summary`) into
+    """Write ``bisect.json``, ``bisect.html`` and ``summary.md`` (:mod:`.bisect_summary`) into
     ``out``; the first two's paths."""
     doc = as_json(result, names, meta)
     out.mkdir(parents=True, exist_ok=True)

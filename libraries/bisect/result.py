@@ -3,7 +3,7 @@ clear only end to end, undecided ranges, skipped builds), its exit code and what
 in general (:data:`EXIT_CODES`, for ``--help`` and the docs) and for one run
 (:meth:`Bisection.meaning`: exit 3 says "every other build checked" only where every range
 called clear was checked build by build, else names the ranges clear only end to end). Made by
-:func:`libraries.bisect.search.bisect`. Pure."""
+:func:`libraries.bisect.bisection.bisect`. Pure."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ stand and the ratio (``limits``); a path whose windows gave no figure (``floor``
 console line as each search and each window ends (``news``).
 
 The goals and the searches' ``-v`` settings (``LATENCY_SLO``, ``CAPACITY_*``) are parsed in
-``settings``. Imports only ``libraries.testbed``, ``libraries.tools`` and ``libraries.results``;
-no Robot Framework (the keyword layer adapts it: a skip, the log, the A/B case).
+``search_settings``. Imports only ``libraries.testbed``, ``libraries.tools`` and
+``libraries.results``; no Robot Framework (the keyword layer adapts it: a skip, the log, the
+A/B case).
 """

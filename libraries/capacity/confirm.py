@@ -50,7 +50,7 @@ from libraries.capacity.misscurve import (
     point_crossing,
 )
 from libraries.capacity.search import Measure, delivered_trial
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 from libraries.results.headline import figure
 

@@ -24,7 +24,7 @@ share (an exact binomial test at :data:`FLOOR_ALPHA`: 2 of 2 or 3 windows at a 1
 otherwise the miss is the proxy's (invalid). Before issue 60 one direct window decided, and a
 proxy's defect was skipped as often as that one window missed (a testbed missing 30 % of its
 direct windows there: 30 % of the defects; now 22 %, and 3 % at 10 %). A proxied path with no
-direct path to compare (the mTLS variant), or whose curve could not be fitted for another reason
+direct path to compare (the mTLS row), or whose curve could not be fitted for another reason
 (every window held, too few around the crossing, a floor of misses from the figure up), is
 invalid with the fit's reason.
 """
@@ -38,7 +38,7 @@ from scipy.stats import binom
 
 from libraries.capacity.confirm import Confirmation, goal_record, goal_trial, missed
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 
 FLOOR_WINDOWS = 3

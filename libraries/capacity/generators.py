@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 
 from libraries.capacity.search import DELIVERED, Measure, search_capacity
-from libraries.capacity.settings import SearchSettings
+from libraries.capacity.search_settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError, ToolMissing

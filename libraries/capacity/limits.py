@@ -35,7 +35,7 @@ from libraries.capacity.generators import Generator, path_trials, search_paths
 from libraries.capacity.news import announced, search_lines
 from libraries.capacity.sanity import Evidence, challenge, check_figure, generator_bound
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import SearchSettings
+from libraries.capacity.search_settings import SearchSettings
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.inference import Interval
 from libraries.results.measurement import Measurement, Say, silent
@@ -325,7 +325,7 @@ def _ratio(measurement: Measurement, figures: Figures, paths: dict[str, str]) ->
     generator's."""
     limited = measurement.evidence.get("capacity_limited_by") or {}
     if "direct" not in paths:
-        measurement.unavailable["capacity_ratio"] = "direct path not measured (mTLS variant)"
+        measurement.unavailable["capacity_ratio"] = "direct path not measured (mTLS row)"
         return
     missing = [NAMES[v] for v in ("proxy", "direct") if v not in figures]
     bound = [v for v in ("proxy", "direct") if limited.get(v) == "load generator"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from libraries.capacity.confirm import holds
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial, PathCapacity
 from libraries.results.headline import figure
 from libraries.results.measurement import Say

@@ -38,7 +38,7 @@ from typing import Any
 
 from libraries.capacity.confirm import Confirmation, extend
 from libraries.capacity.search import Measure
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 from libraries.capacity.trials import CapacityTrial
 
 CEILING = 1.05

@@ -37,7 +37,7 @@ from MLRsearch import (
     SearchGoal,
 )
 
-from libraries.capacity.settings import LatencyGoal, SearchSettings
+from libraries.capacity.search_settings import LatencyGoal, SearchSettings
 from libraries.capacity.trials import CapacityTrial, GoalCapacity, PathCapacity
 
 LOG = logging.getLogger(__name__)

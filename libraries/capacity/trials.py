@@ -7,7 +7,7 @@ trial, or took longer than 10 ms counted from its *scheduled* send time (so a re
 generator sent late carries its lateness: no coordinated omission). That is MLRsearch's goal
 loss ratio 0.01 with this project's definition of loss; the goal's other attributes (exceed
 ratio, trial durations, duration sum, relative width) are MLRsearch's own and are set once for
-all goals (:class:`~libraries.capacity.settings.SearchSettings`). The counts come from the
+all goals (:class:`~libraries.capacity.search_settings.SearchSettings`). The counts come from the
 generator itself: vegeta's per-request results, wrk2's corrected histogram at the limit (never
 from interpolated percentiles).
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from MLRsearch import MeasurementResult
 
-from libraries.capacity.settings import LatencyGoal
+from libraries.capacity.search_settings import LatencyGoal
 
 
 @dataclass(frozen=True)

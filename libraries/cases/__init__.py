@@ -10,12 +10,12 @@ how they become a measurement, what an A/B run compares) and measures it through
 ones: ``profiling``, its ``-v PROFILE`` settings: ``profile_settings``). Around them: the
 context every case takes (``context.CaseContext``: testbed, run settings, judge, A/B session,
 VPP placement, profiling settings, log), which host stack an application runs on and its
-address (``stack``), the per-trial telemetry (``telemetry``) and the HTTPS cases' path checks
+address (``stack``), the per-trial telemetry (``trial_observer``) and the HTTPS cases' path checks
 (``https_paths``). The suite itself: every ``-v`` setting collected (``registry``, the
 testbed's own in ``testbed_settings``) and resolved once (``run_settings``), the suite's state
-in one object (``suite``), its testbed set up, guarded and torn down (``testbed_setup``), its
+in one object (``suite_state``), its testbed set up, guarded and torn down (``testbed_setup``), its
 A/B comparison opened and its verdict a status (``ab_setup``), a result's status by its
-criteria (``judging``), and a run's inputs checked before Robot starts (``preflight``).
+criteria (``judging``), and a run's inputs checked before Robot starts (``input_checks``).
 Below ``keywords`` (which keeps the suite's state and adapts each case to Robot), above
 ``testbed``, ``tools``, ``results``, ``ab``, ``capacity`` and ``vpp``; unit-tested with a
 context built by hand.

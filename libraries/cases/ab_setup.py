@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from libraries.ab.ab_settings import AB_INCONCLUSIVE, ab_settings_from_variables
 from libraries.ab.duet_link import DuetLink, DuetRole
 from libraries.ab.opening import open_session
 from libraries.ab.session import AbSession
-from libraries.ab.settings import AB_INCONCLUSIVE, ab_settings_from_variables
 from libraries.cases.context import Log, Skip
 from libraries.cases.run_settings import RunSettings
 from libraries.results.measurement import Measurement

@@ -16,9 +16,9 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
-from libraries.cases.runner import Case, run_case
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import (
     ProcessCost,

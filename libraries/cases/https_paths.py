@@ -96,4 +96,4 @@ def add_path_metrics(measurement: Measurement, results: dict[str, list[WrkResult
                          for p, d in zip(proxied, direct, strict=True)], "ratio")
     else:
         measurement.notes.append("direct path not measured: the server requires the "
-                                 "proxy's client certificate (mTLS variant)")
+                                 "proxy's client certificate (mTLS row)")

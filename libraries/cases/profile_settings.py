@@ -1,5 +1,5 @@
 """The profiling settings of a run (``-v PROFILE``, ``-v PROFILE_SECONDS``), parsed with the
-shared helpers of :mod:`libraries.results.settings` (one error style: a ``ValueError`` naming
+shared helpers of :mod:`libraries.results.trial_settings` (one error style: a ``ValueError`` naming
 the variable), and what a case is handed of them (:class:`ProfileRequest`: the settings and
 the run folder the profiles go into); each setting declared once here (:data:`DECLARED`).
 The profiling trial itself: :mod:`.profiling`."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from libraries.results.settings import Lookup, Setting, parse_switch, whole
+from libraries.results.trial_settings import Lookup, Setting, parse_switch, whole
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from libraries.results.profile import (
     unresolved_objects,
 )
 from libraries.results.profile_hint import CostChange, profile_hint
-from libraries.results.telemetry import busy_cores
+from libraries.results.telemetry_block import busy_cores
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
 from libraries.tools.perf import (

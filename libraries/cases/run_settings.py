@@ -19,8 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from libraries.ab.settings import AB, AB_DUET, ab_settings_from_variables, check_ab_plan
-from libraries.capacity.settings import (
+from libraries.ab.ab_settings import AB, AB_DUET, ab_settings_from_variables, check_ab_plan
+from libraries.capacity.search_settings import (
     CAPACITY_RANGE,
     CAPACITY_SHARED_CORES,
     SearchSettings,
@@ -29,7 +29,7 @@ from libraries.capacity.settings import (
 from libraries.cases.profile_settings import ProfileSettings, profile_settings_from_variables
 from libraries.cases.registry import SETTINGS
 from libraries.cases.testbed_settings import LAB_POOL, POOL_LOG, TOPOLOGY
-from libraries.results import settings as trial
+from libraries.results import trial_settings as trial
 from libraries.results.criteria import CriteriaFile, load_criteria
 from libraries.results.plan import AbSettings, Settings, TrialPlan
 from libraries.testbed.topology import Topology

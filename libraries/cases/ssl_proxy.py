@@ -5,7 +5,7 @@ CAPACITY tests the capacity search of both paths.
 
 :class:`SslProxyCase` is one test: its ``trial`` (one wrk run against a path, its checks),
 ``build`` (the measurement from the trials) and ``latency_pass`` (after a plain run's trials)
-are what the case runner (:func:`libraries.cases.runner.run_case`) and
+are what the case runner (:func:`libraries.cases.case_runner.run_case`) and
 :func:`libraries.results.adaptive.measure` call; :func:`search_capacity` is the capacity
 search after it. The set-up before it: the content file, the HTTPS server and the reverse
 proxy (:func:`start_https_server`, :func:`start_https_reverse_proxy`, which keep what they
@@ -24,6 +24,7 @@ from libraries.capacity.generators import (
     latency_pass,
 )
 from libraries.capacity.limits import search_paths_capacity
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import (
     add_path_metrics,
@@ -33,14 +34,13 @@ from libraries.cases.https_paths import (
     one_cpu,
     worker_connections,
 )
-from libraries.cases.runner import Case, run_case
 from libraries.cases.stack import (
     app_address,
     app_environment,
     client_environment,
     wait_until_listed,
 )
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
@@ -145,7 +145,7 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
     certs = setup.certificates(target)
     prefix = instance_prefix(target, "nginx-server")
     # stub_status counts requests for the forwarding proof; over VPP it would listen on
-    # VPP's stack, out of reach of a kernel curl, so the VPP variant goes without it.
+    # VPP's stack, out of reach of a kernel curl, so the VPP suite goes without it.
     status_port = None if env else STATUS_PORT
     http, server = ctx.side_nginx("server")
     params = HttpsServerParams(

@@ -18,11 +18,10 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
 from libraries.cases.https_paths import closed_loop_uses
-from libraries.cases.runner import Case, run_case
 from libraries.cases.ssl_proxy import ProxySetup
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
 from libraries.cases.tracers import (
     BpftimeTrials,
     KernelTracerTrials,
@@ -30,6 +29,7 @@ from libraries.cases.tracers import (
     TracerSetup,
     https_server,
 )
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA
@@ -201,7 +201,7 @@ def measure_with_userspace_tracer(ctx: CaseContext, server: ProxySetup,
     testbed = ctx.testbed
     dut = testbed.nodes[handle.node]
     spec = testbed.topology.nodes[dut.name]
-    ctx.refuse_in_ab("A/B runs do not compare the bpftime variant: its traced nginx is a copy "
+    ctx.refuse_in_ab("A/B runs do not compare the bpftime suite: its traced nginx is a copy "
                      "of the server's config made once per test")
     if "bpftime" not in spec.tools or "bpftime_sslsniff" not in spec.tools:
         raise Skip(f"bpftime not declared on {dut.name} in topology {testbed.topology.name} "

@@ -3,7 +3,7 @@ client on the TG sends (or, with ``-R``, receives); the receiver's Gbit/s per tr
 
 :class:`TcpTermCase` is one test: its ``trial`` (one iperf3 client run, the server still
 alive) and ``build`` (the measurement) are what the case runner calls; before it,
-:func:`start_server` starts the iperf3 server and, for the jumbo-frame variant,
+:func:`start_server` starts the iperf3 server and, for the jumbo-frame row,
 :func:`set_link_mtu` changes the link's MTU (both kept in a :class:`TcpTermSetup`,
 :func:`restore_link_mtus` puts the MTUs back). The keyword
 library (``libraries.keywords.tcp_term``) makes one call per keyword.
@@ -15,15 +15,15 @@ import logging
 import shlex
 from dataclasses import dataclass, field
 
+from libraries.cases.case_runner import Case, run_case
 from libraries.cases.context import CaseContext, Skip, tool_env
-from libraries.cases.runner import Case, run_case
 from libraries.cases.stack import (
     app_address,
     app_environment,
     client_environment,
     wait_until_listed,
 )
-from libraries.cases.telemetry import TrialTelemetry, dut_cores, judged_costs
+from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import ProcessCost, RateCost, add_process_costs, add_rate_costs
 from libraries.results.inference import DEFAULT_ALPHA

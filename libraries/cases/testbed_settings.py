@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from libraries.results.settings import Setting
+from libraries.results.trial_settings import Setting
 
 
 def _text(value: object) -> str | None:
@@ -26,7 +26,7 @@ LAB_POOL = Setting(
     "LAB_POOL", None, _text, "lab_pool", "a pabot value-set tag (the nightly's --pool gives "
     "hoststack-lab)", "Take a free lab of a pool shared through pabot's value sets instead of "
     "TOPOLOGY; given by the nightly runner with --pool.", "testbed", "suite set-up (Set Up "
-    "Testbed): libraries.cases.suite.SuiteState.set_up_testbed, through "
+    "Testbed): libraries.cases.suite_state.SuiteState.set_up_testbed, through "
     "libraries.keywords.pool", "(none)")
 POOL_LOG = Setting(
     "POOL_LOG", None, lambda v: Path(str(v)) if v not in (None, "") else None, "pool_log",

@@ -18,8 +18,8 @@ from typing import Protocol
 from libraries.cases.context import Log, Skip
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.interrupt import InterruptGuard
-from libraries.testbed.netns import make_prefix
 from libraries.testbed.provision import Testbed
+from libraries.testbed.run_paths import make_prefix
 from libraries.testbed.teardown import teardown_prefix
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology

@@ -24,14 +24,7 @@ from dataclasses import dataclass, field
 from libraries.cases.context import CaseContext, Skip
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Node
-from libraries.vpp.loopback import (
-    LoopbackHostStack,
-    LoopbackHostStackPlan,
-    NamespaceSpec,
-    configure_loopback_host_stack,
-    teardown_loopback_host_stack,
-)
-from libraries.vpp.node import (
+from libraries.vpp.instance import (
     VppLayout,
     has_hugepages,
     jumbo_needs_hugepages,
@@ -39,6 +32,13 @@ from libraries.vpp.node import (
     start_vpp,
     stop_vpp,
     vpp_diagnostics,
+)
+from libraries.vpp.loopback import (
+    LoopbackHostStack,
+    LoopbackHostStackPlan,
+    NamespaceSpec,
+    configure_loopback_host_stack,
+    teardown_loopback_host_stack,
 )
 from libraries.vpp.placement import SECRET, AppPlacement, VppPlacement
 from libraries.vpp.ports import (

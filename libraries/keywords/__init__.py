@@ -7,7 +7,7 @@ branch, into the plain modules below: each case's logic in ``libraries.cases`` (
 through its one case runner), the rest in ``testbed``, ``tools``, ``results``, ``ab``,
 ``capacity`` and ``vpp`` (tested: ``utest/test_layers.py``). The suite's state (its settings,
 resolved once at its set-up, the testbed, the A/B session, the VPPs, each case's set-up) is one
-object (``libraries.cases.suite.SuiteState``) reached through ``context``: the one module
+object (``libraries.cases.suite_state.SuiteState``) reached through ``context``: the one module
 that reads Robot's variables and does Robot's library lookup (the run folder, pabot's value
 sets).
 ``progress`` prints per-trial lines on Robot's console. The top layer: nothing in

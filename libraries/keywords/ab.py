@@ -3,11 +3,11 @@ test as an A/B test of two sides of the system under test (:mod:`libraries.ab`),
 side by side in one run and judged per round.
 
 The suite's :class:`~libraries.ab.session.AbSession` is kept in the suite's state
-(:class:`libraries.cases.suite.SuiteState`): the suite setup opens it (the file loaded against
+(:class:`libraries.cases.suite_state.SuiteState`): the suite setup opens it (the file loaded against
 the topology and checked on the nodes before anything is measured), each test's teardown puts
 the original sysctls and topology back, failures included, and ``Check A/B Verdict`` turns the
 verdict into the test's status (:mod:`libraries.cases.ab_setup`). The cases measure through it
-and register what they start with it (:mod:`libraries.cases.runner`, ``CaseContext.ab``, from
+and register what they start with it (:mod:`libraries.cases.case_runner`, ``CaseContext.ab``, from
 :mod:`libraries.keywords.context`).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from robot.api.deco import keyword, library
 
-from libraries.ab.settings import AB_DUET
+from libraries.ab.ab_settings import AB_DUET
 from libraries.cases.ab_setup import check_ab_verdict, open_comparison, restore, tell_unmeasured
 from libraries.keywords import context
 from libraries.results.measurement import Measurement

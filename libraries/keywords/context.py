@@ -4,7 +4,7 @@ keyword libraries.
 Every ``-v`` setting is resolved once per suite, at its set-up, from Robot's variables into
 one frozen :class:`~libraries.cases.run_settings.RunSettings` (:func:`open_suite`), logged
 once with the names given on the command line, and kept with the rest of the suite's state in
-one :class:`~libraries.cases.suite.SuiteState` (the testbed, the criteria, the A/B session,
+one :class:`~libraries.cases.suite_state.SuiteState` (the testbed, the criteria, the A/B session,
 the cases' context, the SSL proxy case's set-up), held by the suite's ``SuiteKeywords`` library
 (:func:`suite`). What other libraries keep is found here by Robot's library lookup
 (``BuiltIn().get_library_instance``), and nowhere else (``utest/test_layers.py``): the run
@@ -30,7 +30,7 @@ from libraries.cases.context import CaseContext
 from libraries.cases.profile_settings import ProfileRequest
 from libraries.cases.registry import SETTINGS
 from libraries.cases.run_settings import RunSettings, resolve_settings
-from libraries.cases.suite import SuiteState
+from libraries.cases.suite_state import SuiteState
 from libraries.keywords import log_folded
 from libraries.keywords.progress import ConsoleProgress, console_line
 from libraries.testbed.errors import HostStackError
@@ -38,7 +38,7 @@ from libraries.testbed.errors import HostStackError
 if TYPE_CHECKING:
     from libraries.ab.session import AbSession
     from libraries.results.adaptive import Judge
-    from libraries.results.settings import Setting
+    from libraries.results.trial_settings import Setting
     from libraries.testbed.provision import Testbed
     from libraries.vpp.placement import VppPlacement
 

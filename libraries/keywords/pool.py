@@ -1,6 +1,6 @@
 """A suite's side of the lab pool: pabot's PabotLib value sets plus the pool's event log.
 
-The nightly runner (:mod:`libraries.nightly.pool`) gives pabot one value set per lab (tag
+The nightly runner (:mod:`libraries.nightly.lab_pool`) gives pabot one value set per lab (tag
 ``-v LAB_POOL:<tag>``, value ``topology``) and ``-v POOL_LOG:<file>``. :class:`PoolClient`
 acquires, disables and releases through the PabotLib library instance the suite imported
 (found by :mod:`libraries.keywords.context`, as ``-v POOL_LOG``)

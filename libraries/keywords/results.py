@@ -16,12 +16,12 @@ from libraries.cases.judging import check_result
 from libraries.cases.testbed_settings import TOPOLOGY
 from libraries.history.load import TESTS_FILE
 from libraries.keywords import context
-from libraries.report.run import RUN_REPORT
 from libraries.report.run_end import failure_line, finish_run
+from libraries.report.run_report import RUN_REPORT
 from libraries.results.measurement import Measurement
 from libraries.results.records import make_test_id
 from libraries.results.run_records import RunRecords, TestInfo
-from libraries.results.settings import RUN_ID, TREND_STORE
+from libraries.results.trial_settings import RUN_ID, TREND_STORE
 from libraries.testbed.errors import HostStackError
 
 

@@ -1,12 +1,13 @@
-"""The suite's own library: it holds the suite's state (:class:`~libraries.cases.suite.SuiteState`:
-the settings resolved once at the set-up, the testbed, the criteria, the cases' context), and
-its keywords check the settings at the set-up and skip extended rows."""
+"""The suite's own library: it holds the suite's state
+(:class:`~libraries.cases.suite_state.SuiteState`: the settings resolved once at the set-up,
+the testbed, the criteria, the cases' context), and its keywords check the settings at the
+set-up and skip extended rows."""
 
 from __future__ import annotations
 
 from robot.api.deco import keyword, library
 
-from libraries.cases.suite import SuiteState
+from libraries.cases.suite_state import SuiteState
 from libraries.keywords import context
 
 
@@ -64,7 +65,7 @@ class SuiteKeywords:
     def skip_extended_row_unless_asked(self) -> None:
         """Skip a test tagged ``EXTENDED`` unless the run asks for extended rows.
 
-        The default run keeps one row per seed variant; extended rows (the kernel twins of
+        The default run keeps one row per seed configuration; extended rows (the kernel twins of
         VPP rows, more streams, a counting tracer) run with ``-v EXTENDED:yes``, as CI's
         end-to-end job and the nightly do. A test without the tag always runs. Use it as
         the test setup.

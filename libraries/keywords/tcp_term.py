@@ -25,7 +25,7 @@ class TcpTermKeywords:
     measurement that ``Record Result`` and ``Check Criteria`` of the results library record
     and judge. The server runs on the Linux kernel's TCP stack or, with ``stack=vpp``, on
     VPP's host stack (started by ``Set Up VPP Host Stack On Node`` of the VPP library). The
-    jumbo-frame variant raises the MTU of the link between the nodes first and puts it back
+    jumbo-frame row raises the MTU of the link between the nodes first and puts it back
     after the test.
 
     The library needs the testbed library (``Set Up Testbed``) in the same suite; suites

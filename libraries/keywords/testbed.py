@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from robot.api.deco import keyword, library
 
-from libraries.cases.suite import tear_down_suite
+from libraries.cases.suite_state import tear_down_suite
 from libraries.keywords import context
 from libraries.keywords.pool import PoolClient
 

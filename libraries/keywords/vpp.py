@@ -94,7 +94,7 @@ class VppKeywords:
                 any of ``server``, ``proxy`` and ``client``; none given: all three. Ignored
                 by the Ethernet layout.
             mtu: The MTU of the interfaces handed to VPP (e.g. ``9000``, seed 001's jumbo
-                variant); ``${None}`` (default): the link's. A named argument.
+                row); ``${None}`` (default): the link's. A named argument.
 
         Skips the test, with the reason, where the topology does not allow moving the
         node's link addresses into VPP (a lab without ``may_change: [addresses]``; DPDK

@@ -1,7 +1,7 @@
-"""``python -m libraries.nightly --topology 3node``: see :mod:`libraries.nightly.runner`."""
+"""``python -m libraries.nightly --topology 3node``: see :mod:`libraries.nightly.nightly_run`."""
 
 import sys
 
-from libraries.nightly.runner import main
+from libraries.nightly.nightly_run import main
 
 sys.exit(main())

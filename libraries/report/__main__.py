@@ -1,7 +1,8 @@
-"""``python -m libraries.report RESULTS_DIR... --html OUT``: see :mod:`libraries.report.cli`."""
+"""``python -m libraries.report RESULTS_DIR... --html OUT``: see
+:mod:`libraries.report.trend_command`."""
 
 import sys
 
-from libraries.report.cli import main
+from libraries.report.trend_command import main
 
 sys.exit(main())

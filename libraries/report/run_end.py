@@ -11,7 +11,7 @@ from typing import TextIO
 
 from libraries.history.ingest import ingest
 from libraries.history.store import Store
-from libraries.report.run import write_run_report, write_summary
+from libraries.report.run_report import write_run_report, write_summary
 from libraries.results.records import RecordError
 
 LOG = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def finish_run(run_dir: Path | None, store_to: str | None, failures: list[str],
                console: TextIO) -> None:
     """Store ``run_dir`` in the history (``store_to``: the store's folder, '' for
     ``<run dir>/../history``, ``NONE`` or None for not at all), write its run report and
-    ``summary.md`` (:mod:`libraries.report.summary`), then
+    ``summary.md`` (:mod:`libraries.report.run_summary`), then
     print ``failures`` (lines of :func:`failure_line`) to ``console``."""
     if run_dir is not None and run_dir.is_dir():
         if store_to is not None and store_to.upper() != "NONE":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from libraries.results.measurement import Direction, Measurement
-from libraries.results.telemetry import busy_cores, softirq_share
+from libraries.results.telemetry_block import busy_cores, softirq_share
 
 Trials = Mapping[str, Sequence[Mapping[str, Mapping[str, Any]]]]  # variant -> trial -> node
 

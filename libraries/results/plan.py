@@ -11,7 +11,7 @@ Where the values come from, first found wins: Robot variables (``-v TRIALS:5 -v 
 bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned rounds (at
 least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every
 value is checked where it enters, in each measuring suite's setup, by
-:mod:`libraries.results.settings`, the one parser of ``-v`` settings; errors name the variable.
+:mod:`libraries.results.trial_settings`, the one parser of ``-v`` settings; errors name the variable.
 An A/B run is told its looks, margin and budget (:class:`AbSettings`).
 """
 
@@ -27,7 +27,7 @@ from libraries.results.inference import DEFAULT_ALPHA
 class TrialPlan:
     """The planned trials: ``trials`` rounds of ``duration`` s after a ``warmup`` s warm-up
     (a run's defaults: the declarations of ``-v TRIALS``, ``DURATION`` and ``WARMUP`` in
-    :mod:`libraries.results.settings`)."""
+    :mod:`libraries.results.trial_settings`)."""
 
     trials: int
     duration: int

@@ -23,7 +23,7 @@ import jsonschema
 
 from libraries.results.criteria import CriterionResult
 from libraries.results.measurement import Measurement
-from libraries.results.telemetry import unavailable_block
+from libraries.results.telemetry_block import unavailable_block
 from libraries.testbed.errors import HostStackError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"

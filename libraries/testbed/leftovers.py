@@ -17,21 +17,22 @@ Reads ``/proc`` and the file system directly (no command, nothing changed).
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import sys
 import time
 from pathlib import Path
 
+from libraries.testbed.run_paths import WORKDIR_PATTERN, workdir_root
 from libraries.testbed.teardown import NETNS_DIR, namespaces_with_prefix, state_dir
 
-PREFIX = re.compile(r"/tmp/hoststack-(h[a-z0-9]+)")
 _GENERATED = re.compile(r'<robot [^>]*generated="([0-9T:.-]+)"')
 
 
 def run_prefixes(output_xml: str) -> set[str]:
     """The testbed prefixes Robot's ``output.xml`` text names (the run's folders)."""
-    return set(PREFIX.findall(output_xml))
+    return set(WORKDIR_PATTERN.findall(output_xml))
 
 
 def run_started(output_xml: str) -> float:
@@ -85,9 +86,10 @@ def leftovers(prefixes: set[str], since: float) -> list[str]:
              for name in namespaces_with_prefix(prefix)]
     found += [f"testbed state {state_dir(p)}" for p in sorted(prefixes) if state_dir(p).exists()]
     found += [str(path) for prefix in sorted(prefixes)
-              for path in sorted(Path("/tmp").glob(f"hoststack-{prefix}*"))]
+              for path in sorted(glob.glob(f"{workdir_root(prefix)}*"))]
     root_ns, named = _net_ns("self"), _named_namespaces()  # the checker runs in the root one
-    marks = tuple(f"hoststack-{prefix}" for prefix in prefixes)
+    # hoststack-<prefix>, in a command line or a working folder
+    marks = tuple(Path(workdir_root(prefix)).name for prefix in prefixes)
     for pid in (entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()

@@ -39,13 +39,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from libraries.testbed.errors import NodeError
+from libraries.testbed.run_paths import workdir_root
 from libraries.testbed.ssh import SshTarget
 from libraries.testbed.teardown import (
     STATE_ROOT,
     state_dir,
     sweep_stale,
     teardown_prefix,
-    workdir_root,
 )
 from libraries.testbed.topology import Topology
 
@@ -77,14 +77,6 @@ def _ip(*args: str, check: bool = True, timeout: float = 10) -> subprocess.Compl
             f"{result.stderr.strip()}"
         )
     return result
-
-
-def make_prefix(topology: str, owner: str) -> str:
-    """``hc`` + hash of the topology name for the CLI (stable, so ``down 3node`` finds it);
-    ``hr`` + random for a Robot run (unique, so parallel runs never collide)."""
-    if owner == "cli":
-        return "hc" + hashlib.sha1(topology.encode()).hexdigest()[:5]  # noqa: S324
-    return "hr" + os.urandom(3).hex()[:5]
 
 
 class LocalTestbed:

@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass, field
 
 from libraries.testbed.errors import HostStackError, NodeError, TopologyError
-from libraries.testbed.netns import LocalTestbed, make_prefix
+from libraries.testbed.netns import LocalTestbed
 from libraries.testbed.node import Node
 from libraries.testbed.preflight import check_paths
+from libraries.testbed.run_paths import make_prefix, node_workdir
 from libraries.testbed.ssh import SshTarget
-from libraries.testbed.teardown import list_testbeds, teardown_prefix, workdir_root
+from libraries.testbed.teardown import list_testbeds, teardown_prefix
 from libraries.testbed.topology import Topology
 from libraries.testbed.topology_file import load_topology
 
@@ -61,7 +62,7 @@ class Testbed:
             else:
                 targets = {name: _lab_target(name, topology) for name in topology.nodes}
             for name, target in targets.items():
-                node = Node(name, target, f"{workdir_root(prefix)}/{name}")
+                node = Node(name, target, node_workdir(prefix, name))
                 testbed.nodes[name] = node
                 node.connect()
             check_paths(topology, testbed.nodes)

@@ -33,6 +33,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from libraries.testbed.run_paths import workdir_root
+
 LOG = logging.getLogger(__name__)
 STATE_ROOT = Path("/run/hoststack")
 NETNS_DIR = Path("/run/netns")
@@ -43,11 +45,6 @@ GRACE = 2.0
 def state_dir(prefix: str) -> Path:
     """Where a testbed keeps its keys, configs, pid files and ``state.json``."""
     return STATE_ROOT / prefix
-
-
-def workdir_root(prefix: str) -> str:
-    """The testbed's scratch directory (its nodes' work directories are below it)."""
-    return f"/tmp/hoststack-{prefix}"
 
 
 def process_stat(pid: int) -> list[str] | None:

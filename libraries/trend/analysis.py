@@ -4,7 +4,7 @@ One series per (test id, metric), ordered by the records' start time. jumpavg gr
 (:mod:`libraries.trend.detect`); the newest sample is a *regression* (or *progression*) when the
 group it belongs to moved the wrong (right) way against the previous group, taking the metric's
 direction into account, that group started within the newest ``recent`` samples, and the
-interval of the change agrees (:mod:`libraries.trend.confirm`).
+interval of the change agrees (:mod:`libraries.trend.interval_check`).
 
 The series of an A/B test's ratio (``ab_rps_ratio``: the nightly against a pinned reference)
 is judged by :mod:`libraries.trend.ratio` (a step tested at each night, from the third); each
@@ -25,7 +25,6 @@ import pandas as pd
 from libraries.history.ab_series import is_ratio_metric, is_side_metric
 from libraries.results.family import NIGHT_LEVEL, TEST_SHARE, gate_alpha
 from libraries.results.verdict import AbResult
-from libraries.trend.confirm import confirm_change
 from libraries.trend.detect import (
     Group,
     Run,
@@ -33,6 +32,7 @@ from libraries.trend.detect import (
     classify_with_jumpavg,
     spread_groups,
 )
+from libraries.trend.interval_check import confirm_change
 from libraries.trend.newest import Youth, pending, youth
 from libraries.trend.ratio import find_steps, newest_step, segments
 
@@ -60,7 +60,7 @@ class SeriesTrend:
     since the established level (the confirmation's), else the newest value against
     ``trend_avg``;
     ``confirmation``: when jumpavg's newest group moved, the verdict of its trials against the
-    previous group's (:mod:`libraries.trend.confirm`), without which no change is flagged.
+    previous group's (:mod:`libraries.trend.interval_check`), without which no change is flagged.
     """
 
     test_id: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from libraries.vpp.node import VppInstance, vcl_config
+from libraries.vpp.instance import VppInstance, vcl_config
 from libraries.vpp.vppctl import parse_show_session_verbose, require_listener, run_vppctl
 
 SECRET = 1234

@@ -26,7 +26,7 @@ from typing import Protocol
 from libraries.testbed.errors import HostStackError, PapiError
 from libraries.testbed.node import Node
 from libraries.testbed.topology import KERNEL_NETDEV_DRIVERS, Topology
-from libraries.vpp.config import DpdkDevice
+from libraries.vpp.conf_params import DpdkDevice
 from libraries.vpp.hoststack import HostStack, VppInterface
 
 LOG = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 *** Settings ***
 Documentation       sslsniff overhead with bpftime's userspace uprobes running seed 004's
-...                 sslsniff program (the binary the kernel variant ``-libbpf`` attaches); skipped
+...                 sslsniff program (the binary the ``kernel-libbpf`` variant attaches); skipped
 ...                 with the reason where the DUT has no bpftime (topology ``tools.bpftime``,
 ...                 ``tools.bpftime_sslsniff``).
 Resource            ../../resources/sslsniff.resource

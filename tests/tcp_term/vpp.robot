@@ -1,6 +1,6 @@
 *** Settings ***
 Documentation       TCP termination on VPP's host stack (iperf3 under LD_PRELOAD + VCL); skipped
-...                 with the reason where the DUT has no VPP. The jumbo variant adds seed 001's
+...                 with the reason where the DUT has no VPP. The jumbo row adds seed 001's
 ...                 ``tcp { mtu 9000 }`` and ``buffers { default data-size 10000 }`` and gives
 ...                 VPP's interfaces MTU 9000; like the kernel's, it skips on 1node (no link).
 Resource            ../../resources/tcp.resource

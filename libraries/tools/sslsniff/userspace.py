@@ -1,6 +1,6 @@
 """One traced trial under bpftime: loader, nginx with the agent, load, stop, proofs, cleanup.
 
-Per trial (as the kernel variants start and stop their tracer per trial): ``bpftime load
+Per trial (as the kernel suite starts and stops its tracer per trial): ``bpftime load
 <sslsniff>`` starts, counted (:mod:`libraries.tools.sslsniff.seed`), and is ready once the
 program printed its header (its attach calls returned); nginx starts under ``bpftime start``
 and listens; the load runs; then nginx and the loader stop (failures included), the run's

@@ -25,7 +25,7 @@ from libraries.testbed.errors import HostStackError, NodeError, PapiError
 from libraries.testbed.node import Node, Process
 from libraries.testbed.ssh import trusted_known_hosts
 from libraries.testbed.topology import VppInstall
-from libraries.vpp.config import VppStartupParams, vcl_for_program
+from libraries.vpp.conf_params import VppStartupParams, vcl_for_program
 from libraries.vpp.hoststack import HostStack, VppThread
 from libraries.vpp.papi import PapiConnection, fetch_api_definitions
 from libraries.vpp.ports import StartupContribution

@@ -61,7 +61,7 @@ skip`` does, with the reason: the nearest build to the middle is taken instead; 
 left between two ends the culprit is the whole range, with the skipped builds named.
 
 Plain Python, no Robot and no node command: the comparison and the builds are injected
-(:mod:`libraries.bisect.runner` runs each comparison as a Robot A/B run).
+(:mod:`libraries.bisect.comparison_run` runs each comparison as a Robot A/B run).
 """
 
 from __future__ import annotations

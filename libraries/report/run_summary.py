@@ -3,9 +3,9 @@
 The status counts, every failed test with its whole message, what each A/B comparison's
 side b sets, every A/B test with its change, interval and verdict, the skipped tests grouped
 by reason, and relative links to ``run-report.html`` and Robot's ``log.html``. Written
-beside the run report at the end of every run (:func:`libraries.report.run.write_summary`);
-the nightly and the bisection write their own (:mod:`libraries.nightly.summary`,
-:mod:`libraries.bisect.summary`). Pure: it renders what it is given.
+beside the run report at the end of every run (:func:`libraries.report.run_report.write_summary`);
+the nightly and the bisection write their own (:mod:`libraries.nightly.night_summary`,
+:mod:`libraries.bisect.bisect_summary`). Pure: it renders what it is given.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ class SuiteState:
         """Skip a row tagged ``EXTENDED`` unless the run asks for extended rows."""
         if EXTENDED_TAG in tags and not self.settings.extended:
             raise Skip("extended row: runs with -v EXTENDED:yes (CI's e2e job and the nightly "
-                       "do); the default run keeps one row per seed variant")
+                       "do); the default run keeps one row per seed configuration")
 
 
 def tear_down_suite(state: SuiteState | None, log: Log) -> None:

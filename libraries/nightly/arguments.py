@@ -1,4 +1,4 @@
-"""The nightly runner's command line (:mod:`libraries.nightly.runner`)."""
+"""The nightly runner's command line (:mod:`libraries.nightly.nightly_run`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _count(text: str) -> int:
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    """The nightly's command line (:func:`libraries.nightly.runner.main` reads it)."""
+    """The nightly's command line (:func:`libraries.nightly.nightly_run.main` reads it)."""
     parser = argparse.ArgumentParser(prog="python -m libraries.nightly",
                                      description=description,
                                      epilog="arguments after -- go to robot / pabot")

@@ -26,9 +26,9 @@ from typing import IO, Any
 import yaml
 from robot.api import TestSuiteBuilder
 
+from libraries.bisect.bisection import Outcome
 from libraries.bisect.builds import Builds
 from libraries.bisect.identity import Identities
-from libraries.bisect.search import Outcome
 from libraries.results.records import RecordError, find_record_files, iter_records
 
 REPO = Path(__file__).resolve().parents[2]

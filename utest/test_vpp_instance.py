@@ -13,12 +13,12 @@ import pytest
 from libraries.testbed.errors import HostStackError, PapiError, RenderError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import parse_topology
+from libraries.vpp.instance import VppLayout, start_vpp, stop_vpp, vcl_config
 from libraries.vpp.loopback import (
     LoopbackHostStackPlan,
     configure_loopback_host_stack,
     teardown_loopback_host_stack,
 )
-from libraries.vpp.node import VppLayout, start_vpp, stop_vpp, vcl_config
 from libraries.vpp.ports import (
     attach_ports,
     check_ports,

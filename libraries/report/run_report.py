@@ -14,7 +14,7 @@ side b's says its verdicts are on side a's). Where the page's intervals stand at
 confidence levels, one line says why (:mod:`libraries.report.confidence`). The results
 listener writes the page at the end of every run; for any run directory::
 
-    python -m libraries.report.run results/20261122-020000-1a2b [--output page.html]
+    python -m libraries.report.run_report results/20261122-020000-1a2b [--output page.html]
 
 Inputs in the run directory: ``records.jsonl`` (the records), ``tests.jsonl`` (one line per
 test from the listener: status, message, log anchor; absent for runs made before it existed)
@@ -42,10 +42,10 @@ from libraries.report.duet_links import duet_banner, duet_note
 from libraries.report.latency_curves import capacity_chart
 from libraries.report.profile_section import profile_section
 from libraries.report.run_charts import CONFIG, bar_chart
-from libraries.report.summary import SUMMARY, render_summary
+from libraries.report.run_summary import SUMMARY, render_summary
 from libraries.results.headline import figure as figure_text
 from libraries.results.records import RecordError, find_record_files, iter_records, read_lines
-from libraries.results.telemetry import format_cpu_table, shared_kernels
+from libraries.results.telemetry_block import format_cpu_table, shared_kernels
 
 RUN_REPORT = "run-report.html"
 """The run report's file name: not Robot's report.html, which shares the directory when the
@@ -323,7 +323,7 @@ def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
 
 
 def summary_text(run_dir: Path, heading: str = "#") -> str:
-    """The Markdown summary of the run in ``run_dir`` (:mod:`libraries.report.summary`),
+    """The Markdown summary of the run in ``run_dir`` (:mod:`libraries.report.run_summary`),
     its title at ``heading``'s level."""
     records, tests, run = _load_run(run_dir, [])
     run_id = run.get("run_id") or (records[0]["run_id"] if records else run_dir.name)
@@ -341,10 +341,10 @@ def write_summary(run_dir: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m libraries.report.run RUN_DIR...``: exit 0, or 2 on bad input. Each run
+    """``python -m libraries.report.run_report RUN_DIR...``: exit 0, or 2 on bad input. Each run
     directory's ``summary.md`` is rewritten too (not with ``--output``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m libraries.report.run",
+        prog="python -m libraries.report.run_report",
         description="Write run-report.html and summary.md of one or more run dirs.")
     parser.add_argument("run_dirs", nargs="+", type=Path, help="results/<run-id> directories")
     parser.add_argument("--output", type=Path, help="page to write (one run dir only)")

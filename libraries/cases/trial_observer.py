@@ -23,7 +23,7 @@ from typing import Any
 
 from libraries.cases.context import CaseContext, Log, PlainLog
 from libraries.results.measurement import Direction, Measurement
-from libraries.results.telemetry import format_cpu_table, shared_kernels, telemetry_block
+from libraries.results.telemetry_block import format_cpu_table, shared_kernels, telemetry_block
 from libraries.testbed.errors import CommandError, HostStackError
 from libraries.testbed.node import Node
 from libraries.testbed.provision import Testbed
@@ -34,7 +34,7 @@ from libraries.tools.cpu.environment import (
 )
 from libraries.tools.cpu.proc_stat import Snapshot
 from libraries.tools.cpu.telemetry import cpu_usage, take_snapshot
-from libraries.vpp.node import VppInstance
+from libraries.vpp.instance import VppInstance
 from libraries.vpp.runtime import runtime_summary
 from libraries.vpp.vppctl import vppctl_command
 

@@ -1,7 +1,7 @@
 """The night's ``summary.md`` (in the run folder, replacing the run's own): the gate's exit
 code and what it means, each suite run's, the merge's and the trend tool's exit codes, the
 series the gate found regressed or pending (from the ``trend.md`` the trend tool wrote), then
-the run's own summary (:func:`libraries.report.run.summary_text`: its tests, links to the run
+the run's own summary (:func:`libraries.report.run_report.summary_text`: its tests, links to the run
 report and the log), with relative links to the dashboard and the trend summary. Short enough
 for a CI job summary.
 """
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from libraries.report.run import summary_text
-from libraries.report.summary import LISTED, SUMMARY
+from libraries.report.run_report import summary_text
+from libraries.report.run_summary import LISTED, SUMMARY
 from libraries.results.records import RecordError
 
 LOG = logging.getLogger(__name__)

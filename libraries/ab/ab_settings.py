@@ -1,5 +1,5 @@
 """The A/B settings of a run, parsed with the shared helpers' error style
-(:mod:`libraries.results.settings`: a bad value is a ``ValueError`` naming the variable, the
+(:mod:`libraries.results.trial_settings`: a bad value is a ``ValueError`` naming the variable, the
 value and what was expected): ``AB_MARGIN``, ``AB_LOOK``, ``AB_MAX_ROUNDS``, ``AB_BUDGET``,
 ``AB_INCONCLUSIVE``, ``AB_UNUSED``, ``AB_ALPHA`` (``ALPHA`` otherwise) and ``AB_SCATTER``
 (:func:`ab_settings_from_variables`), each declared once here (:data:`DECLARED`: default,
@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from libraries.results.plan import INCONCLUSIVE, UNUSED, AbSettings, TrialPlan
-from libraries.results.settings import ALPHA, Lookup, Setting
+from libraries.results.trial_settings import ALPHA, Lookup, Setting
 
 
 def check_ab_plan(settings: AbSettings, plan: TrialPlan) -> None:
@@ -60,7 +60,7 @@ def _alpha(given: object) -> float | None:
 
 
 _AB = ("suite set-up (Check Measurement Settings, then Set Up A/B Comparison), A/B runs "
-       "only: libraries.ab.settings.ab_settings_from_variables")
+       "only: libraries.ab.ab_settings.ab_settings_from_variables")
 
 AB = Setting(
     "AB", None, lambda v: str(v or "") or None, "ab_file", "a path to a comparison file "

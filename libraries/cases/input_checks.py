@@ -16,8 +16,8 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
+from libraries.ab.ab_settings import check_ab_plan
 from libraries.ab.comparison import Side, load_comparison
-from libraries.ab.settings import check_ab_plan
 from libraries.cases.run_settings import resolve_settings
 from libraries.cases.testbed_settings import TOPOLOGY
 from libraries.testbed.errors import TopologyError

@@ -11,11 +11,11 @@ topology every binary a build names (it exists and answers its version command, 
 command can make it). Then every build is hashed on a testbed brought up for it and taken down
 (:mod:`libraries.bisect.identity`: builds that are the same files need no comparison; where
 that fails, each comparison's record tells). Then the ends are compared; a regression between
-them is bisected (:mod:`libraries.bisect.search`), each comparison one Robot A/B run
-(:mod:`libraries.bisect.runner`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``, and up to
+them is bisected (:mod:`libraries.bisect.bisection`), each comparison one Robot A/B run
+(:mod:`libraries.bisect.comparison_run`) in ``<results>/<bisect id>/NN-<a>-vs-<b>/``, and up to
 ``--inside`` comparisons look inside ranges proven clear only end to end. The result goes to
 ``bisect.json``, ``bisect.html`` and ``summary.md`` there, and to the exit code
-(:data:`libraries.bisect.search.EXIT_CODES`, listed by ``--help``; the last line printed and
+(:data:`libraries.bisect.bisection.EXIT_CODES`, listed by ``--help``; the last line printed and
 ``exit_meaning`` say what it means for the run: which ranges are clear only end to end):
 
     0 no regression between the ends beyond --margin (or only progressions)
@@ -39,16 +39,16 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from libraries.ab.settings import ab_settings_from_variables, check_ab_plan
+from libraries.ab.ab_settings import ab_settings_from_variables, check_ab_plan
+from libraries.bisect.bisect_summary import clear_line
+from libraries.bisect.bisection import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.builds import check_builds, load_builds, make_build
+from libraries.bisect.comparison_run import RobotComparisons, _safe, find_test
 from libraries.bisect.identity import Identities, hash_before
 from libraries.bisect.outcome import Outcome
 from libraries.bisect.report import clear_entries, write_report
-from libraries.bisect.runner import RobotComparisons, _safe, find_test
-from libraries.bisect.search import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
-from libraries.bisect.summary import clear_line
-from libraries.cases.preflight import run_problems
-from libraries.results.settings import DURATION, TRIALS, WARMUP, parse_plan
+from libraries.cases.input_checks import run_problems
+from libraries.results.trial_settings import DURATION, TRIALS, WARMUP, parse_plan
 from libraries.testbed.errors import TopologyError
 from libraries.testbed.topology_file import load_topology
 

@@ -1,4 +1,5 @@
-"""A run's summary.md (libraries.report.summary), from a real run's files and fixture records."""
+"""A run's summary.md (libraries.report.run_summary), from a real run's files and fixture
+records."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from libraries.report.run import main as run_main
-from libraries.report.run import write_run_report, write_summary
-from libraries.report.summary import render_summary, whole_message
+from libraries.report.run_report import main as run_main
+from libraries.report.run_report import write_run_report, write_summary
+from libraries.report.run_summary import render_summary, whole_message
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AB_RECORD = json.loads((FIXTURES / "records" / "ab_record.json").read_text())

@@ -28,7 +28,7 @@ from typing import Any
 from libraries.ab.session import MeasuredBeside, NothingToCompare, Use
 from libraries.cases.context import CaseContext, Skip
 from libraries.cases.profiling import profile_case
-from libraries.cases.telemetry import TrialTelemetry
+from libraries.cases.trial_observer import TrialTelemetry
 from libraries.results.adaptive import Build, measure
 from libraries.results.measurement import AllObservers, Direction, Measurement, Trial
 from libraries.results.plan import TrialPlan

@@ -4,8 +4,8 @@ value and what was expected. Trials: ``TRIALS``, ``DURATION``, ``WARMUP``, ``MAX
 ``MAX_SECONDS``, ``ALPHA``, the topology's ``budget`` (:func:`parse_settings`); switches such
 as ``EXTENDED`` (:func:`parse_switch`); what a run judges: ``JUDGE`` (:func:`parse_judge`).
 The shared helpers (:func:`whole`, :func:`number`, :func:`parse_switch`, ``Lookup``) serve
-the packages that own their settings: A/B runs in :mod:`libraries.ab.settings`, capacity
-searches (``LATENCY_SLO``, ``CAPACITY_*``) in :mod:`libraries.capacity.settings`, profiling
+the packages that own their settings: A/B runs in :mod:`libraries.ab.ab_settings`, capacity
+searches (``LATENCY_SLO``, ``CAPACITY_*``) in :mod:`libraries.capacity.search_settings`, profiling
 trials in :mod:`libraries.cases.profile_settings`.
 Each setting is declared once, where it is owned, as a :class:`Setting` (name, default,
 parser, meaning, its typed field in the run's settings): the trials, judging and run settings
@@ -184,7 +184,7 @@ def _text(value: object) -> str | None:
 
 # -- the declarations -------------------------------------------------------------------------
 
-_MEASURE = "suite set-up (Check Measurement Settings): libraries.results.settings"
+_MEASURE = "suite set-up (Check Measurement Settings): libraries.results.trial_settings"
 
 TRIALS = Setting(
     "TRIALS", "5", lambda v: whole("TRIALS", v, 1, "an integer"), "plan.trials",

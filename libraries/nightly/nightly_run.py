@@ -13,7 +13,7 @@ by the suites' Results library, which is given ``-v RUN_ID:<id>``). Each topolog
 several topologies they run at the same time, each in ``<run-dir>/<topology>/`` with its console
 in ``console.log`` there, and ``rebot`` combines their ``output.xml`` files into
 ``<run-dir>/output.xml``, ``log.html`` and ``report.html``. With ``--pool`` one pabot run
-shares the labs between the suites (:mod:`libraries.nightly.pool`: pre-flight, value sets, what
+shares the labs between the suites (:mod:`libraries.nightly.lab_pool`: pre-flight, value sets, what
 ran where in ``run.json``). Then the run is ingested into the history (``<results>/history``
 or ``--store``) and ``python -m libraries.report`` rebuilds ``<results>/trend.html`` and
 ``trend.md`` from it.
@@ -27,7 +27,7 @@ testbed of its own (:mod:`libraries.ab.duet_run`; side a's run, whose records th
 takes, in ``<run-dir>/a/`` or ``<run-dir>/<topology>/a/``, side b's beside it in ``b/``).
 
 Exit status: 252 bad input, refused before anything ran (bad options, topology, --reference,
---series or --duet, a ``-v`` setting after ``--``: :mod:`libraries.cases.preflight`, as
+--series or --duet, a ``-v`` setting after ``--``: :mod:`libraries.cases.input_checks`, as
 ``hoststack-perf nightly``);
 then, first match wins: 4 a suite run could not run or was interrupted (Robot exit code >= 251,
 missing command, timeout); 2 the records are bad (trend tool exit 2); 3 the newest sample of
@@ -53,12 +53,11 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from libraries.cases.preflight import run_problems
+from libraries.cases.input_checks import run_problems
 from libraries.history.ingest import ingest
 from libraries.history.store import Store, default_store
-from libraries.nightly.cli import parser
-from libraries.nightly.planned import PlanError, night_family
-from libraries.nightly.pool import (
+from libraries.nightly.arguments import parser
+from libraries.nightly.lab_pool import (
     EVENTS_FILE,
     POOL_TAG,
     RESOURCE_FILE,
@@ -68,6 +67,8 @@ from libraries.nightly.pool import (
     resource_file,
     summarise,
 )
+from libraries.nightly.night_summary import write_night_summary
+from libraries.nightly.planned import PlanError, night_family
 from libraries.nightly.reference import FILE as REFERENCE_FILE
 from libraries.nightly.reference import (
     Reference,
@@ -76,9 +77,8 @@ from libraries.nightly.reference import (
     robot_variables,
     write_comparison,
 )
-from libraries.nightly.summary import write_night_summary
-from libraries.report import cli as trend
-from libraries.report.run import write_run_report
+from libraries.report import trend_command as trend
+from libraries.report.run_report import write_run_report
 from libraries.results.family import NightFamily
 from libraries.results.records import RecordError
 from libraries.testbed.errors import TopologyError

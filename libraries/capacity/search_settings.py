@@ -1,6 +1,6 @@
 """The ``-v`` settings of the capacity searches: the latency goals (``LATENCY_SLO``), the
 range and MLRsearch's knobs, the windows of the miss curve (``CAPACITY_*``), as one
-:class:`SearchSettings`; parsed with the shared helpers of :mod:`libraries.results.settings`,
+:class:`SearchSettings`; parsed with the shared helpers of :mod:`libraries.results.trial_settings`,
 in their error style (a ``ValueError`` naming the variable, the value and what was
 expected). Each setting is declared once here (:data:`DECLARED`: default, parser, meaning,
 its field); :mod:`libraries.cases.registry` collects them. Pure: it reads values
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from libraries.results.settings import (
+from libraries.results.trial_settings import (
     SWITCH_TEXT,
     Lookup,
     Setting,
@@ -183,7 +183,7 @@ class SearchSettings:
 
 
 _CAPACITY = ("suite set-up (Check Measurement Settings): "
-             "libraries.capacity.settings.capacity_settings_from_variables")
+             "libraries.capacity.search_settings.capacity_settings_from_variables")
 
 
 def _durations(value: object) -> tuple[float, float]:
