@@ -74,6 +74,25 @@ SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05)
 """True changes (b costs more, b is slower) the ``rates`` table replays."""
 
 
+MAPS = {"regex": ("$request_id", '"~[g-z]{{{n}}}" m{i};', 200,
+                   "the proxy evaluates a map of regular expressions per request"),
+        "uri-regex": ("$uri", '"~q{{{n}}}x" u{i};', 400,
+                      "the proxy tries a map of regular expressions on the URI per request")}
+"""A map knob: the variable it reads, one rule (``n`` = index + 1), the most rules, its name."""
+
+
+def _map_side(kind: str, count: int, side: str) -> str:
+    """The comparison of a map knob ``kind`` with ``count`` never-matching expressions."""
+    variable, rule, most, title = MAPS[kind]
+    if not 1 <= count <= most:
+        raise SystemExit(f"--side {side}: 1 to {most} regular expressions")
+    rules = " ".join(rule.format(n=i + 1, i=i) for i in range(count))
+    return (f"name: {title}\na: {{name: nginx}}\nb:\n"
+            f"  name: {kind}-{count}\n  nginx: {{proxy: {{http: ['map {variable} "
+            f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
+            "$cost_probe;']}}\n")
+
+
 def comparison(side: str, folder: Path) -> Path:
     """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``uri-regex:<n>``,
     ``headers:<n>``, ``split``: see the module)."""
@@ -84,26 +103,8 @@ def comparison(side: str, folder: Path) -> Path:
             same.symlink_to(NGINX)
         text = (f"name: A/A via another path to {NGINX}\naa: true\na: {{name: nginx}}\n"
                 f"b:\n  name: nginx-symlink\n  tools: {{dut: {{nginx: {same}}}}}\n")
-    elif kind == "regex":
-        count = int(given)
-        if not 1 <= count <= 200:
-            raise SystemExit(f"--side {side}: 1 to 200 regular expressions")
-        rules = " ".join(f'"~[g-z]{{{i + 1}}}" m{i};' for i in range(count))
-        text = ("name: the proxy evaluates a map of regular expressions per request\n"
-                "a: {name: nginx}\nb:\n"
-                f"  name: regex-{count}\n  nginx: {{proxy: {{http: ['map $request_id "
-                f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
-                "$cost_probe;']}}\n")
-    elif kind == "uri-regex":
-        count = int(given)
-        if not 1 <= count <= 400:
-            raise SystemExit(f"--side {side}: 1 to 400 regular expressions")
-        rules = " ".join(f'"~q{{{i + 1}}}x" u{i};' for i in range(count))
-        text = ("name: the proxy tries a map of regular expressions on the URI per request\n"
-                "a: {name: nginx}\nb:\n"
-                f"  name: uri-regex-{count}\n  nginx: {{proxy: {{http: ['map $uri "
-                f"$cost_probe {{ {rules} default none; }}'], server: ['set $cost_seen "
-                "$cost_probe;']}}\n")
+    elif kind in ("regex", "uri-regex"):
+        text = _map_side(kind, int(given), side)
     elif kind == "headers":
         count = int(given)
         if not 1 <= count <= 60:  # the test allows about 1 KiB of headers a response

@@ -24,6 +24,7 @@ from libraries.report.run_end import finish_run
 from libraries.report.run_report import load_tests, main, render_run_report
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
+from utest.kept_log import KeptLog
 from utest.test_trend_browser import CHROMIUM, chromium, console_lines
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "kernel-3node"
@@ -189,20 +190,6 @@ def test_telemetry_of_a_v2_run_is_folded_per_test_variant_and_node(tmp_path: Pat
     assert re.search(r"CPU +%usr +%nice +%sys", section) and "nginx" in section
 
 
-class _Log:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, text: str) -> None:
-        self.lines.append(text)
-
-    def warn(self, text: str) -> None:
-        self.lines.append(f"WARN {text}")
-
-    def folded(self, title: str, text: str) -> None:
-        self.lines.append(title)
-
-
 def _checked(measurement: Measurement, outcomes: list[str],
              correctness_only: bool = False) -> None:
     """``Check Criteria``'s judgement (:func:`libraries.cases.judging.check_criteria`) by
@@ -212,7 +199,7 @@ def _checked(measurement: Measurement, outcomes: list[str],
                                describe=lambda o=o: f"rps {o}") for o in outcomes]
     judge = SimpleNamespace(evaluate=lambda measurement: results,
                             correctness_only=correctness_only)
-    check_criteria(measurement, judge, "3node", _Log())  # type: ignore[arg-type]
+    check_criteria(measurement, judge, "3node", KeptLog())  # type: ignore[arg-type]
 
 
 def test_a_result_the_testbed_cannot_measure_is_skipped_after_what_fails():

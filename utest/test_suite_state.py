@@ -24,22 +24,9 @@ from libraries.results.plan import Budget, Settings, TrialPlan
 from libraries.results.run_records import RunRecords, TestInfo
 from libraries.testbed.errors import HostStackError, ToolMissing
 from libraries.testbed.topology_file import load_topology
+from utest.kept_log import KeptLog
 
 THREE = load_topology("3node")
-
-
-class Log:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, text: str) -> None:
-        self.lines.append(text)
-
-    def warn(self, text: str) -> None:
-        self.lines.append(f"WARN {text}")
-
-    def folded(self, title: str, text: str) -> None:
-        self.lines.append(title)
 
 
 def _state(**given: str) -> SuiteState:
@@ -51,7 +38,7 @@ def _state(**given: str) -> SuiteState:
 
 
 def test_the_set_up_check_logs_the_plan_and_the_criteria_it_read():
-    state, log = _state(TRIALS="3", DURATION="1"), Log()
+    state, log = _state(TRIALS="3", DURATION="1"), KeptLog()
     state.check(log)
     assert "3 trials of 1 s after 1 s warm-up; up to 6 while a criterion is inconclusive; " \
         "confidence 95%" in log.lines
@@ -62,9 +49,9 @@ def test_the_set_up_check_logs_the_plan_and_the_criteria_it_read():
 def test_a_budget_below_the_plan_fails_the_check_naming_the_variable():
     with pytest.raises(HostStackError, match=r"-v MAX_SECONDS \(3\) is below the planned "
                        r"trials' time \(5 x 2 s = 10 s per variant\)"):
-        _state(MAX_SECONDS="3").check(Log())
+        _state(MAX_SECONDS="3").check(KeptLog())
     with pytest.raises(HostStackError, match="-v AB_BUDGET:10 with -v DURATION:2"):
-        _state(AB="x.yaml", AB_BUDGET="10").check(Log())
+        _state(AB="x.yaml", AB_BUDGET="10").check(KeptLog())
 
 
 def test_the_judge_takes_the_suites_settings_on_the_testbeds_topology():
@@ -88,15 +75,15 @@ def test_the_testbed_comes_from_the_pool_only_when_one_is_given():
         state.testbed = SimpleNamespace(  # type: ignore[assignment]
             up=lambda name, metadata: calls.append(("up", name)),
             up_from_pool=lambda pool, tag, metadata, log: calls.append(("pool", pool, tag)))
-        state.set_up_testbed(topology, lambda tag: f"client of {tag}", print, Log())
+        state.set_up_testbed(topology, lambda tag: f"client of {tag}", print, KeptLog())
     assert calls == [("up", "3node"), ("pool", "client of labs", "labs"), ("up", "1node"),
                      ("up", "2node")]
 
 
 def test_a_suite_whose_settings_were_never_resolved_has_nothing_to_tear_down():
-    tear_down_suite(None, Log())
+    tear_down_suite(None, KeptLog())
     state = _state()
-    tear_down_suite(state, Log())  # no testbed was set up: nothing to do
+    tear_down_suite(state, KeptLog())  # no testbed was set up: nothing to do
     with pytest.raises(HostStackError, match="no testbed: the suite setup must call"):
         state.testbed.current  # noqa: B018
 
@@ -143,7 +130,7 @@ def test_a_tool_is_declared_answers_or_skips(monkeypatch: pytest.MonkeyPatch):
         return "1.0"
 
     monkeypatch.setattr(testbed_setup, "tool_version", version)
-    bed, log = _suite_testbed(), Log()
+    bed, log = _suite_testbed(), KeptLog()
     assert "wrk" in bed.declared_tools("tg")
     assert bed.tool_answer("tg", "wrk", log) == "1.0"
     with pytest.raises(HostStackError, match="node tg declares no tool 'nope'"):
@@ -223,7 +210,7 @@ def _ab(verdict: str, policy: str = "skip") -> Measurement:
 
 
 def test_an_ab_verdict_is_the_tests_status_and_tag():
-    tags, log = [], Log()
+    tags, log = [], KeptLog()
     with pytest.raises(AbRegression, match="A/B b 4.1 % slower"):
         check_ab_verdict(_ab("regression"), tags.append, log)
     with pytest.raises(Skip, match=r"no look decided \(-v AB_INCONCLUSIVE:skip"):
@@ -242,4 +229,4 @@ def test_a_plain_run_opens_no_comparison_and_asks_for_no_testbed():
     def no_testbed():
         raise AssertionError("a plain run needs no testbed here")
 
-    assert open_comparison(_state().settings, "", no_testbed, Log()) is None
+    assert open_comparison(_state().settings, "", no_testbed, KeptLog()) is None
