@@ -8,7 +8,7 @@ Two generated pages are committed in docs/ instead (:data:`COMMITTED`), so that 
 README.md to one setting (``docs/reference/settings.md#AB_MARGIN``) or one exit code
 (``docs/reference/exit-codes.md#nightly-3``) opens in one click on a forge, in an editor and
 in the site alike: the settings page (``libraries.cases.registry``) and the exit codes of
-every command (``libraries.cli.EXIT_CODES``). ``python docs_gen/hooks.py`` writes them again;
+every command (``libraries.cli.exit_codes``). ``python docs_gen/hooks.py`` writes them again;
 ``utest/test_docs.py`` fails while a committed page differs from what the code gives.
 A module that does not exist yet gives a page that says where it will come from.
 """
@@ -121,11 +121,12 @@ def exit_codes_page() -> str:
                        "yet. Until then each command's `--help` lists them; the nightly's and "
                        "bisect's are also in [Nightly runs](../concepts/nightly.md) and "
                        "[Bisect](../concepts/bisect.md).\n")
-    parts = [head + "Generated from `libraries/cli.py` (`EXIT_CODES`) by `python "
+    parts = [head + "Generated from `libraries/cli.py` (`exit_codes`) by `python "
              "docs_gen/hooks.py` (a test fails when this page differs from it). Every "
              "command is `hoststack-perf <command>`; `--help` on each says the same. Each "
              "row has its anchor, e.g. `#nightly-3`.\n"]
-    for command, codes in cli.EXIT_CODES.items():  # a row's anchor: #nightly-3
+    for command in (c.name for c in cli.COMMANDS):  # a row's anchor: #nightly-3
+        codes = cli.exit_codes(command)
         rows = "\n".join(f'| <span id="{command}-{code}"></span>{code} | {_cell(meaning)} |'
                          for code, meaning in sorted(codes.items()))
         parts.append(f"## {command}\n\n| exit | meaning |\n|---|---|\n{rows}\n")

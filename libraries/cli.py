@@ -112,17 +112,6 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                 "does not: side b's code (a failure only side b saw)",
              BAD_INPUT: "bad input, refused before either run started (as ab's 252); or side "
                         "a's run: invalid test data"},
-    "nightly": {
-        0: "the suites passed and no series regressed",
-        1: "tests failed (a Robot exit 1-250, or the merge of the outputs failed)",
-        2: "the records are bad (the trend tool's exit 2)",
-        3: "the newest sample of some series is a regression (with --reference: a confirmed "
-           "step of the ratio to the reference)",
-        4: "a suite run could not run or was interrupted (Robot exit >= 251, a missing command,"
-           " a timeout), or no lab of the pool passed its pre-flight",
-        BAD_INPUT: "bad input, refused before anything ran: bad options, a bad -v setting "
-                   "after --, topology, --reference, --series or --duet",
-    },
     "bisect": {
         0: "no regression between the ends beyond the margin (or only progressions)",
         BAD_INPUT: "bad input: refused before anything was measured",
@@ -152,7 +141,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                   1: "the run left namespaces, processes or files (listed)",
                   2: "the output.xml is unreadable; also bad options"},
 }
-"""Every command's exit codes and what each means (for the documentation)."""
+"""Every command's exit codes and what each means (for the documentation); the nightly's are
+its own (:func:`exit_codes`)."""
 
 HELP_LISTS_EXIT_CODES = frozenset({"ab", "bisect"})
 """Commands whose own ``--help`` lists their exit codes; after the others' help
@@ -185,10 +175,18 @@ def plain(text: str) -> str:
                            text).replace("``", "")
 
 
+def exit_codes(name: str) -> dict[int, str]:
+    """The exit codes of command ``name`` and what each means: :data:`EXIT_CODES`, the
+    nightly's from the module that writes them in a night's summary (imported only now)."""
+    if name == "nightly":
+        return dict(importlib.import_module("libraries.nightly.night_summary").GATE)
+    return EXIT_CODES[name]
+
+
 def exit_codes_text(name: str) -> str:
     """The exit codes of command ``name``, as a help epilog lists them."""
     return f"exit codes (hoststack-perf {name}):\n" + "\n".join(
-        f"  {code:3}  {text}" for code, text in sorted(EXIT_CODES[name].items()))
+        f"  {code:3}  {text}" for code, text in sorted(exit_codes(name).items()))
 
 
 def exit_codes_markdown() -> str:
@@ -196,7 +194,7 @@ def exit_codes_markdown() -> str:
     parts = []
     for command in COMMANDS:
         rows = [f"| {code} | {text.replace('|', chr(92) + '|')} |"
-                for code, text in sorted(EXIT_CODES[command.name].items())]
+                for code, text in sorted(exit_codes(command.name).items())]
         parts.append(f"## hoststack-perf {command.name}\n\n{command.summary} (`python -m "
                      f"{command.module}`)\n\n| exit | meaning |\n|---|---|\n"
                      + "\n".join(rows) + "\n")

@@ -143,8 +143,9 @@ def test_the_settings_page_has_a_block_per_setting_under_its_area(
 
 def test_the_exit_codes_page_has_every_command_and_code(
         hooks: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    cli = types.SimpleNamespace(EXIT_CODES={"nightly": {3: "a regression | gate", 0: "all good"},
-                                            "bisect": {2: "bad input"}})
+    codes = {"nightly": {3: "a regression | gate", 0: "all good"}, "bisect": {2: "bad input"}}
+    cli = types.SimpleNamespace(COMMANDS=[types.SimpleNamespace(name=n) for n in codes],
+                                exit_codes=codes.__getitem__)
     monkeypatch.setattr(hooks, "_optional", lambda name: cli)
     page = hooks.exit_codes_page()
     assert ("## nightly\n\n| exit | meaning |\n|---|---|\n"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from libraries import cli
 from libraries.nightly.night_summary import GATE, flagged_series, write_night_summary
 from libraries.trend.analysis import SUMMARY_HEADER, markdown_summary, markdown_table
 
@@ -88,6 +87,3 @@ def test_a_run_folder_that_cannot_be_read_is_said(tmp_path: Path):
     assert "## Run r\n\nnot summarised: " in text
     assert "Exit codes: no run started." in text
 
-
-def test_the_gate_meanings_are_the_commands_exit_codes():
-    assert cli.EXIT_CODES["nightly"] == GATE
