@@ -19,6 +19,7 @@ from libraries.testbed.errors import CommandTimeout, NodeError, ToolMissing
 from libraries.testbed.netns import LocalTestbed
 from libraries.testbed.provision import Testbed
 from libraries.testbed.run_paths import make_prefix
+from libraries.testbed.ssh import HELD_SESSIONS
 from libraries.testbed.teardown import STATE_ROOT, sweep_stale, teardown_prefix
 from libraries.testbed.topology_file import load_topology, parse_topology
 from libraries.tools.versions import tool_version
@@ -361,6 +362,68 @@ def test_a_perf_recording_is_reaped_when_it_ends():
     assert run.returncode == 0, run.stderr
     outcome = json.loads(run.stdout.strip().splitlines()[-1])
     assert outcome["state"] is None, outcome
+
+
+_BACKGROUND_UNDER_SLOW_INIT = """
+import ctypes, json, os, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
+child = os.fork()
+if child == 0:  # a suite: a server stopped, another that ended on its own, as root and not
+    from libraries.testbed.provision import Testbed
+    bed = Testbed.up("2node")
+    try:
+        dut = bed.node("dut")
+        stopped = dut.start("sleep 100", "server")
+        ended = dut.start("sleep 0.3", "short", sudo=True)
+        time.sleep(1.5)  # the short one ended during the trial
+        dut.stop(stopped, grace=1)
+        dut.stop(ended, grace=1)
+        states = {}
+        for process in (stopped, ended):
+            stat = dut.run(f"cat /proc/{process.pid}/stat", check=False).stdout
+            states[process.name] = stat.rsplit(")", 1)[-1].split()[0] if stat else None
+        print(json.dumps(states), flush=True)
+    finally:
+        bed.down()
+    os._exit(0)
+os.waitpid(child, 0)  # a busy init: reaps nothing of the run's until it is over
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+"""
+
+
+def test_a_background_process_is_reaped_when_it_ends_stopped_or_on_its_own():
+    """nginx, VPP, the iperf3 servers and the tracers ran detached, orphans left to the
+    node's init once stopped (or ended): on a node whose init reaps late or never (a
+    container) each stood as a zombie. The shell that starts one now stays in an SSH session
+    of its own and waits for it. The init here reaps nothing until the run is over, so a
+    process left to it is still in the process table, a zombie, after it ended."""
+    run = subprocess.run([os.sys.executable, "-c", _BACKGROUND_UNDER_SLOW_INIT],
+                         capture_output=True, text=True, timeout=90, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+    assert outcome == {"server": None, "short": None}, outcome
+
+
+def test_a_node_holds_more_background_processes_than_one_connection_allows(testbed):
+    """Each background process holds an SSH session: past HELD_SESSIONS a node opens another
+    connection for them (sshd's MaxSessions is 10 unless told otherwise), and each is
+    started, tracked and stopped as one."""
+    node = testbed.node("server")
+    processes = [node.start(f"sleep 31{index}", f"many{index}")
+                 for index in range(HELD_SESSIONS + 2)]
+    try:
+        assert all(node.is_running(process) for process in processes)
+        transports = {id(process.channel.get_transport()) for process in processes}
+        assert len(transports) == 2
+    finally:
+        for process in processes:
+            node.stop(process, grace=1)
+    assert not any(node.is_running(process) for process in processes)
+    assert all(process.channel is None for process in processes)
 
 
 def test_put_files_writes_several_files_with_their_modes_in_one_command(testbed):

@@ -7,7 +7,9 @@ itself (coreutils ``timeout`` kills the command's whole process group) and local
 a timeout raises :class:`CommandTimeout` carrying the partial output. A command is a
 :class:`~libraries.testbed.command.NodeCommand` value (a plain shell line becomes one), rendered
 with its timeout by :meth:`NodeCommand.rendered <libraries.testbed.command.NodeCommand.rendered>`
-alone; this module adds ``sudo -n`` where the command needs root.
+alone; this module adds ``sudo -n`` where the command needs root. A background process
+(:meth:`Node.start`) is held by the shell that started it, in an SSH session of its own, which
+reaps it when it ends.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ import paramiko
 
 from libraries.testbed.command import NodeCommand, background_command, node_command
 from libraries.testbed.errors import CommandError, CommandTimeout, NodeError
-from libraries.testbed.ssh import SshTarget, collect, open_client
+from libraries.testbed.ssh import (
+    HeldSessions,
+    SshTarget,
+    collect,
+    leave,
+    open_client,
+    read_line,
+)
 
 LOG = logging.getLogger(__name__)
 # How long the local side waits past the node-side timeout before giving up on the channel.
@@ -55,6 +64,9 @@ class Process:
     sudo: bool = False
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
+    channel: paramiko.Channel | None = field(default=None, repr=False, compare=False)
+    """The SSH session whose shell started the process and waits for it: it reaps the process
+    the moment it ends, whoever ends it (never left to the node's init), and leaves with it."""
     birth: str | None = None
     """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22, clock ticks since
     boot), read as it started: a pid is reused once its process is gone (PIDs wrap at 32768
@@ -109,6 +121,7 @@ class Node:
         self.target = target
         self.workdir = workdir
         self._client: paramiko.SSHClient | None = None
+        self._held = HeldSessions(target, self.where)
         self._processes: list[Process] = []
         self._which: dict[str, str | None] = {}
 
@@ -144,15 +157,18 @@ class Node:
                          f"{{ rmdir {parent} 2>/dev/null || true; }}", timeout=20,
                          sudo=self.can_sudo, check=False)
         finally:
-            self._client.close()
-            self._client = None
+            self._disconnect()
 
     def abandon(self) -> None:
         """Drop the connection without a command: the node is gone (its testbed removed)."""
+        self._disconnect()
+        self._processes.clear()
+
+    def _disconnect(self) -> None:
+        self._held.close()
         if self._client is not None:
             self._client.close()
-            self._client = None
-        self._processes.clear()
+        self._client = None
 
     @property
     def can_sudo(self) -> bool:
@@ -178,15 +194,19 @@ class Node:
     # -- commands --------------------------------------------------------------------------
 
     def _wrap(self, command: NodeCommand, sudo: bool) -> str:
-        wrapped = command.rendered()
-        if sudo and self.target.user != "root":
-            if not self.target.sudo:
-                raise NodeError(
-                    f"{self.where}: command {command.line()!r} needs root, but user "
-                    f"{self.target.user!r} is not root and the topology does not set sudo: true"
-                )
-            wrapped = f"sudo -n {wrapped}"
-        return wrapped
+        return self._as_root(command.rendered(), command.line(), sudo)
+
+    def _as_root(self, line: str, shown: str, sudo: bool) -> str:
+        """``line`` behind ``sudo -n`` when it needs root (``sudo``) from a login that is not
+        root; ``NodeError`` naming the command (``shown``) where the topology allows no sudo."""
+        if not sudo or self.target.user == "root":
+            return line
+        if not self.target.sudo:
+            raise NodeError(
+                f"{self.where}: command {shown!r} needs root, but user "
+                f"{self.target.user!r} is not root and the topology does not set sudo: true"
+            )
+        return f"sudo -n {line}"
 
     def run(self, command: str | NodeCommand, timeout: float | None = None, sudo: bool = False,
             check: bool = True, stdin: bytes | None = None, quiet: bool = False) -> CommandResult:
@@ -260,7 +280,7 @@ class Node:
 
     def start(self, command: str | NodeCommand, name: str, env: dict[str, str] | None = None,
               cpus: list[int] | None = None, sudo: bool = False) -> Process:
-        """Start ``command`` in the background, fully detached, and track it.
+        """Start ``command`` in the background, detached, and track it.
 
         ``command``: a :class:`NodeCommand` without a timeout (it runs until stopped), or a
         shell line with ``env`` and ``cpus``. The process runs in its own session
@@ -268,6 +288,11 @@ class Node:
         the target program only (``exec`` after the export, so wrappers such as nohup never
         see e.g. LD_PRELOAD); the CPUs pin it (the shell pins itself and then ``exec``s, so no
         taskset process is preloaded either): :meth:`NodeCommand.background_line`.
+
+        The shell that starts it stays, in an SSH session of its own, and waits for it:
+        when it ends (stopped, or on its own) that shell reaps it at once and leaves, and sshd
+        reaps the shell. Nothing is left to the node's init, which in a container may reap
+        late or never (:class:`~libraries.testbed.ssh.HeldSessions`).
         """
         value = background_command(command, env, cpus)
         command = value.quoted()
@@ -276,17 +301,24 @@ class Node:
             f"cd {shlex.quote(self.workdir)} && "
             f"setsid nohup sh -c {shlex.quote(value.background_line())} "
             f"> {shlex.quote(log_path)} 2>&1 "
-            f"< /dev/null & p=$!; echo $p $({_birth('$p')})"
+            f"< /dev/null & p=$!; echo $p $({_birth('$p')}); wait $p"
         )
-        result = self.run(launcher, timeout=15, sudo=sudo)
+        line = self._as_root(f"sh -c {shlex.quote(launcher)}", command, sudo)
+        if self._client is None:
+            self.connect()
+        assert self._client is not None
+        held = [p.channel for p in self._processes if p.channel is not None]
+        channel = self._held.open(self._client, held, f"start {name!r}")
         try:
-            pid, *birth = result.stdout.split()
+            channel.exec_command(line)
+            channel.shutdown_write()
+            pid, *birth = read_line(channel, time.monotonic() + 15.0).split()
             pid = int(pid)
-        except ValueError:
-            raise NodeError(
-                f"{self.where}: starting {name!r} printed no PID: {result.stdout!r}"
-            ) from None
-        process = Process(self.name, name, command, pid, log_path, sudo=sudo,
+        except (NodeError, OSError, paramiko.SSHException, ValueError) as error:
+            channel.close()
+            raise NodeError(f"{self.where}: starting {name!r} printed no PID: {error}"
+                            ) from None
+        process = Process(self.name, name, command, pid, log_path, sudo=sudo, channel=channel,
                           birth=birth[0] if birth else None)
         self._processes.append(process)
         LOG.info("%s: started %s (pid %d): %s", self.name, name, pid, command)
@@ -331,6 +363,9 @@ class Node:
                                 f"{', started with sudo' if process.sudo else ''}): "
                                 f"{(result.stderr or result.stdout).strip()[-500:]}")
             process.stopped = True
+            if process.channel is not None:
+                leave(process.channel)
+                process.channel = None
             how = ("nothing: it had exited and its pid is another process's"
                    if "reused" in result.stdout else
                    "SIGKILL after grace" if "killed" in result.stdout else "SIGTERM")

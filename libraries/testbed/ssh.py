@@ -14,7 +14,8 @@ import hashlib
 import select
 import socket
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import paramiko
@@ -122,6 +123,91 @@ def open_client(target: SshTarget, where: str) -> paramiko.SSHClient:
         client.close()
         raise NodeError(f"{where}: cannot connect over SSH as {target.user!r}: {error}") from None
     return client
+
+
+HELD_SESSIONS = 7
+"""Background processes a connection holds, each in an SSH session of its own whose shell
+waits for it (``Node.start``). sshd allows 10 sessions a connection unless told otherwise
+(``MaxSessions``): the node's connection keeps 3 for its foreground commands (a command and a
+``perf record`` beside it); a node running more processes opens another connection for
+them."""
+
+
+@dataclass
+class HeldSessions:
+    """The SSH sessions a node holds open for its background processes: on the node's own
+    connection while it holds fewer than :data:`HELD_SESSIONS`, else on connections of their
+    own, opened as needed and closed with the node."""
+
+    target: SshTarget
+    where: str
+    extra: list[paramiko.SSHClient] = field(default_factory=list)
+
+    def open(self, main: paramiko.SSHClient, held: list[paramiko.Channel],
+             purpose: str) -> paramiko.Channel:
+        """A new session on the first connection (``main`` first) holding fewer than
+        :data:`HELD_SESSIONS` of the ``held`` sessions; ``NodeError`` naming ``purpose``."""
+        counts = Counter(id(channel.get_transport()) for channel in held)
+        client = next((c for c in (main, *self.extra) if c.get_transport() is not None
+                       and counts[id(c.get_transport())] < HELD_SESSIONS), None)
+        if client is None:
+            client = open_client(self.target, self.where)
+            self.extra.append(client)
+        transport = client.get_transport()
+        if transport is None or not transport.is_active():
+            raise NodeError(f"{self.where}: SSH connection is closed (node down?): cannot "
+                            f"{purpose}")
+        try:
+            return transport.open_session(timeout=self.target.connect_timeout)
+        except (OSError, paramiko.SSHException) as error:
+            raise NodeError(f"{self.where}: cannot open an SSH session to {purpose}: "
+                            f"{error}") from None
+
+    def close(self) -> None:
+        """Close the connections of their own (their sessions with them)."""
+        for client in self.extra:
+            client.close()
+        self.extra.clear()
+
+
+def leave(channel: paramiko.Channel, wait: float = 3.0) -> None:
+    """Close the session of a background process that is gone: its shell reaped it and
+    leaves (waited for up to ``wait`` s, so that sshd reaps the shell too)."""
+    deadline = time.monotonic() + wait
+    try:
+        while not channel.exit_status_ready() and time.monotonic() < deadline:
+            select.select([channel], [], [], 0.1)
+            while channel.recv_ready():
+                channel.recv(65536)
+    except (OSError, paramiko.SSHException):
+        pass  # the connection went: the session with it
+    channel.close()
+
+
+def read_line(channel: paramiko.Channel, deadline: float) -> str:
+    """The first line a command prints on stdout (without its newline), read as soon as it
+    arrives; ``NodeError`` with what it printed when the command ends or ``deadline`` passes
+    first. The channel stays open: the command runs on."""
+    out, err = bytearray(), bytearray()
+    try:
+        while b"\n" not in out:
+            while channel.recv_ready():
+                out += channel.recv(65536)
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(65536)
+            if b"\n" in out:
+                break
+            printed = bytes(out + err).decode(errors="replace").strip()
+            if channel.exit_status_ready() and not channel.recv_ready():
+                raise NodeError(f"it ended (exit status {channel.recv_exit_status()}) before "
+                                f"printing a line: {printed!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NodeError(f"it printed no line in time: {printed!r}")
+            select.select([channel], [], [], min(remaining, 0.5))
+    except (OSError, paramiko.SSHException) as error:
+        raise NodeError(f"lost the SSH channel: {error}") from None
+    return bytes(out).split(b"\n", 1)[0].decode(errors="replace")
 
 
 def collect(channel: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, int | None]:
