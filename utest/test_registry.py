@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,7 +319,7 @@ def test_the_field_default_scan_sees_a_default_written_again():
 
 
 def test_the_declared_ab_settings_are_the_declarations_defaults_parsed():
-    def parsed(name: str) -> object:
+    def parsed(name: str) -> Any:
         return setting(name).parse(setting(name).default)
 
     assert setting("AB_ALPHA").default is None  # the A/B level is then ALPHA's
@@ -326,7 +327,7 @@ def test_the_declared_ab_settings_are_the_declarations_defaults_parsed():
         margin=parsed("AB_MARGIN") / 100, alpha=parsed("ALPHA"), look=parsed("AB_LOOK"),
         max_rounds=parsed("AB_MAX_ROUNDS"), budget_s=parsed("AB_BUDGET"),
         inconclusive=parsed("AB_INCONCLUSIVE"), unused=parsed("AB_UNUSED"),
-        scatter=parsed("AB_SCATTER") / 100)  # type: ignore[operator, arg-type]
+        scatter=parsed("AB_SCATTER") / 100)
     assert declared_ab_settings().margin == RATIO_MARGIN
 
 
