@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.slowdowns import bench_cgroups_removed, burner, pauser, weighted, windowed
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.rounds import judge_at_looks
 from libraries.results.plan import AbSettings
 
@@ -230,8 +231,9 @@ def mde(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int = 5
     lines = ["| AB_MAX_ROUNDS | minutes per test (at most) | slowdown detected in 90 % |",
              "|---|---|---|"]
     for rounds in range(settings.look, settings.max_rounds + 1, settings.look):
-        limited = AbSettings(margin=settings.margin, alpha=settings.alpha, look=settings.look,
-                             max_rounds=rounds, budget_s=settings.budget_s)
+        limited = declared_ab_settings(margin=settings.margin, alpha=settings.alpha,
+                                       look=settings.look, max_rounds=rounds,
+                                       budget_s=settings.budget_s)
         found = None
         for slowdown in np.arange(0.005, 0.2, 0.0025):
             hits = sum(judge_at_looks(np.exp(sample(rng, rounds) + np.log(1 - slowdown)),
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="per-round spread of log ratios (simulated normal noise)")
     args = parser.parse_args(argv)
     if args.command == "rates":
-        settings = AbSettings()
+        settings = declared_ab_settings()
         sys.stdout.write("| noise | " + " | ".join(f"{x:+.1%}" for x in SHIFTS) + " |\n|---|"
                          + "---|" * len(SHIFTS) + "\n")
         for sd in args.sd:
@@ -319,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.files:
         sys.stdout.write(summary(path) + "\n")
     if args.mde:
-        sys.stdout.write("\n" + mde(args.mde, AbSettings()))
+        sys.stdout.write("\n" + mde(args.mde, declared_ab_settings()))
     return 0
 
 

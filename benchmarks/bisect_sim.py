@@ -46,9 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.rounds import judge, ratio_interval
 from libraries.bisect.bisection import INSIDE, Bisection, Outcome, Same, bisect
-from libraries.results.plan import AbSettings
 
 SPREADS = (0.024, 0.056, 0.083)
 """Per-round spreads of the ratio (standard deviation of its log)."""
@@ -124,7 +124,7 @@ def compare_on(planted: Planted, spread: float, max_rounds: int, margin_pct: flo
                            detail="no A/B record: the suite set-up failed")
         if seen is not None:
             seen.update((a, b))
-        settings = AbSettings(margin=margin_pct / 100, max_rounds=max_rounds * attempt)
+        settings = declared_ab_settings(margin=margin_pct / 100, max_rounds=max_rounds * attempt)
         truth = math.log(planted.levels[b] / planted.levels[a])
         ratios = np.exp(truth + rng.normal(0.0, spread, settings.max_rounds))
         for look in settings.looks:

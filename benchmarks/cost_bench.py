@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.ab_bench import keep_record, sign_flips
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.rounds import judge_at_looks
 from libraries.results.plan import AbSettings
 
@@ -409,13 +410,13 @@ def main(argv: list[str] | None = None) -> int:
         args.files = grid(args.dir, args.runs, args.truth_runs, args.aa_runs, args.modes,
                           tuple(args.sides))
         sys.stdout.write(rates([p for p in args.files if p.name.startswith("aa-")],
-                               AbSettings()) + "\n")
+                               declared_ab_settings()) + "\n")
     if args.command in ("analyze", "grid"):
         sys.stdout.write(HEADER + "".join(summary(p) + "\n" for p in args.files) + "\n"
                          + smallest_called(args.files))
         return 0
     if args.command == "rates":
-        sys.stdout.write(rates(args.files, AbSettings()))
+        sys.stdout.write(rates(args.files, declared_ab_settings()))
         return 0
     parser.error("give --quick or a command (collect, analyze, rates)")
     return 2

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.rounds import judge_at_looks
 from libraries.history.ab_series import ratio_night
 from libraries.nightly.reference import NIGHT_LOOK, SCATTER_PCT
@@ -97,8 +98,9 @@ class Cell:
 def night_settings(series: int = SERIES) -> AbSettings:
     """A night's A/B settings, as the nightly gives them."""
     family = NightFamily(NIGHT_LEVEL, series)
-    return AbSettings(alpha=family.test_alpha, scatter=SCATTER_PCT / 100.0, look=NIGHT_LOOK,
-                      max_rounds=ROUNDS, inconclusive="pass", unused="plain")
+    return declared_ab_settings(alpha=family.test_alpha, scatter=SCATTER_PCT / 100.0,
+                                look=NIGHT_LOOK, max_rounds=ROUNDS, inconclusive="pass",
+                                unused="plain")
 
 
 def simulate_series(truth: np.ndarray, spread: float, rng: np.random.Generator,

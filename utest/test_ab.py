@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
-from libraries.ab.ab_settings import check_ab_plan
+from libraries.ab.ab_settings import check_ab_plan, declared_ab_settings
 from libraries.ab.rounds import (
     RatioInterval,
     _rank_k,
@@ -72,10 +72,10 @@ def test_the_verdict_rules(low, change, high, direction, verdict):
 
 
 def test_looks_split_alpha_and_end_at_the_round_limit():
-    settings = AbSettings(look=8, max_rounds=40, alpha=0.05)
+    settings = declared_ab_settings(look=8, max_rounds=40, alpha=0.05)
     assert settings.looks == (8, 16, 24, 32, 40)
     assert settings.alpha_per_look == pytest.approx(0.01)
-    assert AbSettings(look=8, max_rounds=30).looks == (8, 16, 24, 30)
+    assert declared_ab_settings(look=8, max_rounds=30).looks == (8, 16, 24, 30)
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -90,7 +90,7 @@ def test_looks_split_alpha_and_end_at_the_round_limit():
 ])
 def test_bad_settings_name_their_variable(changes, message):
     with pytest.raises(ValueError, match=message):
-        AbSettings(**changes)
+        declared_ab_settings(**changes)
 
 
 class Sides:
@@ -133,7 +133,7 @@ def _run(sides: Sides, settings: AbSettings, clock=None, seed: int | None = None
 
 def test_rounds_run_in_the_recorded_random_order_after_one_warm_up_per_side():
     sides = Sides()
-    outcome = _run(sides, AbSettings(look=6, max_rounds=6), seed=3)
+    outcome = _run(sides, declared_ab_settings(look=6, max_rounds=6), seed=3)
     assert sides.log[:2] == [("a", 0), ("b", 0)]  # the warm-ups
     ran = [" ".join(side.upper() for side, r in sides.log[2:] if r == n) for n in range(1, 7)]
     assert outcome.order == " | ".join(ran) and outcome.seed == 3
@@ -141,13 +141,13 @@ def test_rounds_run_in_the_recorded_random_order_after_one_warm_up_per_side():
     # a switch only where the side changes: to a for its warm-up, then each change in the log
     changes = sum(x[0] != y[0] for x, y in itertools.pairwise(sides.log))
     assert len(sides.switches) == 1 + changes and outcome.switches == [0.25] * (1 + changes)
-    again = _run(Sides(), AbSettings(look=6, max_rounds=6), seed=3)
+    again = _run(Sides(), declared_ab_settings(look=6, max_rounds=6), seed=3)
     assert again.order == outcome.order  # the recorded seed replays the order
     assert outcome.rounds == 6
 
 
 def test_the_coin_is_fair_and_fresh_without_a_seed():
-    orders = [_run(Sides(), AbSettings(look=6, max_rounds=6)).order for _ in range(20)]
+    orders = [_run(Sides(), declared_ab_settings(look=6, max_rounds=6)).order for _ in range(20)]
     assert len(set(orders)) > 10  # a fresh seed each test
     rounds = " | ".join(orders).split(" | ")
     assert 40 <= rounds.count("A B") <= 80  # 120 coin flips
@@ -170,7 +170,7 @@ def test_a_periodic_disturbance_is_no_change_under_the_coin():
     """A/A sides on a machine that is 30 % slower in two of every four trial slots (the
     period a fixed B A | A B alternation aliases with: 53 % of such tests called a change in
     simulation): with the coin, at most alpha of them are."""
-    settings = AbSettings()
+    settings = declared_ab_settings()
     called = 0
     for seed in range(60):
         trial = Interference(seed)
@@ -182,7 +182,7 @@ def test_a_periodic_disturbance_is_no_change_under_the_coin():
 
 
 def test_a_clear_slowdown_is_a_regression_at_the_first_look():
-    outcome = _run(Sides(slowdown=0.05, noise=0.01), AbSettings())
+    outcome = _run(Sides(slowdown=0.05, noise=0.01), declared_ab_settings())
     rps = outcome.comparisons["rps"]
     assert rps.verdict == "regression" and outcome.looks == [10]
     assert outcome.stopped == "conclusive at the look after 10 rounds"
@@ -193,12 +193,12 @@ def test_a_clear_slowdown_is_a_regression_at_the_first_look():
 def test_the_budget_ends_the_rounds_and_the_last_ones_are_judged():
     sides = Sides(slowdown=0.02, noise=0.03)
     ticks = iter(range(0, 10_000, 7))
-    outcome = _run(sides, AbSettings(budget_s=100), clock=lambda: next(ticks))
+    outcome = _run(sides, declared_ab_settings(budget_s=100), clock=lambda: next(ticks))
     assert outcome.stopped.startswith("budget spent")
     assert outcome.rounds < 20 and outcome.comparisons["rps"].ratios
     # the judgement after the budget stop is a recorded look (no more looks than planned)
     assert outcome.looks[-1] == outcome.rounds
-    assert len(outcome.looks) <= len(AbSettings(budget_s=100).looks)
+    assert len(outcome.looks) <= len(declared_ab_settings(budget_s=100).looks)
 
 
 @pytest.mark.parametrize(("change", "low", "high", "verdict"), [
@@ -219,7 +219,7 @@ def test_a_true_change_within_the_margin_is_rarely_called_a_regression(sd, shift
     """The README's guarantee: a true change of at most AB_MARGIN (1 %) is called a
     regression in at most alpha / 2 (2.5 %) of tests, over every look, at the per-round
     spread measured here (ssl_proxy 2.9 %, tcp_term 7.5 %)."""
-    settings = AbSettings()
+    settings = declared_ab_settings()
     rng = np.random.default_rng(17)
     called = sum(judge_at_looks(np.exp(rng.normal(np.log(1 + shift), sd, settings.max_rounds)),
                                 settings)[0] == "regression" for _ in range(400))
@@ -230,14 +230,14 @@ def test_settings_that_cannot_reach_a_look_are_refused_with_the_numbers():
     with pytest.raises(ValueError, match=r"-v AB_BUDGET:600 with -v DURATION:60: a round "
                                          r"measures each side for at least 60 s, so at most 4 "
                                          r"rounds fit, fewer than the first look at AB_LOOK 10"):
-        check_ab_plan(AbSettings(), TrialPlan(trials=5, duration=60, warmup=5))
-    check_ab_plan(AbSettings(), TrialPlan(trials=5, duration=2, warmup=1))  # 42 s: fits
+        check_ab_plan(declared_ab_settings(), TrialPlan(trials=5, duration=60, warmup=5))
+    check_ab_plan(declared_ab_settings(), TrialPlan(trials=5, duration=2, warmup=1))  # 42 s: fits
 
 
 def test_false_alarms_over_every_look_stay_within_alpha():
     """600 A/A tests of up to 40 rounds, judged at every look: a regression or progression
     called in at most alpha of them (the looks' Bonferroni split keeps it there)."""
-    settings = AbSettings(look=10, max_rounds=40, margin=0.0, alpha=0.05)
+    settings = declared_ab_settings(look=10, max_rounds=40, margin=0.0, alpha=0.05)
     rng = np.random.default_rng(11)
     alarms = sum(judge_at_looks(np.exp(rng.normal(0, 0.015, 40)), settings)[0] in
                  ("regression", "progression") for _ in range(600))
@@ -247,7 +247,7 @@ def test_false_alarms_over_every_look_stay_within_alpha():
 def test_three_percent_is_seen_in_nine_of_ten_tests_at_the_noise_measured_here():
     """Per-round log ratios with the spread measured on the 2-core VM (ssl_proxy 1 KiB,
     2 s trials: 1.3 %); the margin 1 %: 3 % slower is called a regression in >= 90 %."""
-    settings = AbSettings()
+    settings = declared_ab_settings()
     rng = np.random.default_rng(3)
     found = sum(judge_at_looks(0.97 * np.exp(rng.normal(0, 0.013, settings.max_rounds)),
                                settings)[0] == "regression" for _ in range(300))
@@ -260,7 +260,7 @@ def test_the_comparison_is_per_round_ratios_of_the_two_sides():
     b = Measurement("tcp_term", "kernel", {})
     b.add("throughput", [9.0, 12.0, 11.0, 9.5, 9.0, 9.8], "Gbit/s")
     (comparison,) = compare({"a": a, "b": b}, {"throughput": "higher_is_better"},
-                            AbSettings()).values()
+                            declared_ab_settings()).values()
     assert comparison.ratios == pytest.approx((0.9, 1.0, 1.0, 0.95, 1.0, 0.98))
     record = comparison.as_record()
     assert record["method"].startswith("Hodges-Lehmann of per-round log ratios")
@@ -273,7 +273,7 @@ def test_an_undecided_interval_says_what_its_rounds_can_tell():
     width within a quarter (the first look's spread is itself an estimate), and a change of
     its smallest-change figure is called at the first 60 rounds' level in about half of the
     tests."""
-    settings = AbSettings()
+    settings = declared_ab_settings()
     rng = np.random.default_rng(21)
     first = ratio_interval(np.exp(rng.normal(0, 0.05, 60)), settings.alpha_per_look)
     told = resolution(first, settings.margin)
@@ -298,7 +298,8 @@ def test_each_look_says_its_rounds_and_verdict_so_far():
     said: list[str] = []
     sides = Sides(slowdown=0.004, noise=0.03)
     outcome = measure_ab({"proxy": sides.trial}, TrialPlan(trials=1, duration=1, warmup=1),
-                         _build, {"rps": "higher_is_better"}, AbSettings(look=10, max_rounds=30),
+                         _build, {"rps": "higher_is_better"},
+                         declared_ab_settings(look=10, max_rounds=30),
                          sides.switch, seed=5, say=said.append)
     assert len(said) == len(outcome.looks) >= 2
     for line, look in zip(said, outcome.looks, strict=True):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import ab_bench, slowdowns
+from libraries.ab.ab_settings import declared_ab_settings
 
 
 def _probe(wrapper: Path) -> subprocess.CompletedProcess[str]:
@@ -101,7 +102,7 @@ def test_the_mde_shrinks_with_rounds_and_reads_the_a_a_rounds_by_sign(tmp_path: 
     path.write_text("".join(json.dumps({
         "bench": {"wall_s": 120.0}, "ab": {"rounds": {"run": 60}, "metrics": {"rps": {
             "ratios": np.exp(rng.normal(0, 0.02, 60)).tolist()}}}}) + "\n" for _ in range(4)))
-    table = ab_bench.mde([path], ab_bench.AbSettings(look=20, max_rounds=60), draws=60)
+    table = ab_bench.mde([path], declared_ab_settings(look=20, max_rounds=60), draws=60)
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     assert [row[0] for row in rows] == ["| 20", "| 40", "| 60"]
     found = [float(row[2].rstrip(" |%")) for row in rows]

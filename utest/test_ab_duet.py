@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from libraries.ab import duet_link, duet_run
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.comparison import load_comparison
 from libraries.ab.duet import DUET_ORDER, combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink, DuetRole, OtherSideEnded
@@ -125,7 +126,7 @@ def _duet(links, here: _Run, there: _Run, settings: AbSettings, seed: int = 3,
 def test_both_runs_run_each_trial_together_crossing_sides_by_a_coin(links):
     slower_b = {"a": 1.0, "b": 0.9}
     here, there = _Run("a", slower_b), _Run("b", slower_b)
-    outcome, served = _duet(links, here, there, AbSettings(look=10, max_rounds=20))
+    outcome, served = _duet(links, here, there, declared_ab_settings(look=10, max_rounds=20))
     assert "error" not in served
     assert served["value"][1] == "conclusive at the look after 10 rounds"
     assert outcome.rounds == 10 and outcome.looks == [10] and outcome.seed == 3
@@ -152,7 +153,7 @@ def test_what_differs_between_the_runs_cancels_where_a_side_only_run_would_show_
     run read +1.1 to +1.7 % in A/A tests without crossing): crossed, the A/A reads no change."""
     same = {"a": 1.0, "b": 1.0}
     outcome, _ = _duet(links, _Run("a", same), _Run("b", same, bias=1.02),
-                       AbSettings(look=10, max_rounds=60, margin=0.03))
+                       declared_ab_settings(look=10, max_rounds=60, margin=0.03))
     comparison = outcome.comparisons["rps"]
     assert comparison.verdict == "no change"
     assert comparison.interval.low < 1.0 < comparison.interval.high
@@ -170,7 +171,7 @@ def test_each_run_builds_its_own_figures_and_each_side_takes_them_round_by_round
         return measurement
 
     outcome, _ = _duet(links, _Run("a", speed), _Run("b", speed),
-                       AbSettings(look=10, max_rounds=10), build_there=build_there)
+                       declared_ab_settings(look=10, max_rounds=10), build_there=build_there)
     for side in ("a", "b"):
         evidence = outcome.sides[side].evidence
         assert "built_by" in evidence or "built_by" in evidence["other_testbed"]
@@ -197,7 +198,7 @@ def _failed_duet(links, here: Callable[[Trial], float], there: Callable[[Trial],
     a.start_test("T")
     with pytest.raises(HostStackError) as raised:
         measure_duet({"proxy": here}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch, seed=3)
+                     declared_ab_settings(look=10, max_rounds=20), a, _Run("a", {}).switch, seed=3)
     thread.join(5)
     return raised.value, served
 
@@ -234,7 +235,7 @@ def test_side_b_refuses_a_variant_its_test_does_not_measure(links):
     a.start_test("T")
     with pytest.raises(DuetError, match="side b's run has no variant 'proxy'"):
         measure_duet({"proxy": lambda trial: 1.0}, PLAN, _build, {"rps": "higher_is_better"},
-                     AbSettings(look=10, max_rounds=20), a, _Run("a", {}).switch)
+                     declared_ab_settings(look=10, max_rounds=20), a, _Run("a", {}).switch)
     thread.join(5)
     assert "which side b's test does not measure (direct)" in str(served["error"])
 
@@ -254,7 +255,7 @@ def _duet_session(tmp_path: Path, link: DuetLink, text: str) -> AbSession:
     path.write_text(text)
     testbed = SimpleNamespace(topology=THREE, nodes={})
     return AbSession(load_comparison(path, THREE), testbed,  # type: ignore[arg-type]
-                     AbSettings(), {}, {"a": {}, "b": {}}, link)
+                     declared_ab_settings(), {}, {"a": {}, "b": {}}, link)
 
 
 def test_side_b_runs_its_own_side_from_the_start_and_after_every_test(tmp_path, links):

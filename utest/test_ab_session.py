@@ -12,13 +12,13 @@ from types import SimpleNamespace
 import pytest
 
 from libraries.ab.ab_settings import ab_settings_from_variables as settings_from_variables
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.comparison import load_comparison
 from libraries.ab.rounds import AbOutcome, MetricComparison, RatioInterval
 from libraries.ab.session import AbSession, NothingToCompare
 from libraries.cases.context import CaseContext
 from libraries.cases.stack import client_environment
 from libraries.report.ab_section import ab_section, ratio_chart
-from libraries.results.plan import AbSettings
 from libraries.testbed.topology_file import load_topology
 
 THREE = load_topology("3node")
@@ -48,7 +48,7 @@ def _session(tmp_path: Path, text: str) -> tuple[AbSession, dict[str, FakeNode],
     nodes = {name: FakeNode(name) for name in THREE.nodes}
     testbed = SimpleNamespace(topology=THREE, nodes=nodes)
     originals = {"dut": {"net.ipv4.tcp_rmem": "4096 131072 6291456"}}
-    session = AbSession(loaded, testbed, AbSettings(), originals,  # type: ignore[arg-type]
+    session = AbSession(loaded, testbed, declared_ab_settings(), originals,  # type: ignore[arg-type]
                         {"a": {"dut": {"nginx": "1.22.1"}}, "b": {"dut": {"nginx": "1.26.3"}}})
     events: list[str] = []
     for name, uses in (("vpp-dut", {("vpp", "dut")}),
@@ -87,7 +87,7 @@ def test_components_that_register_again_on_restart_keep_their_start_order(tmp_pa
     path.write_text("a: {name: default}\nb: {name: mtu, startup: {dut: {tcp: mtu 1000}}}\n")
     session = AbSession(load_comparison(path, THREE),
                         SimpleNamespace(topology=THREE, nodes={}),  # type: ignore[arg-type]
-                        AbSettings(), {}, {"a": {}, "b": {}})
+                        declared_ab_settings(), {}, {"a": {}, "b": {}})
     events: list[str] = []
 
     def register(name: str) -> None:

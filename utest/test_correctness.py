@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.comparison import load_comparison
 from libraries.ab.duet import combine, measure_duet, serve_duet
 from libraries.ab.duet_link import DuetError, DuetLink
@@ -22,7 +23,7 @@ from libraries.report.run_report import _criteria_text
 from libraries.results.adaptive import Judge, measure
 from libraries.results.criteria import CriteriaFile, evaluate, load_criteria, side_outcomes
 from libraries.results.measurement import Measurement, Trial
-from libraries.results.plan import AbSettings, Budget, Settings, TrialPlan
+from libraries.results.plan import Budget, Settings, TrialPlan
 from libraries.results.records import build_record, validate_record
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology_file import load_topology
@@ -106,7 +107,7 @@ def _session(tmp_path: Path) -> AbSession:
                     "['access_log off;']}}}\n")
     testbed = SimpleNamespace(topology=THREE, nodes={name: _Node() for name in THREE.nodes})
     session = AbSession(load_comparison(path, THREE), testbed,  # type: ignore[arg-type]
-                        AbSettings(look=10, max_rounds=10), {}, {})
+                        declared_ab_settings(look=10, max_rounds=10), {}, {})
     session.register("nginx-proxy", {("tool", "dut", "nginx"), ("nginx", "proxy")},
                      lambda: None, lambda: None)
     return session
@@ -208,7 +209,8 @@ def test_a_duet_run_through_both_runs_judges_side_b_run_s_errors(links):
     a.start_test("T")
     outcome = measure_duet({"proxy": lambda given: _errors(given.round, 0.0)},
                            TrialPlan(trials=1, duration=1, warmup=0), _build,
-                           {"rps": "higher_is_better"}, AbSettings(look=10, max_rounds=10), a,
+                           {"rps": "higher_is_better"},
+                           declared_ab_settings(look=10, max_rounds=10), a,
                            lambda side: 0.1, seed=3)
     served["thread"].join(5)
     assert "error" not in served
@@ -239,7 +241,7 @@ def test_a_proof_failing_in_side_b_s_run_is_named_once(links):
     with pytest.raises(DuetError) as raised:
         measure_duet({"proxy": lambda given: _errors(given.round, 0.0)},
                      TrialPlan(trials=1, duration=1, warmup=0), _build,
-                     {"rps": "higher_is_better"}, AbSettings(look=10, max_rounds=10), a,
+                     {"rps": "higher_is_better"}, declared_ab_settings(look=10, max_rounds=10), a,
                      lambda side: 0.1, seed=3)
     served["thread"].join(5)
     assert str(raised.value) == told

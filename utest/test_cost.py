@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.duet import measure_duet, serve_duet
 from libraries.ab.rounds import metric_alpha
 from libraries.cases.trial_observer import TrialTelemetry
@@ -36,7 +37,7 @@ from libraries.results.cost import (
 )
 from libraries.results.headline import headline
 from libraries.results.measurement import Measurement, Trial
-from libraries.results.plan import AbSettings, TrialPlan
+from libraries.results.plan import TrialPlan
 from libraries.results.records import append_record, build_record, validate_record
 from libraries.testbed.topology import VppInstall
 from utest.test_ab_session import _session
@@ -242,7 +243,7 @@ def test_a_candidate_costing_8_percent_more_per_request_fails_on_cost_naming_it(
     monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: 61)  # the coin
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
                              "['split_clients $x $y {50% a; * b;}']}}}\n")
-    session.settings = AbSettings(look=10, max_rounds=30)
+    session.settings = declared_ab_settings(look=10, max_rounds=30)
     candidate = _Candidate(lambda: session.side, 0.08, seed=4)
     telemetry = _Told(_reading_of(nice=57.0))
     measurement = session.measure("ssl_proxy", "kernel", {}, {"proxy": candidate.trial},
@@ -282,7 +283,7 @@ def test_a_cost_a_side_could_not_give_is_not_judged_and_the_rates_decide(tmp_pat
     monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: 62)
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
                              "['access_log off;']}}}\n")
-    session.settings = AbSettings(look=10, max_rounds=10)
+    session.settings = declared_ab_settings(look=10, max_rounds=10)
     candidate = _Candidate(lambda: session.side, 0.0, seed=5)
     unread = _Told(lambda label, result: {"dut": {"unavailable": "/proc not readable: gone"}}
                    if label.startswith("b") else {"dut": _reading(result.cpu_s)})
@@ -347,7 +348,8 @@ def test_a_duet_side_keeps_every_rounds_telemetry_from_the_run_that_held_it(link
     judged = measure_duet({"proxy": here.trial}, TrialPlan(duration=2, trials=3, warmup=0),
                           _build(told["here"]), {"rps": "higher_is_better",
                                                  "cost": "lower_is_better"},
-                          AbSettings(look=10, max_rounds=20), a, switch("here"), told["here"],
+                          declared_ab_settings(look=10, max_rounds=20), a, switch("here"),
+                          told["here"],
                           seed=3, optional=frozenset({"cost"}))
     thread.join(5)
     assert "served" in outcome
@@ -396,7 +398,7 @@ def test_the_nightly_trends_the_cost_ratio_beside_the_rate_and_flags_its_step(tm
     lower_is_better: :func:`libraries.history.ab_series.is_ratio_metric` takes it)."""
     session, _, _ = _session(tmp_path, "a: {name: x}\nb: {name: y, nginx: {proxy: {http: "
                              "['map $uri $z {default 1;}']}}}\n")
-    session.settings = AbSettings(look=10, max_rounds=20)
+    session.settings = declared_ab_settings(look=10, max_rounds=20)
     results = tmp_path / "results"
     seeds = iter(range(100, 110))  # each night's coin, fixed: the same nights every run
     monkeypatch.setattr("libraries.ab.rounds.secrets.randbits", lambda bits: next(seeds))

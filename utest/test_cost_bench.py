@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from benchmarks import cost_bench
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.comparison import load_comparison
-from libraries.results.plan import AbSettings
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.nginx.config import NginxInstance, SslProxyParams
 
@@ -109,7 +109,7 @@ def test_rates_replay_aa_rounds_for_cost_and_throughput(tmp_path: Path):
                      list(np.exp(rng.normal(0, 0.015, 60))), ("inconclusive", "no change"))
              for _ in range(6)]
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    table = cost_bench.rates([path], AbSettings(), draws=60)
+    table = cost_bench.rates([path], declared_ab_settings(), draws=60)
     rows = {line.split("|")[2].strip(): [float(c.strip().rstrip("%")) for c in
                                          line.split("|")[3:-1]]
             for line in table.splitlines()[2:]}

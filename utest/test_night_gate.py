@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from libraries.ab.ab_settings import ab_settings_from_variables
+from libraries.ab.ab_settings import ab_settings_from_variables, declared_ab_settings
 from libraries.ab.comparison import ComparisonFile, load_comparison
 from libraries.ab.fingerprint import (
     SideFiles,
@@ -30,7 +30,6 @@ from libraries.report.ab_section import run_family
 from libraries.report.dashboard import comparison_changes, render_dashboard
 from libraries.report.trend_command import main as report_main
 from libraries.results.family import NightFamily
-from libraries.results.plan import AbSettings
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.topology_file import load_topology
 from libraries.trend.analysis import analyse, family_statement, markdown_summary, ratio_alpha
@@ -114,12 +113,13 @@ def test_a_night_verdict_tolerates_the_scatter_of_the_true_ratio() -> None:
     """Tonight's true ratio is -2 % (a night's scatter, not the build): the rounds alone
     call it a regression; with AB_SCATTER 1 % at the night's level it is no finding."""
     ratios = np.exp(np.random.default_rng(1).normal(np.log(0.98), 0.01, 60))
-    plain = AbSettings(alpha=0.05 / 30, look=20)
+    plain = declared_ab_settings(alpha=0.05 / 30, look=20)
     assert judge_at_looks(ratios, plain)[0] == "regression"
-    assert judge_at_looks(ratios, AbSettings(alpha=0.05 / 30, look=20, scatter=0.01))[0] == \
+    assert judge_at_looks(ratios, declared_ab_settings(alpha=0.05 / 30, look=20,
+                                                       scatter=0.01))[0] == \
         "inconclusive"
     big = np.exp(np.random.default_rng(1).normal(np.log(0.86), 0.01, 60))
-    assert judge_at_looks(big, AbSettings(alpha=0.05 / 30, look=20, scatter=0.01))[0] == \
+    assert judge_at_looks(big, declared_ab_settings(alpha=0.05 / 30, look=20, scatter=0.01))[0] == \
         "regression"  # a real -14 % still fails tonight's test
 
 

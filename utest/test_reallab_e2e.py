@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from robot.api import ExecutionResult
 
+from libraries.ab.ab_settings import declared_ab_settings
 from libraries.ab.opening import open_session
-from libraries.results.plan import AbSettings
 from libraries.testbed.errors import NodeError
 from libraries.testbed.provision import Testbed
 from libraries.testbed.topology_file import parse_topology
@@ -309,7 +309,7 @@ def test_sysctl_sides_work_for_the_sudo_user_and_a_dead_runs_values_come_back(la
         # a run died with side b active: its value set, its originals left on the node
         save_originals(node, original, {"pid": 0, "host": "a run that was killed"})
         write_sysctls(node, {key: "4096 4096 4096"})
-        session = open_session(str(comparison), testbed, AbSettings(look=6, max_rounds=6))
+        session = open_session(str(comparison), testbed, declared_ab_settings(look=6, max_rounds=6))
         assert session.originals == {"dut": original}  # the dead run's value was put back
         assert pending_originals(node)["values"] == original  # this run's, kept meanwhile
         session.activate("b")

@@ -8,16 +8,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from libraries.ab.ab_settings import ab_settings_from_variables
+from libraries.ab.ab_settings import ab_settings_from_variables, declared_ab_settings
 from libraries.capacity import search_settings as capacity
 from libraries.cases.profile_settings import profile_settings_from_variables
 from libraries.cases.registry import SETTINGS, areas, setting
 from libraries.cases.run_settings import RunSettings, default_settings, resolve_settings
 from libraries.results.plan import AbSettings
 from libraries.results.trial_settings import Setting
+from libraries.trend.ratio import RATIO_MARGIN
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = r"([A-Z][A-Z0-9_]*)"
@@ -267,7 +269,75 @@ def test_the_passed_setting_scan_sees_one(tmp_path):
         "${TRIALS}", "${LATENCY_SLO}", "${AB}", "${CAPACITY_WIDTH}"]
 
 
-def test_the_ab_value_types_own_defaults_are_the_declared_ones():
-    """``AbSettings``' field defaults (benchmarks, ``trend.ratio`` and tests build one by
-    hand) stay what the A/B declarations give a run."""
-    assert AbSettings() == ab_settings_from_variables(lambda name, default: default)
+# -- the typed settings write no default ------------------------------------------------------
+
+
+def _holder(root: object, dotted: str) -> tuple[object, str]:
+    """The value holding a setting's typed field ``dotted`` under ``root`` (the run's settings:
+    ``ab.margin`` -> ``root.ab``), and the field's name."""
+    *path, name = dotted.split(".")
+    for part in path:
+        root = getattr(root, part)
+    return root, name
+
+
+def written_field_defaults(entries: tuple[Setting, ...], root: object) -> list[str]:
+    """``Class.field: NAME`` for every typed field a setting resolves into (under ``root``)
+    whose class gives it a default: a second copy of the declaration's default."""
+    found = []
+    for entry in entries:
+        for dotted in entry.field.split(", "):
+            holder, name = _holder(root, dotted)
+            field = {f.name: f for f in dataclasses.fields(holder)}[name]  # type: ignore[arg-type]
+            if field.default is not dataclasses.MISSING or \
+                    field.default_factory is not dataclasses.MISSING:
+                found.append(f"{type(holder).__name__}.{name}: {entry.name}")
+    return found
+
+
+def _every_field_resolved() -> RunSettings:
+    """The run's default settings with the A/B ones too (None outside an A/B run)."""
+    return dataclasses.replace(default_settings(), ab=declared_ab_settings())
+
+
+def test_no_typed_field_of_a_setting_has_a_default_of_its_own():
+    """Benchmarks, ``trend.ratio`` and tests build ``AbSettings`` by hand: with field defaults
+    of its own (``margin: float = 0.01``) the A/B defaults were written twice."""
+    root = _every_field_resolved()
+    assert written_field_defaults(SETTINGS, root) == []
+    holders = {type(_holder(root, dotted)[0]) for entry in SETTINGS
+               for dotted in entry.field.split(", ")}
+    assert AbSettings in holders
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(AbSettings))
+
+
+def test_the_field_default_scan_sees_a_default_written_again():
+    again = dataclasses.make_dataclass("AbSettings", [("look", int), ("margin", float, 0.01)])
+    root = dataclasses.make_dataclass("Run", [("ab", again)])(ab=again(look=10))
+    entries = (setting("AB_MARGIN"), setting("AB_LOOK"))
+    assert written_field_defaults(entries, root) == ["AbSettings.margin: AB_MARGIN"]
+
+
+def test_the_declared_ab_settings_are_the_declarations_defaults_parsed():
+    def parsed(name: str) -> Any:
+        return setting(name).parse(setting(name).default)
+
+    assert setting("AB_ALPHA").default is None  # the A/B level is then ALPHA's
+    assert declared_ab_settings() == AbSettings(
+        margin=parsed("AB_MARGIN") / 100, alpha=parsed("ALPHA"), look=parsed("AB_LOOK"),
+        max_rounds=parsed("AB_MAX_ROUNDS"), budget_s=parsed("AB_BUDGET"),
+        inconclusive=parsed("AB_INCONCLUSIVE"), unused=parsed("AB_UNUSED"),
+        scatter=parsed("AB_SCATTER") / 100)
+    assert declared_ab_settings().margin == RATIO_MARGIN
+
+
+def test_declared_ab_settings_replace_the_fields_named_and_check_them():
+    declared = declared_ab_settings()
+    changed = declared_ab_settings(look=12, max_rounds=24)
+    assert (changed.look, changed.max_rounds) == (12, 24)
+    assert dataclasses.replace(changed, look=declared.look,
+                               max_rounds=declared.max_rounds) == declared
+    with pytest.raises(ValueError, match="-v AB_LOOK:0: expected whole rounds >= 1"):
+        declared_ab_settings(look=0)
+    with pytest.raises(TypeError, match="margn"):
+        declared_ab_settings(margn=0.02)

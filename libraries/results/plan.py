@@ -11,7 +11,8 @@ Where the values come from, first found wins: Robot variables (``-v TRIALS:5 -v 
 bounds, ``{max_trials: 12, max_seconds: 900}``), the defaults: twice the planned rounds (at
 least the fewest whose interval can decide: 5 at ``ALPHA`` 0.05) and twice their time. Every
 value is checked where it enters, in each measuring suite's setup, by
-:mod:`libraries.results.trial_settings`, the one parser of ``-v`` settings; errors name the variable.
+:mod:`libraries.results.trial_settings`, the one parser of ``-v`` settings; errors name the
+variable.
 An A/B run is told its looks, margin and budget (:class:`AbSettings`).
 """
 
@@ -91,16 +92,20 @@ class AbSettings:
     that uses none of the sides' differences does (``skip`` or ``plain``), ``scatter``: the
     night-to-night spread of the true ratio the verdict must tolerate (0: judge tonight's
     ratio; the nightly against a reference gives 1 %: the interval is widened by it, see
-    :func:`libraries.ab.rounds.widen`)."""
+    :func:`libraries.ab.rounds.widen`).
 
-    margin: float = 0.01
-    alpha: float = 0.05
-    look: int = 10
-    max_rounds: int = 60
-    budget_s: float = 600.0
-    inconclusive: str = "skip"
-    unused: str = "skip"
-    scatter: float = 0.0
+    Every field is required: the defaults are the ``-v AB_*`` declarations' alone, and
+    :func:`libraries.ab.ab_settings.declared_ab_settings` builds them (with any field
+    replaced), so a default is never written here a second time."""
+
+    margin: float
+    alpha: float
+    look: int
+    max_rounds: int
+    budget_s: float
+    inconclusive: str
+    unused: str
+    scatter: float
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin < 1.0:

@@ -3,14 +3,16 @@ are parsed with, in one error style: a bad value is a ``ValueError`` naming the 
 value and what was expected. Trials: ``TRIALS``, ``DURATION``, ``WARMUP``, ``MAX_TRIALS``,
 ``MAX_SECONDS``, ``ALPHA``, the topology's ``budget`` (:func:`parse_settings`); switches such
 as ``EXTENDED`` (:func:`parse_switch`); what a run judges: ``JUDGE`` (:func:`parse_judge`).
-The shared helpers (:func:`whole`, :func:`number`, :func:`parse_switch`, ``Lookup``) serve
-the packages that own their settings: A/B runs in :mod:`libraries.ab.ab_settings`, capacity
-searches (``LATENCY_SLO``, ``CAPACITY_*``) in :mod:`libraries.capacity.search_settings`, profiling
-trials in :mod:`libraries.cases.profile_settings`.
+The shared helpers (:func:`whole`, :func:`number`, :func:`finite_number`, :func:`parse_switch`,
+``Lookup``) serve the packages that own their settings: A/B runs in
+:mod:`libraries.ab.ab_settings`, capacity searches (``LATENCY_SLO``, ``CAPACITY_*``) in
+:mod:`libraries.capacity.search_settings`, profiling trials in
+:mod:`libraries.cases.profile_settings`.
 Each setting is declared once, where it is owned, as a :class:`Setting` (name, default,
 parser, meaning, its typed field in the run's settings): the trials, judging and run settings
-here (:data:`DECLARED`), the others in their packages; :mod:`libraries.cases.registry`
-collects them, the suite set-up resolves them once
+here (:data:`DECLARED`), the others in their packages, except the A/B setting
+:data:`AB_MARGIN`: declared here, as both ``ab`` and ``trend`` (the nightly's ratio gate) use
+its default; :mod:`libraries.cases.registry` collects them, the suite set-up resolves them once
 (:func:`libraries.cases.run_settings.resolve_settings`) and the settings reference page is
 generated from them. Pure: it reads values it is handed (``lookup(name, default)`` for
 Robot's variables), never a node, a file or Robot itself.
@@ -18,6 +20,7 @@ Robot's variables), never a node, a file or Robot itself.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +124,21 @@ def number(variable: str, value: object) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"-v {variable}:{value}: expected a number, got {value!r}") from None
     return number
+
+
+def finite_number(name: str, kind: type) -> Callable[[object], float]:
+    """The parser of a number setting such as ``-v AB_MARGIN:1%``: ``kind`` (int or float) of
+    the value with a trailing ``%`` dropped, finite (``ValueError`` naming ``-v NAME``)."""
+    def parse(given: object) -> float:
+        try:
+            value = kind(str(given).rstrip("%"))
+        except ValueError:
+            raise ValueError(f"-v {name}:{given}: expected a {'whole ' if kind is int else ''}"
+                             f"number, got {given!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"-v {name}:{given}: expected a finite number")
+        return value
+    return parse
 
 
 def parse_plan(trials: object, duration: object, warmup: object) -> TrialPlan:
@@ -245,3 +263,19 @@ TREND_STORE = Setting(
 DECLARED = (TRIALS, DURATION, WARMUP, MAX_TRIALS, MAX_SECONDS, ALPHA, CRITERIA, JUDGE,
             EXTENDED, RUN_ID, TREND_STORE)
 """The trials, judging and run settings, in the reference page's order."""
+
+
+# -- an A/B setting whose default the nightly's ratio gate shares -----------------------------
+
+AB_MARGIN = Setting(
+    "AB_MARGIN", "1", finite_number("AB_MARGIN", float), "ab.margin", "a percentage in "
+    "[0, 100) (1 or 1%)", "The smallest change that is a finding: a regression or progression "
+    "needs the whole interval beyond +-AB_MARGIN %, no change needs it wholly within.", "A/B",
+    "suite set-up (Check Measurement Settings, then Set Up A/B Comparison), A/B runs only: "
+    "libraries.ab.ab_settings.ab_settings_from_variables; its default is also the nightly "
+    "ratio gate's margin (libraries.trend.ratio.RATIO_MARGIN)")
+"""An A/B setting, listed with the others in :data:`libraries.ab.ab_settings.DECLARED` (not in
+this module's :data:`DECLARED`) but declared here, in ``results``: the nightly's ratio gate
+(:mod:`libraries.trend.ratio`) judges a change of an A/B ratio series at the A/B tests' own
+default margin, and ``trend`` may not import ``ab`` (``utest/test_layers.py``), so the one
+declaration stands below both."""

@@ -79,7 +79,7 @@ from scipy.stats import t as student
 
 from libraries.results.family import NIGHT_LEVEL
 from libraries.results.inference import Change
-from libraries.results.plan import AbSettings
+from libraries.results.trial_settings import AB_MARGIN
 from libraries.results.verdict import AbResult, classify
 from libraries.trend.detect import Group
 
@@ -106,9 +106,10 @@ prior :data:`SCATTER_PRIOR`."""
 SCATTER_PRIOR = 0.01
 """The night-to-night scatter of the true ratio assumed until :data:`NOISE_NIGHTS` nights
 exist (1 %: as measured between nights of this VM's duets and references)."""
-RATIO_MARGIN = AbSettings().margin
-"""A change of an A/B ratio series is flagged when its whole interval lies beyond this (the
-A/B tests' own default margin, 1 %)."""
+RATIO_MARGIN = AB_MARGIN.parse(AB_MARGIN.default) / 100.0
+"""A change of an A/B ratio series is flagged when its whole interval lies beyond this: the
+A/B tests' own default margin, ``-v AB_MARGIN``'s declared default (a percentage) as a
+fraction, as :func:`libraries.ab.ab_settings.ab_settings_from_variables` makes it."""
 
 
 @dataclass(frozen=True)
