@@ -2,7 +2,7 @@
 
     python -m libraries.bisect --topology 3node --test 1kb-10c-kernel-ssl-proxy \\
         --builds builds.yaml [--metric rps] [--results results/bisect] \\
-        [--max-rounds 60] [--budget 600] [--margin 3] [--inside 2] [-- -v DURATION:2 ...]
+        [--max-rounds N] [--budget S] [--margin 3] [--inside 2] [-- -v DURATION:2 ...]
 
 ``--builds`` lists the builds oldest first (:mod:`libraries.bisect.builds`); ``--test`` is a
 test name, ``<case>/<name>`` or a record's test id. Everything is checked before anything is
@@ -39,11 +39,17 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from libraries.ab.ab_settings import ab_settings_from_variables, check_ab_plan
+from libraries.ab.ab_settings import (
+    AB_BUDGET,
+    AB_MARGIN,
+    AB_MAX_ROUNDS,
+    ab_settings_from_variables,
+    check_ab_plan,
+)
 from libraries.bisect.bisect_summary import clear_line
 from libraries.bisect.bisection import BAD_INPUT, EXIT_CODES, INSIDE, Compare, bisect
 from libraries.bisect.builds import check_builds, load_builds, make_build
-from libraries.bisect.comparison_run import RobotComparisons, _safe, find_test
+from libraries.bisect.comparison_run import MARGIN_PCT, RobotComparisons, _safe, find_test
 from libraries.bisect.identity import Identities, hash_before
 from libraries.bisect.outcome import Outcome
 from libraries.bisect.report import clear_entries, write_report
@@ -72,13 +78,17 @@ def _parser() -> argparse.ArgumentParser:
                         "test judges beside it, e.g. traced_cost of an sslsniff test)")
     parser.add_argument("--results", type=Path, default=Path("results/bisect"),
                         help="parent folder of this bisection's folder")
-    parser.add_argument("--max-rounds", type=int, default=60,
-                        help="A/B rounds of a first attempt (doubled for a second)")
-    parser.add_argument("--budget", type=float, default=600.0,
-                        help="A/B seconds of a first attempt (doubled for a second)")
-    parser.add_argument("--margin", type=float, default=3.0, metavar="PCT",
-                        help="a change within +-PCT %% is no change (default 3: a step to find "
-                        "must be clearly larger, e.g. 5 %%; the A/B runs' own default of 1 %% "
+    parser.add_argument("--max-rounds", type=int, default=int(AB_MAX_ROUNDS.default),
+                        help="A/B rounds of a first attempt (doubled for a second; default "
+                        f"AB_MAX_ROUNDS's, {AB_MAX_ROUNDS.default})")
+    parser.add_argument("--budget", type=float, default=float(AB_BUDGET.default),
+                        help="A/B seconds of a first attempt (doubled for a second; default "
+                        f"AB_BUDGET's, {AB_BUDGET.default})")
+    parser.add_argument("--margin", type=float, default=MARGIN_PCT, metavar="PCT",
+                        help="a change within +-PCT %% is no change (default "
+                        f"{MARGIN_PCT:g}: a step to find "
+                        "must be clearly larger, e.g. 5 %%; the A/B runs' own default of "
+                        f"{AB_MARGIN.default} %% "
                         "leaves a build pair without a change undecided for hundreds of rounds "
                         "on a noisy machine)")
     parser.add_argument("--inside", type=int, default=INSIDE, metavar="N",

@@ -26,6 +26,7 @@ from typing import IO, Any
 import yaml
 from robot.api import TestSuiteBuilder
 
+from libraries.ab.ab_settings import AB_BUDGET, AB_MAX_ROUNDS
 from libraries.bisect.bisection import Outcome
 from libraries.bisect.builds import Builds
 from libraries.bisect.identity import Identities
@@ -76,6 +77,12 @@ def find_test(wanted: str, tests_dir: Path = REPO / "tests") -> TestRef:
     return found[0]
 
 
+MARGIN_PCT = 3.0
+"""Bisect's own margin (``--margin``), percent: a step to find must be clearly larger than it
+(e.g. 5 %); the A/B runs' 1 % leaves a pair without a change undecided for hundreds of rounds
+on a noisy machine."""
+
+
 @dataclass(frozen=True)
 class RobotComparisons:
     """How to run the comparisons: topology, test, followed metric (None: the test's first
@@ -88,9 +95,9 @@ class RobotComparisons:
     builds: Builds
     out: Path
     metric: str | None = None
-    max_rounds: int = 60
-    margin_pct: float = 3.0
-    budget_s: float = 600.0
+    max_rounds: int = int(AB_MAX_ROUNDS.default)
+    margin_pct: float = MARGIN_PCT
+    budget_s: float = float(AB_BUDGET.default)
     extra: tuple[str, ...] = ()
     robot: tuple[str, ...] = (sys.executable, "-m", "robot")
     made: list[Path] = field(default_factory=list)
