@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -277,30 +278,41 @@ def test_cli_down_returns_only_once_its_sshd_processes_are_gone():
         teardown_prefix(prefix)
 
 
-_SUITE_UNDER_SLOW_INIT = """
-import ctypes, json, os, subprocess, sys, time
-ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
-child = os.fork()
-if child == 0:  # a suite: up, a process started over SSH, down
-    from libraries.testbed.provision import Testbed
-    bed = Testbed.up("3node")
-    bed.node("dut").start("sleep 100", "sleeper")
-    bed.node("tg").run("true")
-    sshds = [int(p) for ns in bed.local.namespaces.values() for p in subprocess.run(
-        ["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()]
-    started = time.monotonic()
-    bed.down()
-    took = time.monotonic() - started
-    print(json.dumps({"down": took, "left": [p for p in sshds if os.path.exists(f"/proc/{p}")
-                      and open(f"/proc/{p}/comm").read().strip() == "sshd"]}), flush=True)
-    os._exit(0)
-os.waitpid(child, 0)  # a busy init: reaps nothing of the suite's until the suite is over
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-"""
+def _under_lazy_init(child: str) -> str:
+    """A Python script that makes itself its children's reaper, as init is
+    (``PR_SET_CHILD_SUBREAPER``), runs ``child`` (Python source, with json, os, subprocess,
+    sys and time imported) in a forked child, and reaps nothing until that child is over: a
+    process the code under test left to init is still in the process table, a zombie, while
+    ``child`` looks."""
+    body = textwrap.indent(child, "    ")
+    return ("import ctypes, json, os, subprocess, sys, time\n"
+            "ctypes.CDLL(None).prctl(36, 1)\n"
+            "child = os.fork()\n"
+            "if child == 0:\n"
+            f"{body}\n"
+            "    os._exit(0)\n"
+            "os.waitpid(child, 0)\n"
+            "while True:\n"
+            "    try:\n"
+            "        os.waitpid(-1, 0)\n"
+            "    except ChildProcessError:\n"
+            "        break\n")
+
+
+# a suite: up, a process started over SSH, down
+_SUITE_UNDER_SLOW_INIT = _under_lazy_init("""
+from libraries.testbed.provision import Testbed
+bed = Testbed.up("3node")
+bed.node("dut").start("sleep 100", "sleeper")
+bed.node("tg").run("true")
+sshds = [int(p) for ns in bed.local.namespaces.values() for p in subprocess.run(
+    ["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()]
+started = time.monotonic()
+bed.down()
+took = time.monotonic() - started
+print(json.dumps({"down": took, "left": [p for p in sshds if os.path.exists(f"/proc/{p}")
+                  and open(f"/proc/{p}/comm").read().strip() == "sshd"]}), flush=True)
+""")
 
 
 def test_suite_teardown_does_not_wait_for_init_to_reap():
@@ -320,35 +332,25 @@ def test_suite_teardown_does_not_wait_for_init_to_reap():
     assert outcome["left"] == [], outcome
 
 
-_PERF_UNDER_SLOW_INIT = """
-import ctypes, json, os, sys, time
-ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
-child = os.fork()
-if child == 0:  # a profiled trial: perf record beside it, collected after it
-    from libraries.testbed.provision import Testbed
-    from libraries.tools.perf import finish_recording, start_recording
-    bed = Testbed.up("2node")
-    try:
-        dut = bed.node("dut")
-        perf, pidfile = f"{dut.workdir}/perf", f"{dut.workdir}/perf.pid"
-        dut.put(f"#!/bin/sh\\necho $$ > {pidfile}; sleep 0.2\\n", perf, mode=0o755)
-        recording = start_recording(dut, perf, [1], 0.2, delay=0.1)
-        time.sleep(1.0)  # the trial: perf ended during it
-        finish_recording(recording)
-        pid = int(dut.get(pidfile))
-        state = dut.run(f"cat /proc/{pid}/stat", check=False).stdout.split()
-        print(json.dumps({"perf": pid, "state": state[2] if len(state) > 2 else None}),
-              flush=True)
-    finally:
-        bed.down()
-    os._exit(0)
-os.waitpid(child, 0)  # a busy init: reaps nothing of the run's until it is over
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-"""
+# a profiled trial: perf record beside it, collected after it
+_PERF_UNDER_SLOW_INIT = _under_lazy_init("""
+from libraries.testbed.provision import Testbed
+from libraries.tools.perf import finish_recording, start_recording
+bed = Testbed.up("2node")
+try:
+    dut = bed.node("dut")
+    perf, pidfile = f"{dut.workdir}/perf", f"{dut.workdir}/perf.pid"
+    dut.put(f"#!/bin/sh\\necho $$ > {pidfile}; sleep 0.2\\n", perf, mode=0o755)
+    recording = start_recording(dut, perf, [1], 0.2, delay=0.1)
+    time.sleep(1.0)  # the trial: perf ended during it
+    finish_recording(recording)
+    pid = int(dut.get(pidfile))
+    state = dut.run(f"cat /proc/{pid}/stat", check=False).stdout.split()
+    print(json.dumps({"perf": pid, "state": state[2] if len(state) > 2 else None}),
+          flush=True)
+finally:
+    bed.down()
+""")
 
 
 def test_a_perf_recording_is_reaped_when_it_ends():
@@ -364,35 +366,25 @@ def test_a_perf_recording_is_reaped_when_it_ends():
     assert outcome["state"] is None, outcome
 
 
-_BACKGROUND_UNDER_SLOW_INIT = """
-import ctypes, json, os, sys, time
-ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come to us, as to init
-child = os.fork()
-if child == 0:  # a suite: a server stopped, another that ended on its own, as root and not
-    from libraries.testbed.provision import Testbed
-    bed = Testbed.up("2node")
-    try:
-        dut = bed.node("dut")
-        stopped = dut.start("sleep 100", "server")
-        ended = dut.start("sleep 0.3", "short", sudo=True)
-        time.sleep(1.5)  # the short one ended during the trial
-        dut.stop(stopped, grace=1)
-        dut.stop(ended, grace=1)
-        states = {}
-        for process in (stopped, ended):
-            stat = dut.run(f"cat /proc/{process.pid}/stat", check=False).stdout
-            states[process.name] = stat.rsplit(")", 1)[-1].split()[0] if stat else None
-        print(json.dumps(states), flush=True)
-    finally:
-        bed.down()
-    os._exit(0)
-os.waitpid(child, 0)  # a busy init: reaps nothing of the run's until it is over
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-"""
+# a suite: a server stopped, another that ended on its own, as root and not
+_BACKGROUND_UNDER_SLOW_INIT = _under_lazy_init("""
+from libraries.testbed.provision import Testbed
+bed = Testbed.up("2node")
+try:
+    dut = bed.node("dut")
+    stopped = dut.start("sleep 100", "server")
+    ended = dut.start("sleep 0.3", "short", sudo=True)
+    time.sleep(1.5)  # the short one ended during the trial
+    dut.stop(stopped, grace=1)
+    dut.stop(ended, grace=1)
+    states = {}
+    for process in (stopped, ended):
+        stat = dut.run(f"cat /proc/{process.pid}/stat", check=False).stdout
+        states[process.name] = stat.rsplit(")", 1)[-1].split()[0] if stat else None
+    print(json.dumps(states), flush=True)
+finally:
+    bed.down()
+""")
 
 
 def test_a_background_process_is_reaped_when_it_ends_stopped_or_on_its_own():
