@@ -32,6 +32,12 @@ each) and no profiling trial; the comparison file is written here:
 * ``split``: the issue's knob: a ``split_clients`` and a ``map`` per request (about 7.7 % of
   the proxy's CPU per request in issue 61's records).
 
+``--test tcp-term`` runs ``aa`` on ``1s-kernel-tcp-term`` instead (iperf3 on the kernel stack:
+side b is tg's iperf3 reached by a symlink; its rate is ``throughput``, its cost the iperf3
+server's CPU per GB received, which leaves out the kernel's softirq work): whether cost is the
+steadier metric there too. The table's rate columns are the test's rate (``rps`` unless the
+side cell names another).
+
 ``--burners N`` runs N busy loops at ``nice -n 19`` beside the whole cell (a build on a shared
 machine). ``analyze`` prints, per file: tests, per metric (throughput, cost) the verdicts (false
 regressions in an A/A file: a regression on any metric; detections: regression), the median
@@ -68,9 +74,13 @@ from libraries.ab.rounds import judge_at_looks
 from libraries.results.plan import AbSettings
 
 REPO = Path(__file__).resolve().parent.parent
-SUITE, TEST = "tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy"
+TESTS = {"ssl-proxy": ("tests/ssl_proxy/kernel.robot", "1kb-10c-kernel-ssl-proxy"),
+         "tcp-term": ("tests/tcp_term/kernel.robot", "1s-kernel-tcp-term")}
+"""``--test``: the suite and test of each benchmarked case. The planted knobs are nginx's
+(ssl-proxy only); an A/A test runs on either (tcp-term: iperf3 on the kernel stack, its cost
+the iperf3 server's CPU per GB received, the kernel's softirq work not in it)."""
 NGINX = "/usr/sbin/nginx"
-METRICS = ("rps", "cost")
+IPERF3 = "/usr/bin/iperf3"
 SHIFTS = (0.0, 0.01, 0.02, 0.03, 0.05)
 """True changes (b costs more, b is slower) the ``rates`` table replays."""
 
@@ -94,11 +104,19 @@ def _map_side(kind: str, count: int, side: str) -> str:
             "$cost_probe;']}}\n")
 
 
-def comparison(side: str, folder: Path) -> Path:
+def comparison(side: str, folder: Path, test: str = "ssl-proxy") -> Path:
     """The comparison file of ``side`` (``aa``, ``regex:<n>``, ``uri-regex:<n>``,
-    ``headers:<n>``, ``split``: see the module)."""
+    ``headers:<n>``, ``split``: see the module) for ``test`` (:data:`TESTS`)."""
     kind, _, given = side.partition(":")
-    if kind == "aa":
+    if test == "tcp-term":
+        if kind != "aa":
+            raise SystemExit(f"--side {side} --test tcp-term: only aa (the knobs are nginx's)")
+        same = folder / "iperf3-same"
+        if not same.exists():
+            same.symlink_to(IPERF3)
+        text = (f"name: A/A via another path to {IPERF3}\naa: true\na: {{name: iperf3}}\n"
+                f"b:\n  name: iperf3-symlink\n  tools: {{tg: {{iperf3: {same}}}}}\n")
+    elif kind == "aa":
         same = folder / "nginx-same"
         if not same.exists():
             same.symlink_to(NGINX)
@@ -142,13 +160,14 @@ def burners(count: int) -> Iterator[None]:
             process.wait()
 
 
-def robot_command(path: Path, run_dir: Path, index: int, duet: bool, extra: list[str]
-                  ) -> list[str]:
+def robot_command(path: Path, run_dir: Path, index: int, duet: bool, extra: list[str],
+                  test: str = "ssl-proxy") -> list[str]:
     """One A/B test's command: robot with ``-v AB`` or the duet launcher."""
+    suite, name = TESTS[test]
     robot = ["-v", f"RUN_ID:cost{index}", "-v", "TOPOLOGY:3node", "-v",
              f"CRITERIA:{REPO / 'utest/fixtures/criteria/none.yaml'}", "-v", "PROFILE:off",
-             *extra, "--console", "none", "--log", "NONE", "--report", "NONE", "-t", TEST,
-             SUITE]
+             *extra, "--console", "none", "--log", "NONE", "--report", "NONE", "-t", name,
+             suite]
     if duet:
         return [sys.executable, "-m", "libraries.ab.duet_run", str(path), "-d", str(run_dir),
                 "--", *robot]
@@ -156,12 +175,13 @@ def robot_command(path: Path, run_dir: Path, index: int, duet: bool, extra: list
 
 
 def collect(side: str, runs: int, out: Path, *, duet: bool = False, burn: int = 0,
-            truth: bool = False, extra: list[str] | None = None) -> list[dict[str, Any]]:
-    """Append ``runs`` A/B records of ``side`` to ``out`` (``truth``: 60 rounds judged once)
-    and return them; ``extra``: more robot variables (``-v AB_MAX_ROUNDS:10``)."""
+            truth: bool = False, extra: list[str] | None = None, test: str = "ssl-proxy"
+            ) -> list[dict[str, Any]]:
+    """Append ``runs`` A/B records of ``side`` of ``test`` to ``out`` (``truth``: 60 rounds
+    judged once) and return them; ``extra``: more robot variables (``-v AB_MAX_ROUNDS:10``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="cost-bench-", dir="/tmp"))
-    path = comparison(side, folder)
+    path = comparison(side, folder, test)
     variables = list(extra or [])
     if truth:
         variables += ["-v", "AB_LOOK:60", "-v", "AB_MAX_ROUNDS:60", "-v", "AB_BUDGET:3000"]
@@ -170,11 +190,11 @@ def collect(side: str, runs: int, out: Path, *, duet: bool = False, burn: int = 
         for index in range(runs):
             run_dir = folder / f"run{index:03d}"
             started = time.monotonic()
-            subprocess.run(robot_command(path, run_dir, index, duet, variables), cwd=REPO,
+            subprocess.run(robot_command(path, run_dir, index, duet, variables, test), cwd=REPO,
                            timeout=3600, check=False, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
             record = keep_record(run_dir, duet, out, {
-                "side": side, "duet": duet, "burners": burn, "truth": truth,
+                "side": side, "test": test, "duet": duet, "burners": burn, "truth": truth,
                 "wall_s": time.monotonic() - started})
             if record is None:
                 print(f"run {index + 1}/{runs}: no record (see {run_dir})", flush=True)
@@ -187,11 +207,19 @@ def collect(side: str, runs: int, out: Path, *, duet: bool = False, burn: int = 
     return found
 
 
+def metrics_of(record: dict[str, Any]) -> tuple[str, str]:
+    """The test's rate (its first judged metric that is not a cost: ``rps``, ``throughput``)
+    and ``cost``."""
+    judged = record["ab"]["metrics"]
+    rate = next((name for name, entry in judged.items() if not entry.get("cost")), "rps")
+    return rate, "cost"
+
+
 def line(record: dict[str, Any]) -> str:
     """``regression after 10 rounds: rps -1.2 % [-4.0, +1.5] inconclusive, cost +4.9 % ...``"""
     block = record["ab"]
     shown = []
-    for name in METRICS:
+    for name in metrics_of(record):
         entry = block["metrics"].get(name)
         if entry is None:
             shown.append(f"{name} not judged")
@@ -244,7 +272,7 @@ def summary(path: Path) -> str:
     records = records_of(path)
     bench = records[0].get("bench", {})
     cells = []
-    for name in METRICS:
+    for name in metrics_of(records[0]):
         entries = [r["ab"]["metrics"][name] for r in records if name in r["ab"]["metrics"]]
         if not entries:
             cells += ["not judged"] * 3
@@ -261,13 +289,15 @@ def summary(path: Path) -> str:
     minutes = [r["bench"]["wall_s"] / 60 for r in records if "bench" in r]
     mode = ("duet" if bench.get("duet") else "sequential") + \
         (f", {bench['burners']} burners" if bench.get("burners") else ", quiet")
-    return (f"| {bench.get('side', path.stem)}{' (truth)' if bench.get('truth') else ''} | "
+    case = "" if bench.get("test", "ssl-proxy") == "ssl-proxy" else \
+        f" ({bench['test']}: {metrics_of(records[0])[0]})"
+    return (f"| {bench.get('side', path.stem)}{' (truth)' if bench.get('truth') else ''}{case} | "
             f"{mode} | {len(records)} | " + " | ".join(cells) +
             f" | {false} | {statistics.median(rounds):.0f} | "
             f"{statistics.median(minutes) if minutes else float('nan'):.1f} |")
 
 
-HEADER = ("| side b | mode | tests | rps verdicts | rps change | rps spread | cost verdicts | "
+HEADER = ("| side b | mode | tests | rate verdicts | rate change | rate spread | cost verdicts | "
           "cost change | cost spread | kernel cost change | kernel cost spread | foreign "
           "share | tests failed (regression on any) | rounds | minutes |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -281,7 +311,7 @@ def rates(paths: list[Path], settings: AbSettings, draws: int = 400, seed: int =
              "|---|---|" + "---|" * len(SHIFTS)]
     for path in paths:
         records = records_of(path)
-        for name in METRICS:
+        for name in metrics_of(records[0]):
             runs = [np.log(np.asarray(r["ab"]["metrics"][name]["ratios"], float))
                     for r in records if name in r["ab"]["metrics"]]
             runs = [logs for logs in runs if logs.size >= settings.max_rounds]
@@ -344,13 +374,13 @@ def smallest_called(paths: list[Path], share: float = 0.9) -> str:
             cell["size"] = statistics.median(r["ab"]["metrics"]["cost"]["change_pct"]
                                              for r in records if "cost" in r["ab"]["metrics"])
         else:
-            for name in METRICS:
+            for name, key in zip(metrics_of(records[0]), ("rate", "cost"), strict=True):
                 verdicts = [r["ab"]["metrics"].get(name, {}).get("verdict") for r in records]
-                cell[name] = verdicts.count("regression") / len(verdicts)
+                cell[key] = verdicts.count("regression") / len(verdicts)
     lines = ["| mode | smallest cost called in 90 % on cost | on throughput |", "|---|---|---|"]
     for mode in sorted({m for m, _ in cells}):
         found = []
-        for name in ("cost", "rps"):
+        for name in ("cost", "rate"):
             sized = sorted((c["size"], side) for (m, side), c in cells.items()
                            if m == mode and side != "aa" and "size" in c and
                            c.get(name, 0.0) >= share)
@@ -385,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--burners", type=int, default=0, help="busy loops at nice 19 beside")
     run.add_argument("--truth", action="store_true", help="60 rounds judged once")
     run.add_argument("--max-rounds", type=int, help="AB_MAX_ROUNDS of each test")
+    run.add_argument("--test", choices=sorted(TESTS), default="ssl-proxy",
+                     help="the case (tcp-term: A/A only)")
     run.add_argument("--out", type=Path, required=True)
     look = commands.add_parser("analyze")
     look.add_argument("files", nargs="+", type=Path)
@@ -404,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "collect":
         extra = ["-v", f"AB_MAX_ROUNDS:{args.max_rounds}"] if args.max_rounds else []
         collect(args.side, args.runs, args.out, duet=args.duet, burn=args.burners,
-                truth=args.truth, extra=extra)
+                truth=args.truth, extra=extra, test=args.test)
         return 0
     if args.command == "grid":
         args.files = grid(args.dir, args.runs, args.truth_runs, args.aa_runs, args.modes,

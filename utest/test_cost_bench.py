@@ -63,7 +63,20 @@ def test_an_aa_side_is_the_same_nginx_by_another_path(tmp_path: Path):
             cost_bench.comparison(side, tmp_path)
 
 
-def _record(rps: list[float], cost: list[float], verdicts: tuple[str, str], **bench) -> dict:
+def test_a_tcp_term_aa_side_is_tg_s_iperf3_by_another_path_and_takes_no_knob(tmp_path: Path):
+    """tcp_term's A/B uses tg's iperf3 (``Case.uses``): the A/A side changes that, nothing
+    else; the knobs are nginx's, refused there by name."""
+    text = cost_bench.comparison("aa", tmp_path, "tcp-term").read_text()
+    assert "aa: true" in text and f"tg: {{iperf3: {tmp_path / 'iperf3-same'}}}" in text
+    assert (tmp_path / "iperf3-same").resolve() == Path(cost_bench.IPERF3).resolve()
+    with pytest.raises(SystemExit, match="uri-regex:4 --test tcp-term: only aa"):
+        cost_bench.comparison("uri-regex:4", tmp_path, "tcp-term")
+    command = cost_bench.robot_command(tmp_path / "c.yaml", tmp_path, 0, False, [], "tcp-term")
+    assert command[-3:] == ["-t", "1s-kernel-tcp-term", "tests/tcp_term/kernel.robot"]
+
+
+def _record(rps: list[float], cost: list[float], verdicts: tuple[str, str], rate: str = "rps",
+            **bench) -> dict:
     def entry(ratios: list[float], verdict: str, direction: str) -> dict:
         change = float(np.exp(np.median(np.log(ratios))))
         return {"ratios": ratios, "change_pct": (change - 1) * 100, "low": change * 0.98,
@@ -71,7 +84,7 @@ def _record(rps: list[float], cost: list[float], verdicts: tuple[str, str], **be
     a = [40.0 + i % 3 for i in range(len(cost))]
     return {"ab": {"verdict": "regression" if "regression" in verdicts else verdicts[0],
                    "rounds": {"run": len(rps)},
-                   "metrics": {"rps": entry(rps, verdicts[0], "higher_is_better"),
+                   "metrics": {rate: entry(rps, verdicts[0], "higher_is_better"),
                                "cost": {**entry(cost, verdicts[1], "lower_is_better"),
                                         "cost": True}},
                    "sides": {"a": {"foreign_load": {"share_pct": 40.0}},
@@ -100,6 +113,23 @@ def test_the_table_puts_cost_and_throughput_side_by_side(tmp_path: Path):
     assert cells[9] == "+2.00 %" and cells[10] == "0.00 %" and cells[11] == "57 %"
     assert cells[12:] == ["3", "30", "5.0"]
     assert cost_bench.HEADER.count("|---") == len(cells)
+
+
+def test_a_test_whose_rate_is_throughput_is_tabled_and_replayed_on_it(tmp_path: Path):
+    path = tmp_path / "aa-tcp.jsonl"
+    rng = np.random.default_rng(4)
+    lines = [_record(list(np.exp(rng.normal(0, 0.03, 60))),
+                     list(np.exp(rng.normal(0, 0.03, 60))), ("no change", "no change"),
+                     rate="throughput", side="aa", test="tcp-term")
+             for _ in range(2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    cells = [c.strip() for c in cost_bench.summary(path).strip("|").split("|")]
+    assert cells[0] == "aa (tcp-term: throughput)" and cells[3] == "2 no change"
+    assert 2.0 < float(cells[5].rstrip(" %")) < 4.5  # throughput's spread, not "not judged"
+    table = cost_bench.rates([path], declared_ab_settings(), draws=20)
+    assert [line.split("|")[2].strip() for line in table.splitlines()[2:]] == [
+        "throughput", "cost"]
+    assert cost_bench.line(lines[0]).split(": ", 1)[1].startswith("throughput ")
 
 
 def test_rates_replay_aa_rounds_for_cost_and_throughput(tmp_path: Path):
