@@ -128,7 +128,7 @@ def test_process_ignoring_sigterm_is_killed_after_grace(testbed):
 def test_process_that_dies_before_listening_fails_with_its_output(testbed):
     node = testbed.node("dut")
     process = node.start("sh -c 'echo cannot bind: address in use >&2; exit 3'", "dies")
-    expected = "(?s)dies exited before listening on port 9999.*cannot bind"
+    expected = "(?s)dies exited \\(exit status 3\\) before listening on port 9999.*cannot bind"
     with pytest.raises(NodeError, match=expected):
         node.wait_for_listener(9999, process, timeout=5)
 

@@ -30,6 +30,7 @@ from libraries.testbed.ssh import (
     HeldSessions,
     SshTarget,
     collect,
+    exit_status,
     leave,
     open_client,
     read_line,
@@ -421,9 +422,11 @@ class Node:
                 return
             if not self.is_running(process):
                 log = self.read_log(process).strip()[-2000:]
+                status = exit_status(process.channel) if process.channel else None
+                how = "" if status is None else f" (exit status {status})"
                 raise NodeError(
-                    f"{self.where}: {process.name} exited before listening on port {port}; "
-                    f"its output:\n    {log or '(empty)'}"
+                    f"{self.where}: {process.name} exited{how} before listening on port "
+                    f"{port}; its output:\n    {log or '(empty)'}"
                 )
             if time.monotonic() > deadline:
                 raise NodeError(

@@ -170,6 +170,23 @@ class HeldSessions:
         self.extra.clear()
 
 
+def exit_status(channel: paramiko.Channel, wait: float = 1.0) -> int | None:
+    """The exit status of a held background process (its shell's, which waited for it: a
+    signal's is 128 + its number), once it ended; None while it runs (after ``wait`` s) or
+    when the session is gone."""
+    deadline = time.monotonic() + wait
+    try:
+        while not channel.exit_status_ready():
+            if time.monotonic() >= deadline:
+                return None
+            select.select([channel], [], [], 0.1)
+            while channel.recv_ready():
+                channel.recv(65536)
+        return channel.recv_exit_status()
+    except (OSError, paramiko.SSHException):
+        return None
+
+
 def leave(channel: paramiko.Channel, wait: float = 3.0) -> None:
     """Close the session of a background process that is gone: its shell reaped it and
     leaves (waited for up to ``wait`` s, so that sshd reaps the shell too)."""
