@@ -64,11 +64,15 @@ def ab_block(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
 
 
 def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
-               outcome: AbOutcome, costs: frozenset[str] = frozenset()) -> str:
+               outcome: AbOutcome, costs: frozenset[str] = frozenset(),
+               duet: bool = False) -> str:
     """``A/B nginx-1.26 4.1 % slower than debian-nginx on rps [-5.9, -2.2] after 24 rounds
     (nginx-1.26: nginx 1.26.3; debian-nginx: nginx 1.22.1)``; a cost says what it costs:
     ``nginx-1.26 costs 7.7 % more CPU per request than debian-nginx (cost [+5.1, +10.2])``;
-    an undecided or worse rate beside a large foreign load says who took the cores."""
+    an undecided or worse rate beside a large foreign load says who took the cores, and, one
+    side after the other (not a ``duet``), what to run instead: the two sides of a round meet
+    different load then, and the CPU each request costs rises with it (benchmarks/README.md,
+    issue 61), while a duet's sides share it."""
     a, b = loaded.comparison.a.name, loaded.comparison.b.name
     parts = []
     for metric, c in outcome.comparisons.items():
@@ -92,7 +96,8 @@ def ab_message(loaded: ComparisonFile, versions: Versions, settings: AbSettings,
     foreign = foreign_message({side: built.cost.get("foreign_load", {})
                                for side, built in outcome.sides.items() if built.cost})
     if foreign and any(v in ("inconclusive", "regression") for v in rates):
-        parts.append(foreign)
+        parts.append(foreign if duet else f"{foreign} (a duet, hoststack-perf duet, runs "
+                     "both sides at once: they share such load)")
     names = {"a": a, "b": b}
     shown_versions = "; ".join(
         f"{names[key]}: " + ", ".join(f"{tool} {v}" for node in found.values()

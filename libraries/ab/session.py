@@ -378,7 +378,8 @@ class AbSession:
 
     def message(self, outcome: AbOutcome, costs: frozenset[str] = frozenset()) -> str:
         """The test's message (:func:`~libraries.results.ab_record.ab_message`)."""
-        return ab_message(self.loaded, self.versions, self.settings, outcome, costs)
+        return ab_message(self.loaded, self.versions, self.settings, outcome, costs,
+                          duet=self.duet is not None)
 
 
 class NothingToCompare(HostStackError):
