@@ -9,6 +9,7 @@ naming the field and what was expected, on construction.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,38 +42,27 @@ def _optional_int(owner: Any, field: str, minimum: int) -> None:
     _check(owner, field, value is None or _is_int(value, minimum), f"an integer >= {minimum}")
 
 
-def _optional_size(owner: Any, field: str) -> None:
-    value = getattr(owner, field)
-    _check(
-        owner, field, value is None or (isinstance(value, str) and bool(_SIZE.match(value))),
-        "a size like '64M', '4k' or '1G'",
-    )
+def _optional_text(accepts: Callable[[str], bool], expected: str
+                   ) -> Callable[[Any, str], None]:
+    """A check of an optional text field: None, or a string ``accepts`` takes (else
+    RenderError naming the field and ``expected``)."""
+    def check(owner: Any, field: str) -> None:
+        value = getattr(owner, field)
+        _check(owner, field, value is None or (isinstance(value, str) and accepts(value)),
+               expected)
+    return check
 
 
-def _optional_path(owner: Any, field: str) -> None:
-    value = getattr(owner, field)
-    _check(
-        owner, field, value is None or (isinstance(value, str) and value.startswith("/")
-                                        and bool(_NAME.match(value))),
-        "an absolute path without spaces or braces",
-    )
+def _absolute(path: str) -> bool:
+    return path.startswith("/") and bool(_NAME.match(path))
 
 
-def _optional_path_list(owner: Any, field: str) -> None:
-    value = getattr(owner, field)
-    _check(
-        owner, field, value is None or (isinstance(value, str) and all(
-            part.startswith("/") and _NAME.match(part) for part in value.split(":"))),
-        "absolute paths without spaces or braces, ':'-separated",
-    )
-
-
-def _optional_name(owner: Any, field: str) -> None:
-    value = getattr(owner, field)
-    _check(
-        owner, field, value is None or (isinstance(value, str) and bool(_NAME.match(value))),
-        "a name of letters, digits, '_', '-', '.'",
-    )
+_optional_size = _optional_text(lambda v: bool(_SIZE.match(v)), "a size like '64M', '4k' or '1G'")
+_optional_path = _optional_text(_absolute, "an absolute path without spaces or braces")
+_optional_path_list = _optional_text(lambda v: all(map(_absolute, v.split(":"))),
+                                     "absolute paths without spaces or braces, ':'-separated")
+_optional_name = _optional_text(lambda v: bool(_NAME.match(v)),
+                                "a name of letters, digits, '_', '-', '.'")
 
 
 def _tuple(owner: Any, field: str) -> tuple:
