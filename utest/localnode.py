@@ -103,6 +103,10 @@ class LocalNode:
         """True while the process has not exited."""
         return process.popen.poll() is None
 
+    def read_log(self, process: LocalProcess) -> str:
+        """The process's output so far (``Node.read_log``)."""
+        return Path(process.log_path).read_text(errors="replace")
+
     def run(self, command: str | NodeCommand, timeout: float | None = None,
             sudo: bool = False, check: bool = True, quiet: bool = False) -> CommandResult:
         return self.launch(command, timeout, sudo).wait(check, quiet)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,6 +26,7 @@ from libraries.tools.sslsniff.seed import (
     counter_script,
     detect_seed_sslsniff,
     nginx_worker,
+    wait_header,
 )
 from libraries.tools.sslsniff.tracer import TracerError, check_attachment, parse_sslsniff_output
 from libraries.tools.wrk.output import parse_wrk_output
@@ -219,3 +221,28 @@ def test_the_example_is_named_by_its_version_and_digest(tmp_path):
     assert tracer.kind == "libbpf"
     assert re.fullmatch(r"sslsniff 0\.1 sha256:[0-9a-f]{16}", tracer.version)
     assert tracer.bpftool == shutil.which("bpftool")
+
+
+@pytest.mark.parametrize(("script", "message"), [
+    ("echo 'libbpf: loading'; echo 'FUNC         TIME(s) COMM'; sleep 30", None),
+    ("echo 'cannot open libssl: No such file' >&2; exit 3",
+     "local: sslsniff exited before attaching; its output:\n    cannot open libssl"),
+    ("echo 'no program attached for SSL_write'; echo 'FUNC  TIME(s)'; sleep 30",
+     "local: sslsniff: a probe did not attach; its output:\n    no program attached for "
+     "SSL_write"),
+    ("sleep 30", "local: sslsniff printed no header after 0.5 s"),
+])
+def test_the_header_wait_reads_the_programs_own_log_and_sees_it_end(tmp_path, script, message):
+    """The wait reads the program's output and looks for it through the node (as it does for
+    any process it started), so an exit before the header is told from a slow start."""
+    node = LocalNode(workdir=str(tmp_path))
+    process = node.start(f"sh -c {shlex.quote(script)}", "sslsniff")
+    try:
+        if message is None:
+            assert wait_header(node, process, "sslsniff", timeout=10).endswith(
+                "FUNC         TIME(s) COMM\n")
+        else:
+            with pytest.raises(TracerError, match=re.escape(message)):
+                wait_header(node, process, "sslsniff", timeout=0.5)
+    finally:
+        node.stop(process)

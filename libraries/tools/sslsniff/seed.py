@@ -158,22 +158,22 @@ def wait_header(node: Any, process: Any, what: str, timeout: float = 30.0) -> st
     """Wait until the program printed its header: it has made its attach calls by then.
     Returns its output so far; TracerError with the output when it exits first, takes longer
     than ``timeout`` s, or reports that a probe did not attach ("no program attached for
-    ..."; the program goes on without it)."""
+    ..."; the program goes on without it). The output is read, and the process looked for, as
+    the node does for any process it started (``read_log``, ``is_running``: as the user who
+    started it, so a root program's log is read behind ``sudo`` from a login that is not
+    root)."""
     deadline = time.monotonic() + timeout
     while True:
-        log = node.run(f"cat {shlex.quote(process.log_path)}", timeout=10, check=False).stdout
+        log = node.read_log(process)
         if "FUNC" in log:
             if "no program attached" in log:
                 raise TracerError(f"{node.name}: {what}: a probe did not attach; its output:\n"
                                   f"    {log.strip()[-2000:]}")
             return log
-        state = node.run(f"ps -o stat= -p {int(process.pid)}", timeout=10, check=False)
-        if state.exit_code != 0 or state.stdout.strip().startswith("Z"):
+        if not node.is_running(process):
             # read again: a process that is gone has written all it will
-            log = node.run(f"cat {shlex.quote(process.log_path)}", timeout=10,
-                           check=False).stdout
             raise TracerError(f"{node.name}: {what} exited before attaching; its output:\n"
-                              f"    {exit_reason(log)}")
+                              f"    {exit_reason(node.read_log(process))}")
         if time.monotonic() > deadline:
             raise TracerError(f"{node.name}: {what} printed no header after {timeout:g} s; "
                               f"its output:\n    {exit_reason(log)}")
