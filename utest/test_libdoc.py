@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from robot.libdoc import LibraryDocumentation
 
+from libraries.tools.nginx.config import PROXY_PORT, SERVER_PORT, STATUS_PORT, SslProxyParams
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -83,3 +85,17 @@ def test_every_keyword_documents_its_arguments_and_has_an_example(library):
     if not _example_rows(libdoc.doc):
         problems.append(f"{library}: the introduction has no example table")
     assert not problems, "\n".join(problems)
+
+
+def test_the_proxy_keywords_state_the_ports_and_keepalive_the_configs_use() -> None:
+    """The SSL proxy keywords tell their users the ports and the upstream keepalive; those are
+    defined in the nginx config module, and the documentation follows them."""
+    keywords = {kw.name: " ".join(kw.doc.split()) for kw in LibraryDocumentation(
+        "libraries.keywords.ssl_proxy.SslProxyKeywords").keywords}
+    keepalive = SslProxyParams.__dataclass_fields__["upstream_keepalive"].default
+    server, proxy = keywords["Start HTTPS Server On Node"], \
+        keywords["Start HTTPS Reverse Proxy On Node"]
+    assert f"on port {SERVER_PORT}," in server
+    assert f"stub_status counter on 127.0.0.1:{STATUS_PORT} " in server
+    assert f"listens on port {PROXY_PORT} " in proxy
+    assert f"(port {SERVER_PORT}) with upstream keepalive {keepalive}," in proxy

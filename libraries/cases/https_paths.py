@@ -12,6 +12,7 @@ from libraries.ab.session import Use
 from libraries.results.measurement import Measurement
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.provision import Testbed
+from libraries.tools.nginx.config import WORKER_CONNECTIONS
 from libraries.tools.wrk.output import WrkResult
 
 
@@ -31,10 +32,15 @@ def closed_loop_uses(node: str, tools: Mapping[str, str], binary: str) -> set[Us
     return uses
 
 
+LDP_WORKER_CONNECTIONS = 10240
+"""``worker_connections`` of an nginx over VPP's LDP: room for VCL's high fd numbers (as
+measured on a VPP lab)."""
+
+
 def worker_connections(env: dict[str, str] | None) -> int:
-    """nginx over VPP's LDP needs room for VCL's high fd numbers (10240, as measured on a
-    VPP lab)."""
-    return 10240 if env else 1024
+    """:data:`LDP_WORKER_CONNECTIONS` for an nginx over VPP (``env``: its LD_PRELOAD), else
+    the instance's own default (:data:`~libraries.tools.nginx.config.WORKER_CONNECTIONS`)."""
+    return LDP_WORKER_CONNECTIONS if env else WORKER_CONNECTIONS
 
 
 def one_cpu(testbed: Testbed, node: str, purpose: str) -> tuple[int, ...] | None:

@@ -54,6 +54,7 @@ from libraries.tools.content import content_file_command, parse_size, size_name
 from libraries.tools.nginx.config import (
     PROXY_PORT,
     SERVER_PORT,
+    STATUS_PORT,
     HttpsServerParams,
     NginxInstance,
     SslProxyParams,
@@ -67,14 +68,22 @@ from libraries.tools.nginx.service import (
     stub_status_requests,
 )
 from libraries.tools.wrk.output import Flavour, WrkResult
-from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
+from libraries.tools.wrk.run import (
+    THREADS,
+    WrkOptions,
+    choose_load_tool,
+    closed_loop_rate,
+    run_wrk,
+)
 
-STATUS_PORT = 8446
 SERVER_NAME = "server.hoststack.test"
+SERVER_INSTANCE = "nginx-server"
+"""The HTTPS server's nginx: its process name, its folder under the node's workdir
+(``instance_prefix``) and its A/B component."""
+PROXY_INSTANCE = "nginx-proxy"
+"""The reverse proxy's nginx, named as :data:`SERVER_INSTANCE` is."""
 LATENCY_SHARE = 0.5
 """The latency pass offers this share of the measured maximum (the proxied rps median)."""
-MAX_RATE = 100000000
-"""wrk2's ``-R`` for a closed-loop maximum: far above any rate it reaches."""
 
 
 @dataclass(frozen=True)
@@ -136,14 +145,14 @@ def create_content_file(ctx: CaseContext, node: str, size: str) -> str:
 
 def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
                        require_client_cert: bool, stack: str) -> None:
-    """Seed 000's nginx HTTPS file server on port 8445 of ``node`` (a stub_status counter on
-    127.0.0.1:8446 on the kernel stack), demanding the run CA's client certificate with
+    """Seed 000's nginx HTTPS file server on ``SERVER_PORT`` of ``node`` (a stub_status
+    counter on ``STATUS_PORT`` on the kernel stack), demanding the run CA's client certificate with
     ``require_client_cert``; the rendered config in the log; an A/B side restarts it."""
     testbed = ctx.testbed
     target = testbed.node(node)
     env = app_environment(ctx, target.name, "server", stack, program="nginx")
     certs = setup.certificates(target)
-    prefix = instance_prefix(target, "nginx-server")
+    prefix = instance_prefix(target, SERVER_INSTANCE)
     # stub_status counts requests for the forwarding proof; over VPP it would listen on
     # VPP's stack, out of reach of a kernel curl, so the VPP suite goes without it.
     status_port = None if env else STATUS_PORT
@@ -160,13 +169,13 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
     config = params.render()
     ctx.log.folded(f"nginx HTTPS server on {target.name}", config)
     ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
-    handle = start_nginx(target, "nginx-server", config, [] if env else ports,
+    handle = start_nginx(target, SERVER_INSTANCE, config, [] if env else ports,
                          binary=declared_binary(testbed, target.name, "nginx"),
                          env=tool_env(testbed, target.name, "nginx", env))
     if env:
         wait_until_listed(ctx, target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
     setup.server = HttpsServer(handle, require_client_cert, status=not env)
-    ctx.component_started("nginx-server", nginx_uses(target.name, "server", env),
+    ctx.component_started(SERVER_INSTANCE, nginx_uses(target.name, "server", env),
                           lambda: target.stop(handle.process),
                           lambda: start_https_server(ctx, setup, node, require_client_cert,
                                                      stack))
@@ -174,7 +183,7 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
 
 def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, upstream: str,
                               stack: str, mtls: bool) -> None:
-    """Seed 000's nginx HTTPS reverse proxy on port 8089 of ``node`` towards the HTTPS server
+    """Seed 000's nginx HTTPS reverse proxy on ``PROXY_PORT`` of ``node`` towards the HTTPS server
     on ``upstream``; with ``mtls`` it presents the run's client certificate and verifies the
     upstream's; the rendered config in the log; an A/B side restarts it."""
     testbed = ctx.testbed
@@ -191,7 +200,7 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
     address = app_address(ctx, "server", upstream_node, target.name, stack)
     http, server = ctx.side_nginx("proxy")
     params = SslProxyParams(
-        instance=NginxInstance(prefix=instance_prefix(target, "nginx-proxy"), user="root",
+        instance=NginxInstance(prefix=instance_prefix(target, PROXY_INSTANCE), user="root",
                                worker_connections=worker_connections(env),
                                worker_cpus=one_cpu(testbed, target.name, "proxy"),
                                extra_http=http, extra_server=server),
@@ -201,14 +210,14 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
     )
     config = params.render()
     ctx.log.folded(f"nginx HTTPS reverse proxy on {target.name}", config)
-    proxy = start_nginx(target, "nginx-proxy", config, [] if env else [PROXY_PORT],
+    proxy = start_nginx(target, PROXY_INSTANCE, config, [] if env else [PROXY_PORT],
                         binary=declared_binary(testbed, target.name, "nginx"),
                         env=tool_env(testbed, target.name, "nginx", env))
     setup.proxy = proxy
     if env:
         wait_until_listed(ctx, target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
                           proxy.process)
-    ctx.component_started("nginx-proxy", nginx_uses(target.name, "proxy", env),
+    ctx.component_started(PROXY_INSTANCE, nginx_uses(target.name, "proxy", env),
                           lambda: target.stop(proxy.process),
                           lambda: start_https_reverse_proxy(ctx, setup, node, upstream, stack,
                                                             mtls))
@@ -278,7 +287,7 @@ class SslProxyCase:
         binary, kind = self.load_tool()
         connections = self.request.connections
         options = WrkOptions(url=self.urls[variant], connections=connections,
-                             duration=run.seconds, rate=MAX_RATE if kind == "wrk2" else None,
+                             duration=run.seconds, rate=closed_loop_rate(kind),
                              cpus=self.cpus)
         count = self.status and measured and variant == "proxy"
         before = stub_status_requests(self.server, STATUS_PORT) if count else 0
@@ -304,7 +313,7 @@ class SslProxyCase:
         measurement = Measurement(
             case="ssl_proxy", stack=stack,
             parameters={"file_size": size_name(self.size),
-                        "connections": self.request.connections, "threads": 1,
+                        "connections": self.request.connections, "threads": THREADS,
                         "tool": self.flavour, "mtls": server.mtls, "trials": plan.trials,
                         "duration_s": plan.duration, "warmup_s": plan.warmup},
             trial_seconds=seconds, alpha=self.ctx.alpha(DEFAULT_ALPHA),

@@ -43,12 +43,10 @@ from libraries.tools.sslsniff.seed import (
 )
 from libraries.tools.sslsniff.userspace import TracedNginx, traced_config
 from libraries.tools.wrk.output import WrkResult
-from libraries.tools.wrk.run import WrkOptions, choose_load_tool, run_wrk
+from libraries.tools.wrk.run import WrkOptions, choose_load_tool, closed_loop_rate, run_wrk
 
 LOG = logging.getLogger(__name__)
 BPFTIME_PORT = 8447
-MAX_RATE = 100000000
-"""wrk2's ``-R`` for a closed-loop maximum."""
 
 Traced = Callable[[Callable[[], WrkResult], Trial], WrkResult]
 """A traced trial: runs the load (the first argument) with a tracer attached."""
@@ -91,7 +89,7 @@ class SslsniffCase:
         binary, kind = choose_load_tool(tg, testbed.topology.nodes[tg.name].tools)
         options = WrkOptions(url=f"https://{self.address}:{port}{self.request.path}",
                              connections=self.request.connections, duration=seconds,
-                             rate=MAX_RATE if kind == "wrk2" else None, cpus=self.cpus)
+                             rate=closed_loop_rate(kind), cpus=self.cpus)
         result = run_wrk(tg, binary, options, flavour=kind, env=tool_env(testbed, tg.name, kind),
                          cpu_ledger=self.telemetry.ledger(tg.name))
         if result.total_requests == 0 or result.total_errors:

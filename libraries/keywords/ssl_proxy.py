@@ -15,6 +15,7 @@ from libraries.cases.ssl_proxy import (
 )
 from libraries.keywords import context
 from libraries.results.measurement import Measurement
+from libraries.tools.wrk.run import CONNECTIONS
 
 
 @library(scope="SUITE", auto_keywords=False)
@@ -130,7 +131,7 @@ class SslProxyKeywords:
 
     @keyword("Measure HTTPS Load Through Proxy")
     def measure_https_load_through_proxy(
-        self, client: str = "tg", path: str = "/1kb", connections: int = 10,
+        self, client: str = "tg", path: str = "/1kb", connections: int = CONNECTIONS,
         stack: str = "kernel",
     ) -> Measurement:
         """Measure HTTPS load through the proxy and directly to the server, interleaved.
@@ -154,7 +155,8 @@ class SslProxyKeywords:
             client: The node wrk runs on: a node name or a role. Default ``tg``.
             path: The URL path requested, as `Create Content File On Node` returned it.
                 Default ``/1kb``.
-            connections: wrk's open connections (``-c``). Default 10.
+            connections: wrk's open connections (``-c``). Default: wrk's own default
+                (the seeds' count, in the signature).
             stack: ``kernel`` (default) or ``vpp``: the stack the test measures; with
                 ``vpp`` wrk runs over VPP where the suite runs VPP on its node.
 

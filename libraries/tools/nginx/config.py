@@ -45,6 +45,10 @@ SERVER_PORT = 8445
 """The HTTPS file server's port (seed 000's ``nginx_server.conf``)."""
 PROXY_PORT = 8089
 """The HTTPS reverse proxy's port (seed 000's ``nginx_proxy.conf``)."""
+STATUS_PORT = 8446
+"""The HTTPS file server's stub_status counter, on 127.0.0.1 (the proxy's forwarding proof)."""
+WORKER_CONNECTIONS = 1024
+"""``worker_connections`` unless an instance gives another (seed 000's)."""
 
 
 # ---------------------------------------------------------------------------- instance
@@ -65,7 +69,7 @@ class NginxInstance:
     prefix: str
     worker_processes: int = 1
     worker_cpus: tuple[int, ...] | None = None
-    worker_connections: int = 1024
+    worker_connections: int = WORKER_CONNECTIONS
     error_log_level: str = "crit"
     error_log_path: str | None = None
     user: str | None = None

@@ -5,7 +5,7 @@ wrk 4.x and wrk2 share a command line and a summary format. wrk2 adds the mandat
 also called ``wrk`` and its ``-v`` says 4.0.0, so the two are told apart by capability: wrk2's
 usage text lists ``-R, --rate``.
 
-Latency caveat: wrk2 run at a rate far above capacity (e.g. ``--rate 100000000``) measures
+Latency caveat: wrk2 run at a rate far above capacity (e.g. :data:`CLOSED_LOOP_RATE`) measures
 throughput only; its latency figures are then an artefact of its coordinated-omission
 correction. Use latency figures only from runs at a rate below capacity.
 """
@@ -39,6 +39,20 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
+THREADS = 1
+"""wrk's ``-t`` unless a caller gives another (the seeds run one thread)."""
+CONNECTIONS = 10
+"""wrk's ``-c`` unless a caller gives another (the seeds' 10)."""
+CLOSED_LOOP_RATE = 100000000
+"""wrk2's ``-R`` for a closed-loop maximum (as the seeds run it): far above any rate it
+reaches, so it paces nothing. Plain wrk takes no ``-R`` (:func:`closed_loop_rate`)."""
+
+
+def closed_loop_rate(flavour: Flavour) -> int | None:
+    """The ``rate`` of a closed-loop run: :data:`CLOSED_LOOP_RATE` for wrk2, None for wrk."""
+    return CLOSED_LOOP_RATE if flavour == "wrk2" else None
+
+
 @dataclass(frozen=True)
 class WrkOptions:
     """Parameters of one wrk/wrk2 run.
@@ -53,8 +67,8 @@ class WrkOptions:
     """
 
     url: str
-    threads: int = 1
-    connections: int = 10
+    threads: int = THREADS
+    connections: int = CONNECTIONS
     duration: int = 10
     rate: int | None = None
     latency: bool = False
@@ -185,8 +199,8 @@ def probe_wrk(node: Node, binary: str) -> Flavour:
 
 
 CLOSED_LOOP_ORDER = ("wrk", "wrk2")
-"""The closed-loop load tool: wrk where declared, wrk2 (at ``-R 100000000``, as the seeds run
-it) only where it is all a node has. wrk2 at that rate starts its connections late: 1 s
+"""The closed-loop load tool: wrk where declared, wrk2 (at :data:`CLOSED_LOOP_RATE`, as the seeds
+run it) only where it is all a node has. wrk2 at that rate starts its connections late: 1 s
 trials here completed 1-2 requests (0.96 and 1.94 requests/s against 5.4k-6.1k direct, the
 proxy and the server idle), and 2 s runs half their schedule in 3 of 20 (benchmarks/README);
 a closed-loop rate read over the run's whole duration takes that start as the system's."""
