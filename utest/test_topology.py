@@ -35,6 +35,17 @@ def test_3node_addresses_as_seen_from_each_node():
     assert topology.cpus_of("tg", "nothing") is None
 
 
+def test_a_tools_environment_is_the_nodes_tool_env_with_the_stacks_over_it():
+    topology = load_topology("3node")  # dut: tool_env {bpftime: {BPFTIME_VM_NAME: ubpf}}
+    assert topology.env_of("dut", "bpftime") == {"BPFTIME_VM_NAME": "ubpf"}
+    assert topology.env_of("dut", "bpftime", {"BPFTIME_VM_NAME": "llvm", "X": "1"}) == \
+        {"BPFTIME_VM_NAME": "llvm", "X": "1"}
+    assert topology.env_of("tg", "wrk") is None  # neither: no environment at all
+    assert topology.env_of("tg", "wrk", {"LD_PRELOAD": "/v.so"}) == {"LD_PRELOAD": "/v.so"}
+    one = load_topology("1node")  # every role is its one node, which declares the same
+    assert one.env_of("server", "bpftime") == {"BPFTIME_VM_NAME": "ubpf"}
+
+
 def test_1node_resolves_every_role_to_the_one_node():
     topology = load_topology("1node")
     assert {topology.resolve_node(r) for r in ("tg", "dut", "server")} == {"dut"}

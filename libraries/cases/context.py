@@ -125,11 +125,3 @@ class CaseContext:
         """The judge's alpha, ``default`` without a judge."""
         return self.judge.settings.alpha if self.judge is not None else default
 
-
-def tool_env(testbed: Testbed, node: str, tool: str,
-             base: dict[str, str] | None = None) -> dict[str, str] | None:
-    """The environment ``tool`` runs with on ``node``: the topology's ``tool_env`` for it (an
-    A/B side's ``env`` too), with ``base`` (e.g. VPP's LD_PRELOAD and VCL_CONFIG) over it;
-    None when there is neither."""
-    merged = {**testbed.topology.nodes[node].tool_env.get(tool, {}), **(base or {})}
-    return merged or None

@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from libraries.cases.case_runner import Case, run_case
-from libraries.cases.context import CaseContext, Skip, tool_env
+from libraries.cases.context import CaseContext, Skip
 from libraries.cases.trial_observer import TrialTelemetry, dut_cores, judged_costs
 from libraries.results.cost import CostSpec, add_costs
 from libraries.results.efficiency import (
@@ -110,7 +110,7 @@ def start_stream_test_server(ctx: CaseContext, setup: StreamSetup, node: str,
     target.ensure_port_free(IPERF_PORT)
     process = start_iperf3_server(target, binary, IperfServerOptions(port=IPERF_PORT,
                                                                      cpus=cpus),
-                                  env=tool_env(testbed, target.name, "iperf3"))
+                                  env=testbed.topology.env_of(target.name, "iperf3"))
     target.wait_for_listener(IPERF_PORT, process)
     setup.server = (target.name, process)
     setup.pinned = bool(pinned)
@@ -151,7 +151,7 @@ def start_stream_proxy(ctx: CaseContext, setup: StreamSetup, node: str, upstream
                    config)
     tool = "nginx_ebpf" if ebpf else "nginx"
     handle = start_nginx(target, name, config, [server.listen_port], binary=binary,
-                         env=tool_env(testbed, target.name, tool))
+                         env=testbed.topology.env_of(target.name, tool))
     setup.proxies["ebpf" if ebpf else "native"] = handle
     ctx.component_started(name, {("tool", target.name, tool), ("nginx", "stream"),
                                  ("env", tool)},
@@ -197,7 +197,7 @@ class EbpfStreamCase:
         mark = (mark_engagement(self.dut, ebpf.error_log, self.bpftool)
                 if variant == "ebpf" and ebpf is not None and self.dut is not None else None)
         result = run_iperf3_client(tg, binary, options, cpu_ledger=self.telemetry.ledger(tg.name),
-                                   env=tool_env(testbed, tg.name, "iperf3"))
+                                   env=testbed.topology.env_of(tg.name, "iperf3"))
         if mark is not None and self.dut is not None:
             engaged = collect_engagement(self.dut, mark, self.bpftool)
             engaged.require_engaged()

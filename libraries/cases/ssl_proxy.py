@@ -25,7 +25,7 @@ from libraries.capacity.generators import (
 )
 from libraries.capacity.limits import search_paths_capacity
 from libraries.cases.case_runner import Case, run_case
-from libraries.cases.context import CaseContext, Skip, tool_env
+from libraries.cases.context import CaseContext, Skip
 from libraries.cases.https_paths import (
     add_path_metrics,
     check_responses,
@@ -171,7 +171,7 @@ def start_https_server(ctx: CaseContext, setup: ProxySetup, node: str,
     ports = [SERVER_PORT] if env else [SERVER_PORT, STATUS_PORT]
     handle = start_nginx(target, SERVER_INSTANCE, config, [] if env else ports,
                          binary=declared_binary(testbed, target.name, "nginx"),
-                         env=tool_env(testbed, target.name, "nginx", env))
+                         env=testbed.topology.env_of(target.name, "nginx", env))
     if env:
         wait_until_listed(ctx, target.name, SERVER_PORT, "nginx HTTPS server", handle.process)
     setup.server = HttpsServer(handle, require_client_cert, status=not env)
@@ -212,7 +212,7 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
     ctx.log.folded(f"nginx HTTPS reverse proxy on {target.name}", config)
     proxy = start_nginx(target, PROXY_INSTANCE, config, [] if env else [PROXY_PORT],
                         binary=declared_binary(testbed, target.name, "nginx"),
-                        env=tool_env(testbed, target.name, "nginx", env))
+                        env=testbed.topology.env_of(target.name, "nginx", env))
     setup.proxy = proxy
     if env:
         wait_until_listed(ctx, target.name, PROXY_PORT, "nginx HTTPS reverse proxy",
@@ -286,13 +286,18 @@ class SslProxyCase:
         assert server is not None and proxy is not None
         binary, kind = self.load_tool()
         connections = self.request.connections
+        # Where the line's parts come from: run.seconds is the plan's DURATION (WARMUP in the
+        # warm-up; results/adaptive.py), self.cpus the topology's cpus.load of the load node,
+        # self.urls the app's address (cases/stack.py: app_address) and the port the config
+        # module defines, the environment the node's tool_env for the probed tool with the
+        # client's VCL one over it, the ledger a folder of the node's workdir.
         options = WrkOptions(url=self.urls[variant], connections=connections,
                              duration=run.seconds, rate=closed_loop_rate(kind),
                              cpus=self.cpus)
         count = self.status and measured and variant == "proxy"
         before = stub_status_requests(self.server, STATUS_PORT) if count else 0
-        result = run_wrk(self.tg, binary, options, flavour=kind,
-                         env=tool_env(self.ctx.testbed, self.tg.name, kind, self.client_env()),
+        env = self.ctx.testbed.topology.env_of(self.tg.name, kind, self.client_env())
+        result = run_wrk(self.tg, binary, options, flavour=kind, env=env,
                          cpu_ledger=self.telemetry.ledger(self.tg.name))
         if count:
             self.forwarded[id(result)] = stub_status_requests(self.server, STATUS_PORT) \

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from libraries.cases.case_runner import Case, run_case
-from libraries.cases.context import CaseContext, Skip, tool_env
+from libraries.cases.context import CaseContext, Skip
 from libraries.cases.https_paths import closed_loop_uses
 from libraries.cases.ssl_proxy import ProxySetup
 from libraries.cases.tracers import (
@@ -90,7 +90,8 @@ class SslsniffCase:
         options = WrkOptions(url=f"https://{self.address}:{port}{self.request.path}",
                              connections=self.request.connections, duration=seconds,
                              rate=closed_loop_rate(kind), cpus=self.cpus)
-        result = run_wrk(tg, binary, options, flavour=kind, env=tool_env(testbed, tg.name, kind),
+        result = run_wrk(tg, binary, options, flavour=kind,
+                         env=testbed.topology.env_of(tg.name, kind),
                          cpu_ledger=self.telemetry.ledger(tg.name))
         if result.total_requests == 0 or result.total_errors:
             raise HostStackError(f"wrk against port {port}: {result.total_requests} "

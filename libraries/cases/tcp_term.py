@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from libraries.cases.case_runner import Case, run_case
-from libraries.cases.context import CaseContext, Skip, tool_env
+from libraries.cases.context import CaseContext, Skip
 from libraries.cases.stack import (
     app_address,
     app_environment,
@@ -128,7 +128,7 @@ def start_server(ctx: CaseContext, setup: TcpTermSetup, node: str, stack: str) -
     testbed = ctx.testbed
     target = testbed.node(node)
     vpp_env = app_environment(ctx, target.name, "server", stack, program="iperf3")
-    env = tool_env(testbed, target.name, "iperf3", vpp_env)
+    env = testbed.topology.env_of(target.name, "iperf3", vpp_env)
     binary = testbed.topology.nodes[target.name].tools.get("iperf3", "iperf3")
     target.ensure_port_free(IPERF_PORT)
     options = IperfServerOptions(port=IPERF_PORT, ipv4_only=vpp_env is not None,
@@ -166,7 +166,7 @@ class TcpTermCase:
         # binary, environment and server read per trial: an A/B run switches them
         testbed, tg = self.ctx.testbed, self.tg
         binary = testbed.topology.nodes[tg.name].tools.get("iperf3", "iperf3")
-        env = tool_env(testbed, tg.name, "iperf3", self.client_env())
+        env = testbed.topology.env_of(tg.name, "iperf3", self.client_env())
         server_process = self.setup.server[1] if self.setup.server else None
         options = IperfClientOptions(server=self.address, port=IPERF_PORT,
                                      duration=run.seconds, reverse=self.request.reverse,

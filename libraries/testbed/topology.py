@@ -314,6 +314,15 @@ class Topology(_Strict):
         """CPU list for ``purpose`` on ``node`` or None when the topology pins nothing."""
         return self.nodes[self.resolve_node(node)].cpus.get(purpose)
 
+    def env_of(self, node: str, tool: str,
+               base: dict[str, str] | None = None) -> dict[str, str] | None:
+        """The environment ``tool`` runs with on ``node``: the node's ``tool_env`` for it (an
+        A/B side's topology carries the side's ``env``), with ``base`` (e.g. VPP's LD_PRELOAD
+        and VCL_CONFIG) over it; None when there is neither. ``tool`` is the tool's name as
+        run: a probed wrk2 takes ``tool_env.wrk2``."""
+        merged = {**self.nodes[self.resolve_node(node)].tool_env.get(tool, {}), **(base or {})}
+        return merged or None
+
     def vpp_cores(self, node: str) -> list[int] | None:
         """The cores VPP on ``node`` forwards on: its ``cpus.vpp_workers``, else its
         ``cpus.vpp_main``; None where the topology pins neither."""
