@@ -38,6 +38,7 @@ from libraries.testbed.command import NodeCommand, node_command
 from libraries.testbed.errors import CommandError, HostStackError, ParseError
 from libraries.testbed.node import CommandResult, Process
 from libraries.testbed.provision import Testbed
+from libraries.testbed.run_paths import node_workdir
 from libraries.testbed.topology_file import load_topology
 from libraries.tools.nginx.service import NginxHandle
 from libraries.vpp.placement import VppPlacement
@@ -129,6 +130,30 @@ def _proxy_case(log: Log, mtls: bool = False) -> SslProxyCase:
     request = LoadRequest("tg", "/1kb", 10, TrialPlan(trials=2, duration=1, warmup=0),
                           "kernel")
     return SslProxyCase(CaseContext(testbed, log=log), setup, request)
+
+
+def test_the_rows_wrk_line_is_the_one_the_architecture_walk_gives():
+    """``1kb-10c-kernel-ssl-proxy`` on 3node, every run setting at its declared default and
+    the workdir named as a Robot run names it: the whole line a measured proxied trial sends
+    (ARCHITECTURE.md's walk quotes it), and the warm-up's and the direct path's parts."""
+    topology = load_topology("3node")
+    nodes = {name: FakeNode(name, workdir=node_workdir("hr1a2b3", name))
+             for name in topology.nodes}
+    ctx = CaseContext(Testbed(topology, "hr1a2b3", nodes), log=Log())
+    setup = ProxySetup(HttpsServer(_nginx("server", "nginx-server", 8445), False, status=False),
+                       _nginx("dut", "nginx-proxy", 8089))
+    plan = ctx.settings.plan
+    case = SslProxyCase(ctx, setup, LoadRequest("tg", "/1kb", 10, plan, "kernel"))
+    case.measure()
+    sent = [value.rendered() for value in nodes["tg"].values if "https://" in value.line()]
+    ledger = "/tmp/hoststack-hr1a2b3/tg/cpu-ledger"
+    assert sent[2] == (  # the warm-up ran the proxy and the direct path first
+        f"timeout -k 2 19 sh -c 'mkdir -p {ledger}; (taskset -c 1 wrk -t 1 -c 10 -d 2s "
+        f"https://198.18.1.1:8089/1kb); rc=$?; cat /proc/$$/stat > {ledger}/wrk.$$.stat; "
+        "exit $rc'")
+    assert "timeout -k 2 18 " in sent[0] and " -d 1s https://198.18.1.1:8089/1kb" in sent[0]
+    assert " -d 1s https://198.18.2.2:8445/1kb" in sent[1]
+    assert " -d 2s https://198.18.2.2:8445/1kb" in sent[3]
 
 
 def test_the_ssl_proxy_case_measures_both_paths_with_wrk_pinned_and_timed():

@@ -227,7 +227,10 @@ def start_https_reverse_proxy(ctx: CaseContext, setup: ProxySetup, node: str, up
 class LoadRequest:
     """One test's load: from node ``client``, file ``path`` (``/1kb``), wrk ``connections``,
     the trial ``plan`` and the ``stack`` (the latency pass's goal: the context's
-    ``-v LATENCY_SLO``)."""
+    ``-v LATENCY_SLO``). ``plan`` is the suite's ``RunSettings.plan``: ``-v TRIALS``,
+    ``DURATION`` and ``WARMUP``, declared with their defaults in
+    ``libraries/results/trial_settings.py``; a measured trial runs ``plan.duration`` s, the
+    warm-up ``plan.warmup`` s (``libraries/results/adaptive.py``)."""
 
     client: str
     path: str

@@ -114,7 +114,8 @@ class Node:
     """One node of the testbed, reached over SSH.
 
     ``workdir`` is this run's scratch directory on the node (created on connect, removed by
-    :meth:`close` when ``remove_workdir`` is set).
+    :meth:`close` when ``remove_workdir`` is set): ``/tmp/hoststack-<prefix>/<node>``, named
+    by :func:`libraries.testbed.run_paths.node_workdir` and given by ``Testbed.up``.
     """
 
     def __init__(self, name: str, target: SshTarget, workdir: str):
