@@ -72,7 +72,8 @@ class FakeNode:
 def test_command_for_plain_wrk_has_every_option_quoted():
     options = WrkOptions(
         url="https://198.18.1.1:8089/1kb", threads=2, connections=20, duration=5,
-        latency=True, timeout=3, script="/tmp/run 1/mix.lua", headers=("Connection: close",),
+        latency=True, request_timeout=3, script="/tmp/run 1/mix.lua",
+        headers=("Connection: close",),
     )
     command = wrk_command("/usr/bin/wrk", options, flavour="wrk").tool_line()
     assert shlex.split(command) == [
@@ -123,7 +124,7 @@ def test_wrk2_without_rate_and_wrk_with_rate_are_refused():
         ({"duration": 0}, "duration: expected a positive integer"),
         ({"duration": 2.5}, "duration: expected a positive integer"),
         ({"rate": 0}, "rate: expected a positive integer"),
-        ({"timeout": True}, "timeout: expected a positive integer"),
+        ({"request_timeout": True}, "request_timeout: expected a positive integer"),
         ({"script": ""}, "script: expected a file path"),
         ({"headers": ("no colon",)}, "headers: expected 'Name: value'"),
         ({"cpus": []}, "cpus: expected a non-empty list"),

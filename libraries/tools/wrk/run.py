@@ -61,7 +61,8 @@ class WrkOptions:
     ``connections`` (-c, at least one per thread), ``duration`` (-d, whole seconds), ``rate``
     (-R, total requests/s: required by wrk2, refused by wrk 4.x; ``None`` for plain wrk),
     ``latency`` (--latency: print percentiles),
-    ``timeout`` (wrk's own --timeout in whole seconds; ``None`` keeps wrk's default of 2 s),
+    ``request_timeout`` (wrk's own ``--timeout``, a response's, in whole seconds; ``None``
+    keeps wrk's default of 2 s; not the run's hard timeout, which :func:`wrk_command` takes),
     ``script`` (-s, Lua script path on the node), ``headers`` (-H, e.g. ``"Connection: close"``),
     ``cpus`` (CPU list for ``taskset -c``; ``None`` leaves wrk unpinned).
     """
@@ -72,7 +73,7 @@ class WrkOptions:
     duration: int = 10
     rate: int | None = None
     latency: bool = False
-    timeout: int | None = None
+    request_timeout: int | None = None
     script: str | None = None
     headers: Sequence[str] = ()
     cpus: Sequence[int] | None = None
@@ -94,8 +95,8 @@ class WrkOptions:
         _positive_int("duration", self.duration)
         if self.rate is not None:
             _positive_int("rate", self.rate)
-        if self.timeout is not None:
-            _positive_int("timeout", self.timeout)
+        if self.request_timeout is not None:
+            _positive_int("request_timeout", self.request_timeout)
         if self.script is not None and (not isinstance(self.script, str) or not self.script):
             raise ValueError(f"wrk option script: expected a file path, got {self.script!r}")
         headers = tuple(self.headers)
@@ -156,8 +157,8 @@ def wrk_command(
         argv += ["-R", str(options.rate)]
     if options.latency:
         argv.append("--latency")
-    if options.timeout is not None:
-        argv += ["--timeout", f"{options.timeout}s"]
+    if options.request_timeout is not None:
+        argv += ["--timeout", f"{options.request_timeout}s"]
     if options.script is not None:
         argv += ["-s", options.script]
     for header in options.headers:
@@ -227,7 +228,7 @@ def choose_load_tool(node: Node, tools: Mapping[str, str]) -> tuple[str, Flavour
 
 def default_timeout(options: WrkOptions) -> float:
     """Hard timeout for a run: the duration plus a margin for start-up and wrk's own timeout."""
-    return options.duration + max(15.0, 0.25 * options.duration) + (options.timeout or 2)
+    return options.duration + max(15.0, 0.25 * options.duration) + (options.request_timeout or 2)
 
 
 def run_wrk(
