@@ -252,18 +252,18 @@ class SslProxyCase:
         testbed = ctx.testbed
         self.ctx, self.setup, self.request = ctx, setup, request
         self.tg = testbed.node(request.client)
-        self.server = testbed.node(setup.server.handle.node)
-        self.proxy = testbed.node(setup.proxy.node)
+        self.server_node = testbed.node(setup.server.handle.node)
+        self.proxy_node = testbed.node(setup.proxy.node)
         self._chosen: dict[tuple[str | None, str | None], tuple[str, Flavour]] = {}
         self.flavour = self.load_tool()[1]
         self.cpus = testbed.topology.cpus_of(self.tg.name, "load")
         self.size = parse_size(request.path.lstrip("/"))
         self.client_env = client_environment(ctx, self.tg.name, request.stack, program="wrk")
-        stack = request.stack
+        stack, tg = request.stack, self.tg.name
         self.urls = {
-            "proxy": f"https://{app_address(ctx, 'proxy', self.proxy.name, self.tg.name, stack)}"
+            "proxy": f"https://{app_address(ctx, 'proxy', self.proxy_node.name, tg, stack)}"
                      f":{PROXY_PORT}{request.path}",
-            "direct": f"https://{app_address(ctx, 'server', self.server.name, self.tg.name, stack)}"
+            "direct": f"https://{app_address(ctx, 'server', self.server_node.name, tg, stack)}"
                       f":{SERVER_PORT}{request.path}",
         }
         if setup.server.mtls:
@@ -298,16 +298,16 @@ class SslProxyCase:
                              duration=run.seconds, rate=closed_loop_rate(kind),
                              cpus=self.cpus)
         count = self.status and measured and variant == "proxy"
-        before = stub_status_requests(self.server, STATUS_PORT) if count else 0
+        before = stub_status_requests(self.server_node, STATUS_PORT) if count else 0
         env = self.ctx.testbed.topology.env_of(self.tg.name, kind, self.client_env())
         result = run_wrk(self.tg, binary, options, flavour=kind, env=env,
                          cpu_ledger=self.telemetry.ledger(self.tg.name))
         if count:
-            self.forwarded[id(result)] = stub_status_requests(self.server, STATUS_PORT) \
+            self.forwarded[id(result)] = stub_status_requests(self.server_node, STATUS_PORT) \
                 - before - 1
         if measured:
-            nginx_is_alive(self.proxy, proxy)
-            nginx_is_alive(self.server, server.handle)
+            nginx_is_alive(self.proxy_node, proxy)
+            nginx_is_alive(self.server_node, server.handle)
         check_responses(result, self.size, variant, connections)
         return result
 
@@ -330,15 +330,15 @@ class SslProxyCase:
         self.telemetry.attach(measurement, results)
         trials = measurement.trial_telemetry or {}
         add_rate_costs(measurement, trials,
-                       [RateCost("proxy", "rps", "rps", dut=self.proxy.name)])
-        costs = [ProcessCost("proxy", self.proxy.name, f"{proxy.process.name} worker",
+                       [RateCost("proxy", "rps", "rps", dut=self.proxy_node.name)])
+        costs = [ProcessCost("proxy", self.proxy_node.name, f"{proxy.process.name} worker",
                              "proxy_nginx_worker_cpu")]
         if stack == "vpp":
-            costs.append(ProcessCost("proxy", self.proxy.name, "vpp", "vpp_cpu"))
+            costs.append(ProcessCost("proxy", self.proxy_node.name, "vpp", "vpp_cpu"))
         add_process_costs(measurement, trials, costs)
         add_costs(measurement, [CostSpec(
-            "proxy", self.proxy.name, (proxy.process.name,), "request", "the reverse proxy",
-            dut_cores(self.ctx.testbed, self.proxy.name), vpp=stack == "vpp")],
+            "proxy", self.proxy_node.name, (proxy.process.name,), "request", "the reverse proxy",
+            dut_cores(self.ctx.testbed, self.proxy_node.name), vpp=stack == "vpp")],
             {"proxy": [r.total_requests for r in results["proxy"]]}, trials)
         return measurement
 
