@@ -39,9 +39,10 @@ class SuiteState:
     """A suite's ``settings`` (resolved once, frozen), its ``criteria`` (read at the set-up's
     check, else at the first judgement), its ``testbed``, its A/B session (``ab``; None in a
     plain run), the cases' ``context`` (None until the first case keyword), the SSL proxy
-    case's ``proxy`` set-up and its last ``measured`` test, the VPPs it runs and where its
-    applications sit on them (``vpp``), and each case's own set-up: the TCP termination's
-    (``tcp``: MTUs to restore), the stream proxies' (``stream``), the tracers' (``tracers``)."""
+    case's ``proxy`` set-up and its last measured test (``last_proxy_case``), the VPPs it
+    runs and where its applications sit on them (``vpp``), and each case's own set-up: the
+    TCP termination's (``tcp``: MTUs to restore), the stream proxies' (``stream``), the
+    tracers' (``tracers``)."""
 
     settings: RunSettings
     criteria: CriteriaFile | None = None
@@ -53,7 +54,7 @@ class SuiteState:
     tracers: TracerSetup = field(default_factory=TracerSetup)
     context: CaseContext | None = None
     proxy: ProxySetup = field(default_factory=ProxySetup)
-    measured: SslProxyCase | None = None
+    last_proxy_case: SslProxyCase | None = None
 
     def set_up_testbed(self, topology: str | None, pool: Callable[[str], Pool],
                        metadata: Metadata, log: Log) -> None:

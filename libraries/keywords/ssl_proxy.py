@@ -171,9 +171,9 @@ class SslProxyKeywords:
         | ${result} = | Measure HTTPS Load Through Proxy | tg | path=/64kb | stack=vpp |
         """
         ctx, state = context.case_context(), context.suite()
-        state.measured = SslProxyCase(ctx, state.proxy, LoadRequest(
+        state.last_proxy_case = SslProxyCase(ctx, state.proxy, LoadRequest(
             client, path, int(connections), ctx.settings.plan, stack))
-        return state.measured.measure()
+        return state.last_proxy_case.measure()
 
     @keyword("Search Capacity Under Latency SLO")
     def search_capacity_under_latency_slo(self, measurement: Measurement) -> Measurement:
@@ -206,4 +206,5 @@ class SslProxyKeywords:
         | ${result} = | Measure HTTPS Load Through Proxy | tg | path=/1kb |
         | Search Capacity Under Latency SLO | ${result} | | |
         """
-        return search_capacity(context.case_context(), measurement, context.suite().measured)
+        return search_capacity(context.case_context(), measurement,
+                               context.suite().last_proxy_case)
