@@ -46,14 +46,15 @@ LOOPBACK_MODULES = frozenset({
     "test_trend_browser", "test_cpu_telemetry", "test_environment",
     "test_iperf3", "test_nightly", "test_profile", "test_progress", "test_run_report",
     "test_vegeta", "test_wrk", "test_leftovers", "test_docs", "test_cli", "test_readme_commands",
-    "test_docs_browser",
+    "test_docs_browser", "test_bpf_stats_real",
 })
 UPROBE_MODULES = frozenset({
     "test_reallab_e2e", "test_short_trials_e2e", "test_sslsniff_real", "test_bpftime_real",
-    "test_ebpf_stream_real",
+    "test_ebpf_stream_real", "test_bpf_stats_real",
 })
 WHOLLY_INTEGRATION = frozenset({
     "test_nginx_real", "test_sslsniff_real", "test_bpftime_real", "test_ebpf_stream_real",
+    "test_bpf_stats_real",
     "test_vpp_real", "test_trend_browser", "test_docs_browser",
 })
 """Modules whose every test starts real processes (marked here, not test by test)."""

@@ -14,11 +14,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from libraries.testbed.errors import HostStackError, ParseError, RenderError
 from libraries.testbed.node import CommandResult
+from libraries.tools.ebpf_stream.bpf_stats import (
+    HOLDER_SCRIPT,
+    StatsHold,
+    bpf_stats_enabled,
+)
 from libraries.tools.ebpf_stream.evidence import (
     VerdictProgram,
     VerdictStats,
@@ -28,7 +34,6 @@ from libraries.tools.ebpf_stream.evidence import (
 from libraries.tools.ebpf_stream.module import (
     EBPF_MAP_SIZE,
     EngagementEvidence,
-    bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
     ebpf_module_in_test_output,
@@ -55,6 +60,28 @@ class FakeNode:
     workdir: str = "/tmp/fake"
     history: list[tuple[str, bool]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    python3: str | None = None
+    holder_output: str = "bpf stats enabled, fd 5\n"
+    holder_runs: bool = True
+    started: list[tuple[str, str, bool]] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+
+    def which(self, binary: str) -> str | None:
+        return self.python3 if binary == "python3" else None
+
+    def start(self, command: str, name: str, sudo: bool = False) -> SimpleNamespace:
+        self.started.append((command, name, sudo))
+        return SimpleNamespace(name=name, pid=4242)
+
+    def read_log(self, process: SimpleNamespace) -> str:
+        return self.holder_output
+
+    def is_running(self, process: SimpleNamespace) -> bool:
+        return self.holder_runs and process.name not in self.stopped
+
+    def stop(self, process: SimpleNamespace) -> str:
+        self.stopped.append(process.name)
+        return self.holder_output
 
     def put(self, text: str, path: str, mode: int = 0o644, sudo: bool = False) -> None:
         self.files[path] = text
@@ -243,10 +270,11 @@ def sysctl_node(value: str) -> tuple[FakeNode, list[str]]:
     return node, state
 
 
-def test_bpf_stats_enabled_and_restored_after_failure():
+def test_without_python3_the_sysctl_is_set_and_put_back_after_a_failure():
     node, state = sysctl_node("0")
-    with pytest.raises(RuntimeError), bpf_stats_enabled(node) as previous:
-        assert previous == 0 and state[0] == "1"
+    with pytest.raises(RuntimeError), bpf_stats_enabled(node) as hold:
+        assert hold.previous == 0 and state[0] == "1" and hold.counting() == (True, None)
+        assert "kernel.bpf_stats_enabled was 0; set to 1" in hold.describe()
         raise RuntimeError("trial failed")
     assert state[0] == "0"
     assert [c for c, sudo in node.history if c.startswith("echo") and sudo] == [
@@ -255,18 +283,57 @@ def test_bpf_stats_enabled_and_restored_after_failure():
     ]
 
 
-def test_bpf_stats_already_on_is_left_on():
+def test_without_python3_a_sysctl_already_on_is_left_on():
     node, state = sysctl_node("1")
-    with bpf_stats_enabled(node) as previous:
-        assert previous == 1
+    with bpf_stats_enabled(node) as hold:
+        assert hold.previous == 1
     assert state[0] == "1"
     assert not [c for c, _ in node.history if c.startswith("echo")]
+
+
+def test_without_python3_a_sysctl_put_back_by_another_run_is_seen():
+    node, state = sysctl_node("0")
+    with bpf_stats_enabled(node) as hold:
+        state[0] = "0"  # a run sharing the machine restored what it found
+        counted, why = hold.counting()
+    assert not counted and "kernel.bpf_stats_enabled is 0 on dut (another run" in why
 
 
 def test_bpf_stats_garbage_raises():
     node, _ = sysctl_node("enabled")
     with pytest.raises(ParseError, match="expected 0 or 1"), bpf_stats_enabled(node):
         pass
+
+
+def test_with_python3_a_holder_keeps_the_statistics_on_and_the_sysctl_is_not_touched():
+    node, state = sysctl_node("0")
+    node.python3 = "/usr/bin/python3"
+    with bpf_stats_enabled(node) as hold:
+        assert hold.holder is not None and hold.counting() == (True, None)
+        assert "while bpf-stats (pid 4242) holds a BPF_ENABLE_STATS descriptor" in \
+            hold.describe()
+    (command, name, sudo), = node.started
+    assert command.startswith("python3 -c ") and "ctypes.c_long(32)" in command
+    assert name == "bpf-stats" and sudo and node.stopped == ["bpf-stats"]
+    assert node.history == [] and state[0] == "0"
+
+
+def test_a_holder_that_ends_says_why_and_counting_stops_with_its_output():
+    node, _ = sysctl_node("0")
+    node.python3, node.holder_runs = "/usr/bin/python3", False
+    node.holder_output = "BPF_ENABLE_STATS failed: Invalid argument\n"
+    with pytest.raises(HostStackError, match=r"dut: could not keep BPF run statistics on "
+                       r"\(BPF_ENABLE_STATS, Linux 5.8\+\): the holder ended; its output: "
+                       r"'BPF_ENABLE_STATS failed: Invalid argument'"), bpf_stats_enabled(node):
+        pass
+    assert node.stopped == ["bpf-stats"]
+    ended = StatsHold(node, holder=SimpleNamespace(name="bpf-stats", pid=1))
+    assert ended.counting() == (False, "the BPF statistics holder on dut ended: "
+                                       "'BPF_ENABLE_STATS failed: Invalid argument'")
+
+
+def test_the_holder_script_is_valid_python():
+    compile(HOLDER_SCRIPT, "holder", "exec")
 
 
 # ---------------------------------------------------------------------------- evidence
@@ -303,7 +370,7 @@ def test_collect_engagement_counts_only_the_trial_window():
     before_json = '{"id":154,"name":"stream_verdict","run_time_ns":100,"run_cnt":10}'
     node = trial_node(before_log, trial_log, before_json, fixture("bpftool_prog_one.json"))
     mark = mark_engagement(node, "/tmp/fake/nginx-ebpf/error.log")
-    evidence = collect_engagement(node, mark)
+    evidence = collect_engagement(node, mark, StatsHold(node, previous=0))
     # the window after the first trial holds the three later trials: 6 connections
     assert evidence.spliced_connections == 6 and evidence.sock_map_updates == 12
     assert evidence.verdict_runs == 409418 - 10
@@ -318,7 +385,8 @@ def test_sockmap_updates_without_program_runs_are_not_engagement():
     before_log, trial_log = engaged_log_parts()
     same = fixture("bpftool_prog_one.json")
     node = trial_node(before_log, trial_log, same, same)
-    evidence = collect_engagement(node, mark_engagement(node, "/tmp/e.log"))
+    evidence = collect_engagement(node, mark_engagement(node, "/tmp/e.log"),
+                                  StatsHold(node, previous=0))
     assert evidence.verdict_runs == 0 and not evidence.engaged
     with pytest.raises(HostStackError, match="run count growth 0"):
         evidence.require_engaged()
@@ -328,10 +396,22 @@ def test_stats_off_falls_back_to_log_evidence_and_says_so():
     before_log, trial_log = engaged_log_parts()
     same = fixture("bpftool_prog_one.json")
     node = trial_node(before_log, trial_log, same, same, stats_on="0")
-    evidence = collect_engagement(node, mark_engagement(node, "/tmp/e.log"))
+    evidence = collect_engagement(node, mark_engagement(node, "/tmp/e.log"),
+                                  StatsHold(node, previous=0))
     assert evidence.verdict_runs is None
     assert "kernel.bpf_stats_enabled is 0 on dut" in evidence.stats_reason
     assert evidence.engaged  # sockmap updates alone, counters unmeasured
+
+
+def test_a_holder_that_ended_during_the_trial_leaves_the_counts_unmeasured():
+    before_log, trial_log = engaged_log_parts()
+    node = trial_node(before_log, trial_log, fixture("bpftool_prog_one.json"),
+                      fixture("bpftool_prog_one.json"))
+    node.holder_runs, node.holder_output = False, "Killed\n"
+    hold = StatsHold(node, holder=SimpleNamespace(name="bpf-stats", pid=7))
+    evidence = collect_engagement(node, mark_engagement(node, "/tmp/e.log"), hold)
+    assert evidence.verdict_runs is None
+    assert evidence.stats_reason == "the BPF statistics holder on dut ended: 'Killed'"
 
 
 # ---------------------------------------------------------------------------- config rules

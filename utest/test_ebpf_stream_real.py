@@ -4,7 +4,8 @@ left behind.
 Needs an nginx built with mrpre/nginx-stream-ebpf-module at /opt/nginx-ebpf/sbin/nginx
 (built outside the project), bpftool, iperf3 and root; skips with the reason otherwise.
 iperf3 server and nginx listen on 127.0.0.1 high ports; runs are 3 s; every process started
-is stopped by a finalizer and kernel.bpf_stats_enabled is put back.
+is stopped by a finalizer, the BPF statistics' holder too; kernel.bpf_stats_enabled is never
+touched.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from pathlib import Path
 import pytest
 
 from libraries.testbed.errors import HostStackError
+from libraries.tools.ebpf_stream.bpf_stats import bpf_stats_enabled, read_bpf_stats_setting
 from libraries.tools.ebpf_stream.evidence import VerdictStats
 from libraries.tools.ebpf_stream.module import (
     EngagementEvidence,
-    bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
     has_ebpf_module,
     mark_engagement,
-    read_bpf_stats_setting,
     read_verdict_stats,
 )
 from libraries.tools.iperf3 import (
@@ -155,13 +155,16 @@ def test_ebpf_proxy_engages_and_leaves_nothing_behind(loopback: Loopback, tmp_pa
     ours = read_verdict_stats(node).ids - preexisting
     assert len(ours) == 1  # one eBPF server, one worker: one program
 
-    with bpf_stats_enabled(node) as previous:
-        assert previous == stats_setting and read_bpf_stats_setting(node) == 1
+    with bpf_stats_enabled(node) as stats:
+        # counted while the holder keeps its descriptor; the machine-wide sysctl untouched
+        holder = stats.holder
+        assert holder is not None and read_bpf_stats_setting(node) == stats_setting
+        assert "anon_inode:bpf-stats" in node.run(f"ls -l /proc/{holder.pid}/fd").stdout
         mark = mark_engagement(node, params.instance.error_log)
         result = loopback.download(port)
-        evidence = collect_engagement(node, mark)
+        evidence = collect_engagement(node, mark, stats)
 
-    assert read_bpf_stats_setting(node) == stats_setting
+    assert read_bpf_stats_setting(node) == stats_setting and not node.is_running(holder)
     assert result.gbps > 0.1
     evidence.require_engaged()
     assert evidence.spliced_connections == 2  # iperf3's control and data connections
@@ -199,10 +202,10 @@ def test_ebpf_server_after_native_one_is_caught(loopback: Loopback, tmp_path: Pa
     assert config.index("ebpf_enable off") < config.index("ebpf_enable on")
     nginx = loopback.start_nginx(config, prefix, ebpf_port)
 
-    with bpf_stats_enabled(node):
+    with bpf_stats_enabled(node) as stats:
         mark = mark_engagement(node, params.instance.error_log)
         result = loopback.download(ebpf_port)
-        evidence = collect_engagement(node, mark)
+        evidence = collect_engagement(node, mark, stats)
     loopback.stop(nginx)
 
     assert result.gbps > 0.1  # the data went through, natively

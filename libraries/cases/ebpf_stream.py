@@ -32,9 +32,9 @@ from libraries.results.measurement import Measurement, Trial
 from libraries.results.plan import TrialPlan
 from libraries.testbed.errors import HostStackError
 from libraries.testbed.node import Process
+from libraries.tools.ebpf_stream.bpf_stats import StatsHold, bpf_stats_enabled
 from libraries.tools.ebpf_stream.module import (
     EngagementEvidence,
-    bpf_stats_enabled,
     check_ebpf_config,
     collect_engagement,
     has_ebpf_module,
@@ -183,6 +183,7 @@ class EbpfStreamCase:
         if self.dut is not None:
             self.bpftool = testbed.topology.nodes[self.dut.name].tools.get("bpftool", "bpftool")
         self.telemetry = TrialTelemetry.of(ctx)
+        self.stats: StatsHold | None = None  # set by measure
 
     def trial(self, run: Trial) -> IperfResult:
         """One iperf3 client run against ``run.variant``'s path; an eBPF trial must show the
@@ -199,7 +200,8 @@ class EbpfStreamCase:
         result = run_iperf3_client(tg, binary, options, cpu_ledger=self.telemetry.ledger(tg.name),
                                    env=testbed.topology.env_of(tg.name, "iperf3"))
         if mark is not None and self.dut is not None:
-            engaged = collect_engagement(self.dut, mark, self.bpftool)
+            assert self.stats is not None, "eBPF trials run inside measure (statistics on)"
+            engaged = collect_engagement(self.dut, mark, self.stats, self.bpftool)
             engaged.require_engaged()
             if run.measured:
                 self.evidence.append(engaged)
@@ -283,11 +285,13 @@ class EbpfStreamCase:
                     costs=judged_costs(f"{subject}_", False) if subject != "direct" else {})
 
     def measure(self) -> Measurement:
-        """Measure the paths (plainly or as an A/B test) with ``kernel.bpf_stats_enabled=1``
-        on the eBPF proxy's node, restored afterwards."""
+        """Measure the paths (plainly or as an A/B test) with the kernel's BPF run statistics
+        on on the eBPF proxy's node (:func:`bpf_stats_enabled`), off again afterwards."""
         with ExitStack() as stack:
             if self.dut is not None:
-                previous = stack.enter_context(bpf_stats_enabled(self.dut))
-                self.ctx.log.info(f"kernel.bpf_stats_enabled was {previous}; set to 1 for the "
-                                  "measurement, restored afterwards")
-            return run_case(self.ctx, self.case(), self.telemetry)
+                self.stats = stack.enter_context(bpf_stats_enabled(self.dut))
+                self.ctx.log.info(self.stats.describe())
+            try:
+                return run_case(self.ctx, self.case(), self.telemetry)
+            finally:
+                self.stats = None

@@ -128,8 +128,10 @@ class EbpfStreamKeywords:
         Runs iperf3 from ``client`` directly to the server and through every proxy started
         by `Start Stream Proxy On Node`, round by round (direct, native, eBPF, direct, ...):
         a warm-up, then ``-v TRIALS`` rounds of ``-v DURATION`` seconds, and more while a pass
-        criterion is still inconclusive (up to the budget). ``kernel.bpf_stats_enabled`` is
-        set to 1 on the eBPF proxy's node for the measurement and restored afterwards.
+        criterion is still inconclusive (up to the budget). The kernel's BPF run statistics
+        are on on the eBPF proxy's node for the measurement: a process holds a
+        ``BPF_ENABLE_STATS`` descriptor and is stopped afterwards (``python3`` on the node;
+        without it ``kernel.bpf_stats_enabled`` is set to 1 and put back).
 
         Metrics, in Gbit/s at the receiver (in eBPF mode only the receiver's figure is
         real): ``direct``, ``native``, ``ebpf`` and the ratios ``native_direct_ratio``,

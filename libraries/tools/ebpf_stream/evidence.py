@@ -4,7 +4,8 @@ The module logs ``[stream_ebpf]  update sock map index N to client fd X`` (and `
 spliced connection, ``ngx_stream_ebpf_proxy_handler without ebpf object`` per connection that
 fell back to native proxying, and ``call 'ngx_ebpf_init' fail`` per worker that could not load
 its program. ``bpftool -j prog show name stream_verdict`` gives the sk_skb program's
-``run_cnt`` (counted while ``kernel.bpf_stats_enabled`` is 1). Pure parsers: no node access.
+``run_cnt`` (counted while the kernel's BPF run statistics are on). Pure parsers: no node
+access.
 """
 
 from __future__ import annotations

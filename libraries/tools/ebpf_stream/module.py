@@ -10,15 +10,15 @@ silently proxies natively, so each eBPF trial collects :class:`EngagementEvidenc
   the start-up lines); ``ngx_stream_ebpf_proxy_handler without ebpf object`` per fallen-back
   connection; ``call 'ngx_ebpf_init' fail`` per worker that could not load the program;
 - ``run_cnt`` of the ``stream_verdict`` sk_skb program (``bpftool -j prog show name
-  stream_verdict``), counted only while ``kernel.bpf_stats_enabled`` is 1
-  (:func:`bpf_stats_enabled` sets it and restores the previous value).
+  stream_verdict``), counted only while the kernel's BPF run statistics are on
+  (:func:`~libraries.tools.ebpf_stream.bpf_stats.bpf_stats_enabled` keeps them on).
 
 Typical trial::
 
-    with bpf_stats_enabled(dut):
+    with bpf_stats_enabled(dut) as stats:
         mark = mark_engagement(dut, handle.error_log)
         result = run_iperf3_client(tg, ...)
-        evidence = collect_engagement(dut, mark)
+        evidence = collect_engagement(dut, mark, stats)
     evidence.require_engaged()          # HostStackError: eBPF path not engaged ...
 """
 
@@ -27,12 +27,11 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import HostStackError, ParseError, RenderError
+from libraries.tools.ebpf_stream.bpf_stats import StatsHold
 from libraries.tools.ebpf_stream.evidence import (
     VERDICT_PROGRAM,
     ErrorLogEvidence,
@@ -50,7 +49,6 @@ LOG = logging.getLogger(__name__)
 # EBPF_MAP_SIZE in the module's ebpf_kern.c: sockmap slots are indexed by nginx connection
 # number, so worker_connections must not exceed it.
 EBPF_MAP_SIZE = 100000
-BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 
 
 # ---------------------------------------------------------------------------- the binary
@@ -145,46 +143,6 @@ def read_verdict_stats(node: Node, bpftool: str = "bpftool",
     return stats
 
 
-# ---------------------------------------------------------------------------- bpf stats
-def read_bpf_stats_setting(node: Node) -> int:
-    """Current ``kernel.bpf_stats_enabled`` (0 or 1) on ``node``."""
-    text = node.run(f"cat {BPF_STATS_SYSCTL}", timeout=10, check=True).stdout
-    if text.strip() not in ("0", "1"):
-        raise ParseError(f"{node.name}: {BPF_STATS_SYSCTL}", "expected 0 or 1", text)
-    return int(text)
-
-
-def set_bpf_stats(node: Node, value: int) -> None:
-    """Write ``kernel.bpf_stats_enabled`` (0 or 1) on ``node``."""
-    if value not in (0, 1):
-        raise ValueError(f"kernel.bpf_stats_enabled: expected 0 or 1, got {value!r}")
-    node.run(f"echo {value} > {BPF_STATS_SYSCTL}", timeout=10, sudo=True)
-
-
-def enable_bpf_stats(node: Node) -> int:
-    """Set ``kernel.bpf_stats_enabled=1``; return the previous value for
-    :func:`set_bpf_stats` to put back."""
-    previous = read_bpf_stats_setting(node)
-    if previous != 1:
-        set_bpf_stats(node, 1)
-    LOG.info("%s: kernel.bpf_stats_enabled 1 (was %d)", node.name, previous)
-    return previous
-
-
-@contextmanager
-def bpf_stats_enabled(node: Node) -> Iterator[int]:
-    """Context in which the kernel counts BPF program runs on ``node``; yields the previous
-    setting and restores it on exit, even after a failure. The sysctl is machine-wide:
-    two runs sharing a machine must not overlap these contexts."""
-    previous = enable_bpf_stats(node)
-    try:
-        yield previous
-    finally:
-        if previous != 1:
-            set_bpf_stats(node, previous)
-            LOG.info("%s: kernel.bpf_stats_enabled restored to %d", node.name, previous)
-
-
 # ---------------------------------------------------------------------------- evidence
 @dataclass(frozen=True)
 class EngagementMark:
@@ -249,7 +207,7 @@ class EngagementEvidence:
             f"loaded, run count growth {runs}"
             + (f" ({self.stats_reason})" if self.stats_reason else "")
             + "; expected sockmap updates and a growing run count (eBPF servers first in "
-            "the stream block, user root, kernel.bpf_stats_enabled=1)"
+            "the stream block, user root, BPF run statistics on)"
         )
 
     def as_record(self) -> dict[str, Any]:
@@ -271,20 +229,19 @@ def mark_engagement(node: Node, error_log: str, bpftool: str = "bpftool") -> Eng
     return EngagementMark(error_log, _log_size(node, error_log), read_verdict_stats(node, bpftool))
 
 
-def collect_engagement(node: Node, mark: EngagementMark,
+def collect_engagement(node: Node, mark: EngagementMark, stats: StatsHold,
                        bpftool: str = "bpftool") -> EngagementEvidence:
     """Evidence for the trial since ``mark``: the error log's new lines and the counters'
-    growth (read while nginx still runs: its programs go away with its workers)."""
+    growth (read while nginx still runs: its programs go away with its workers), the growth
+    only where ``stats`` still kept the kernel counting."""
     after = read_verdict_stats(node, bpftool)
-    counted = read_bpf_stats_setting(node) == 1
+    counted, why_not = stats.counting()
     text = node.run(f"tail -c +{mark.log_offset + 1} {shlex.quote(mark.error_log)}",
                     timeout=20, sudo=True).stdout
     log = parse_error_log(text, f"{node.name}: {mark.error_log} from byte {mark.log_offset}")
     if counted:
         evidence = EngagementEvidence.from_parts(log, mark.verdict, after)
     else:
-        evidence = EngagementEvidence.from_parts(
-            log, None, VerdictStats(after.programs, "kernel.bpf_stats_enabled is 0 on "
-                                    f"{node.name}: run counts not measured"))
+        evidence = EngagementEvidence.from_parts(log, None, VerdictStats(after.programs, why_not))
     LOG.info("%s: eBPF engagement: %s", node.name, evidence.as_record())
     return evidence
