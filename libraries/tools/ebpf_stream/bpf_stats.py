@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import shlex
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from libraries.testbed.errors import HostStackError, ParseError
+from libraries.testbed.process_output import wait_for_output
 
 if TYPE_CHECKING:
     from libraries.testbed.node import Node
@@ -110,17 +110,14 @@ def start_holder(node: Node, timeout: float = 10.0) -> Any:
     """Start the descriptor's holder (as root) and wait until it holds it; HostStackError
     with its output when it ends first (an old kernel: EINVAL) or says nothing in time."""
     holder = node.start(f"python3 -c {shlex.quote(HOLDER_SCRIPT)}", HOLDER_NAME, sudo=True)
-    deadline = time.monotonic() + timeout
-    while HOLDER_READY not in node.read_log(holder):
-        ended = not node.is_running(holder)
-        if ended or time.monotonic() > deadline:
-            output = node.stop(holder)
-            what = "ended" if ended else f"said nothing in {timeout:g} s"
-            raise HostStackError(
-                f"{node.name}: could not keep BPF run statistics on (BPF_ENABLE_STATS, Linux "
-                f"5.8+): the holder {what}; its output: {output.strip()[-500:]!r}")
-        time.sleep(0.1)
-    return holder
+    output = wait_for_output(node, holder, HOLDER_READY, timeout)
+    if output.found:
+        return holder
+    text = node.stop(holder)
+    what = "ended" if output.ended else f"said nothing in {timeout:g} s"
+    raise HostStackError(
+        f"{node.name}: could not keep BPF run statistics on (BPF_ENABLE_STATS, Linux 5.8+): "
+        f"the holder {what}; its output: {text.strip()[-500:]!r}")
 
 
 @contextmanager

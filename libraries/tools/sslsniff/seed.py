@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from libraries.testbed.command import NodeCommand
 from libraries.testbed.errors import ToolMissing
+from libraries.testbed.process_output import wait_for_output
 from libraries.tools.bpftime import stop_with_sigint
 from libraries.tools.render import render
 from libraries.tools.sslsniff.kernel import (
@@ -162,22 +162,17 @@ def wait_header(node: Any, process: Any, what: str, timeout: float = 30.0) -> st
     the node does for any process it started (``read_log``, ``is_running``: as the user who
     started it, so a root program's log is read behind ``sudo`` from a login that is not
     root)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        log = node.read_log(process)
-        if "FUNC" in log:
-            if "no program attached" in log:
-                raise TracerError(f"{node.name}: {what}: a probe did not attach; its output:\n"
-                                  f"    {log.strip()[-2000:]}")
-            return log
-        if not node.is_running(process):
-            # read again: a process that is gone has written all it will
-            raise TracerError(f"{node.name}: {what} exited before attaching; its output:\n"
-                              f"    {exit_reason(node.read_log(process))}")
-        if time.monotonic() > deadline:
-            raise TracerError(f"{node.name}: {what} printed no header after {timeout:g} s; "
-                              f"its output:\n    {exit_reason(log)}")
-        time.sleep(0.2)
+    output = wait_for_output(node, process, "FUNC", timeout, poll=0.2)
+    if output.found:
+        if "no program attached" in output.text:
+            raise TracerError(f"{node.name}: {what}: a probe did not attach; its output:\n"
+                              f"    {output.text.strip()[-2000:]}")
+        return output.text
+    if output.ended:
+        raise TracerError(f"{node.name}: {what} exited before attaching; its output:\n"
+                          f"    {exit_reason(output.text)}")
+    raise TracerError(f"{node.name}: {what} printed no header after {timeout:g} s; "
+                      f"its output:\n    {exit_reason(output.text)}")
 
 
 def start_kernel_sslsniff(node: Any, program: SeedSslsniff, tracer: KernelTracer,
